@@ -1,0 +1,64 @@
+//! `zkr`: run commands under ZooKeeper locks, hand out IDs, get/set/watch config, and run a
+//! local ZooKeeper for development. All logic lives in the zkr libraries; this is the shell.
+
+mod demo;
+mod server;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "zkr", version, about = "ZooKeeper recipes from the shell: locks, IDs, config")]
+struct Cli {
+    /// More output (tracing at debug level); twice for trace.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a real local ZooKeeper (1 or 3 servers) in the foreground until Ctrl-C.
+    Server(server::ServerArgs),
+    /// The demo: an embedded ZooKeeper and zkr's recipes at work.
+    Demo(demo::DemoArgs),
+}
+
+fn init_tracing(verbose: u8) {
+    let level = match verbose {
+        // zookeeper-client warns on every failed connection attempt; that is our retry loop's job.
+        0 => "warn,zookeeper_client=error",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ZKR_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}
+
+fn main() {
+    let cli = Cli::parse();
+    init_tracing(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("zkr: cannot start the async runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let code = runtime.block_on(async {
+        let result = match cli.command {
+            Command::Server(args) => server::run(args).await,
+            Command::Demo(args) => demo::run(args).await,
+        };
+        match result {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("zkr: {e:#}");
+                1
+            }
+        }
+    });
+    drop(runtime);
+    std::process::exit(code);
+}

@@ -1,0 +1,254 @@
+//! [`TestingCluster`]: a 3- or 5-server ensemble on loopback.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use nix::sys::signal::Signal;
+use tempfile::TempDir;
+
+use crate::error::{Error, Result};
+use crate::four_letter::four_letter_word;
+use crate::install::Installation;
+use crate::member::Member;
+use crate::options::{Peer, ServerOptions};
+
+/// A real ZooKeeper ensemble of 3 or 5 servers on loopback, each a child JVM with its own ports
+/// and data directory. Servers are addressed by index (`0..size`); their ZooKeeper ids are
+/// `index + 1`.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f() -> zkr_testing::Result<()> {
+/// use zkr_testing::TestingCluster;
+///
+/// let cluster = TestingCluster::start(3).await?;
+/// let leader = cluster.leader().await.expect("a leader");
+/// cluster.kill(leader)?;
+/// // ... clients carry on with the other two ...
+/// cluster.restart(leader).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct TestingCluster {
+    members: Vec<Member>,
+    options: Arc<ServerOptions>,
+    root: TempDir,
+}
+
+/// One member of a [`TestingCluster`], as [`TestingCluster::servers`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerInfo {
+    /// Index in the cluster (0-based).
+    pub index: usize,
+    /// ZooKeeper server id (`myid`, 1-based).
+    pub id: u32,
+    /// The client port.
+    pub client_port: u16,
+    /// `127.0.0.1:PORT` of this server alone.
+    pub connect_string: String,
+    /// Whether its JVM is running.
+    pub running: bool,
+}
+
+impl TestingCluster {
+    /// Starts `size` servers (3 or 5; 1 gives a single quorum member) and waits until every one
+    /// of them accepts sessions.
+    ///
+    /// # Errors
+    /// [`Error::ClusterSize`] for other sizes; otherwise as
+    /// [`TestingServer::start`](crate::TestingServer::start).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped servers are killed and their directories removed.
+    pub async fn start(size: usize) -> Result<Self> {
+        Self::with_options(size, ServerOptions::default()).await
+    }
+
+    /// Starts a cluster with the given options. See [`start`](Self::start).
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    ///
+    /// # Cancel safety
+    /// As [`start`](Self::start).
+    pub async fn with_options(size: usize, options: ServerOptions) -> Result<Self> {
+        if !matches!(size, 1 | 3 | 5) {
+            return Err(Error::ClusterSize(size));
+        }
+        let install = Installation::detect()?;
+        let options = Arc::new(options);
+        let root = tempfile::Builder::new()
+            .prefix("zkr-cluster-")
+            .tempdir()
+            .map_err(|e| Error::io("creating a temporary directory", e))?;
+        let mut attempt = 0;
+        'retry: loop {
+            attempt += 1;
+            let members = (1..=size as u32)
+                .map(|id| Member::new(id, true, root.path(), install.clone(), options.clone()))
+                .collect::<Result<Vec<_>>>()?;
+            let peers: Vec<Peer> = members.iter().filter_map(|m| m.peer).collect();
+            for m in &members {
+                m.write_config(&peers)?;
+            }
+            for m in &members {
+                m.spawn()?;
+            }
+            for m in &members {
+                match m.wait_serving(options.start_timeout).await {
+                    Ok(()) => {}
+                    Err(Error::Exited { .. })
+                        if attempt < 3 && members.iter().any(Member::lost_port_race) =>
+                    {
+                        drop(members);
+                        for id in 1..=size {
+                            let _ = std::fs::remove_dir_all(root.path().join(format!("server-{id}")));
+                        }
+                        continue 'retry;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            tracing::info!(size, "TestingCluster serving");
+            return Ok(TestingCluster { members, options, root });
+        }
+    }
+
+    fn member(&self, index: usize) -> Result<&Member> {
+        self.members.get(index).ok_or(Error::NoSuchServer { index, size: self.members.len() })
+    }
+
+    /// Number of servers.
+    pub fn size(&self) -> usize {
+        self.members.len()
+    }
+
+    /// The connect string of the whole ensemble, `127.0.0.1:P1,127.0.0.1:P2,...`.
+    pub fn connect_string(&self) -> String {
+        self.members.iter().map(Member::address).collect::<Vec<_>>().join(",")
+    }
+
+    /// The connect string of server `index` alone.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchServer`].
+    pub fn server_connect_string(&self, index: usize) -> Result<String> {
+        Ok(self.member(index)?.address())
+    }
+
+    /// Every server with its ports and whether it runs.
+    pub fn servers(&self) -> Vec<ServerInfo> {
+        self.members
+            .iter()
+            .enumerate()
+            .map(|(index, m)| ServerInfo {
+                index,
+                id: m.id,
+                client_port: m.client_port,
+                connect_string: m.address(),
+                running: m.is_running(),
+            })
+            .collect()
+    }
+
+    /// The index of the server whose `srvr` says `Mode: leader`, if any answers so.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn leader(&self) -> Option<usize> {
+        for (index, m) in self.members.iter().enumerate() {
+            if m.is_running() && m.mode().await.as_deref() == Some("leader") {
+                return Some(index);
+            }
+        }
+        None
+    }
+
+    /// Which server (index) a client port belongs to.
+    pub fn index_of_port(&self, port: u16) -> Option<usize> {
+        self.members.iter().position(|m| m.client_port == port)
+    }
+
+    /// The index of the server that holds a connection for session `session_id` (from each
+    /// server's `cons` listing), if any.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn server_of_session(&self, session_id: i64) -> Option<usize> {
+        let needle = format!("sid={:#x}", session_id);
+        for (index, m) in self.members.iter().enumerate() {
+            if !m.is_running() {
+                continue;
+            }
+            if let Ok(reply) = four_letter_word(&m.address(), "cons").await {
+                if reply.contains(&needle) {
+                    return Some(index);
+                }
+            }
+        }
+        None
+    }
+
+    /// Kills server `index` (`SIGKILL`, as a crash). Its data stays for [`restart`](Self::restart).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchServer`].
+    pub fn kill(&self, index: usize) -> Result<()> {
+        self.member(index)?.kill();
+        Ok(())
+    }
+
+    /// Starts server `index` again with the same ports and data. It waits until the server
+    /// accepts sessions when a quorum can be formed with it; otherwise it returns once the JVM
+    /// is started. A running server is killed first.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchServer`], or as [`TestingServer::start`](crate::TestingServer::start).
+    ///
+    /// # Cancel safety
+    /// If dropped, the server may be left starting; [`servers`](Self::servers) tells.
+    pub async fn restart(&self, index: usize) -> Result<()> {
+        let member = self.member(index)?;
+        member.kill();
+        member.spawn()?;
+        let running = self.members.iter().filter(|m| m.is_running()).count();
+        if running > self.members.len() / 2 {
+            member.wait_serving(self.options.start_timeout).await?;
+        }
+        Ok(())
+    }
+
+    /// Freezes server `index` (`SIGSTOP`).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchServer`], [`Error::NotRunning`] or [`Error::Signal`].
+    pub fn pause(&self, index: usize) -> Result<()> {
+        self.member(index)?.signal(Signal::SIGSTOP)
+    }
+
+    /// Resumes server `index` (`SIGCONT`).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchServer`], [`Error::NotRunning`] or [`Error::Signal`].
+    pub fn resume(&self, index: usize) -> Result<()> {
+        self.member(index)?.signal(Signal::SIGCONT)
+    }
+
+    /// Sends a four-letter command to server `index`.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchServer`] or [`Error::Io`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn four_letter_word(&self, index: usize, command: &str) -> Result<String> {
+        four_letter_word(&self.member(index)?.address(), command).await
+    }
+
+    /// The root temporary directory (removed on drop).
+    pub fn root_dir(&self) -> &Path {
+        self.root.path()
+    }
+}

@@ -1,0 +1,106 @@
+//! The error type of this crate.
+
+use std::time::Duration;
+
+use crate::install::INSTALL_COMMAND;
+
+/// Result alias for this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What can go wrong while starting, controlling or faulting test servers.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The ZooKeeper server jars were not found (neither `ZOOKEEPER_CLASSPATH` nor Debian's
+    /// `/usr/share/java/zookeeper.jar`).
+    #[error("ZooKeeper server jars not found ({detail}); install them with `{INSTALL_COMMAND}` or set ZOOKEEPER_CLASSPATH")]
+    ZooKeeperNotFound {
+        /// Where we looked.
+        detail: String,
+    },
+    /// No `java` executable was found (neither `$JAVA_HOME/bin/java` nor `java` on `PATH`).
+    #[error("no Java runtime found ({detail}); install one with `{INSTALL_COMMAND}`")]
+    JavaNotFound {
+        /// Where we looked.
+        detail: String,
+    },
+    /// An I/O operation failed (writing configuration, spawning the JVM, binding a port).
+    #[error("{context}: {source}")]
+    Io {
+        /// What we were doing.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The server process exited while we waited for it to serve.
+    #[error("ZooKeeper server {server} exited while starting ({status}); last log lines:\n{log}")]
+    Exited {
+        /// The server id (1-based).
+        server: u32,
+        /// The exit status.
+        status: String,
+        /// The tail of the server log.
+        log: String,
+    },
+    /// The server did not accept a session within the start timeout.
+    #[error("ZooKeeper server {server} did not serve within {timeout:?}; last log lines:\n{log}")]
+    StartTimeout {
+        /// The server id (1-based).
+        server: u32,
+        /// How long we waited.
+        timeout: Duration,
+        /// The tail of the server log.
+        log: String,
+    },
+    /// A call through `zookeeper-client` failed.
+    #[error("ZooKeeper client error: {0}")]
+    Client(#[from] zookeeper_client::Error),
+    /// A cluster member index was out of range.
+    #[error("no server at index {index} in a cluster of {size}")]
+    NoSuchServer {
+        /// The index asked for (0-based).
+        index: usize,
+        /// The cluster size.
+        size: usize,
+    },
+    /// The server is not running (it was stopped or killed).
+    #[error("ZooKeeper server {0} is not running")]
+    NotRunning(u32),
+    /// Sending a signal to a server's process group failed.
+    #[error("sending {signal} to ZooKeeper server {server} failed: {source}")]
+    Signal {
+        /// The server id (1-based).
+        server: u32,
+        /// The signal name.
+        signal: &'static str,
+        /// The errno.
+        #[source]
+        source: nix::errno::Errno,
+    },
+    /// A bounded wait for an event ran out.
+    #[error("timed out after {timeout:?} waiting for {what}")]
+    Timeout {
+        /// How long we waited.
+        timeout: Duration,
+        /// What we were waiting for.
+        what: &'static str,
+    },
+    /// A cluster size other than 1, 3 or 5 was asked for.
+    #[error("a TestingCluster has 1, 3 or 5 servers, not {0}")]
+    ClusterSize(usize),
+    /// A four-letter-word reply could not be understood.
+    #[error("unexpected reply to `{command}`: {reply:?}")]
+    FourLetterReply {
+        /// The command sent.
+        command: String,
+        /// What came back.
+        reply: String,
+    },
+}
+
+impl Error {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io { context: context.into(), source }
+    }
+}

@@ -1,0 +1,48 @@
+//! Real Apache ZooKeeper servers for tests, examples and demos: the Rust counterpart of
+//! Curator's `curator-test`, except that it runs the real Java server (from the OS packages) as
+//! child processes instead of in-process.
+//!
+//! Start with [`TestingServer::start`] for one server or [`TestingCluster::start`] for an
+//! ensemble; use [`shared_server`] to share one server across the tests of a binary (give each
+//! test its own root path). Faults: [`TestingServer::stop`]/[`restart`](TestingServer::restart),
+//! [`TestingCluster::kill`]/[`pause`](TestingCluster::pause), [`expire_session`] for a real
+//! server-side session expiry, and [`FaultProxy`] to cut or partition connections. [`Timing`]
+//! scales test timeouts on slow machines.
+//!
+//! The server is found through `ZOOKEEPER_CLASSPATH`, or Debian's `zookeeper` package
+//! (`apt-get install -y zookeeper default-jre-headless`); see [`Installation`].
+//!
+//! No JVM outlives the process that started it: each server runs in its own process group,
+//! is killed on drop, and a wrapper kills it (and removes its files) when the parent dies.
+//!
+//! # Examples
+//!
+//! ```no_run
+//! # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = zkr_testing::TestingServer::start().await?;
+//! let client = zookeeper_client::Client::connect(&server.connect_string()).await?;
+//! let (data, _stat) = client.get_data("/zookeeper").await?;
+//! # Ok(()) }
+//! ```
+
+mod cluster;
+mod error;
+mod four_letter;
+mod install;
+mod member;
+mod options;
+mod process;
+mod proxy;
+mod server;
+mod session;
+mod timing;
+
+pub use cluster::{ServerInfo, TestingCluster};
+pub use error::{Error, Result};
+pub use four_letter::{four_letter_word, parse_mntr};
+pub use install::{Installation, INSTALL_COMMAND};
+pub use options::ServerOptions;
+pub use proxy::{FaultProxy, ProxyMode};
+pub use server::{shared_server, TestingServer};
+pub use session::expire_session;
+pub use timing::{Timing, TIMING_MULTIPLIER_ENV};

@@ -1,0 +1,155 @@
+//! Server settings shared by [`TestingServer`](crate::TestingServer) and
+//! [`TestingCluster`](crate::TestingCluster).
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// Settings for test servers. The defaults are realistic (fsync on, default limits) except where
+/// a test harness needs otherwise; each such change is listed here.
+///
+/// | setting | value | why |
+/// |---|---|---|
+/// | `tickTime` | 500 ms (ZooKeeper's sample config: 2000) | elections and session expiry in tests take a fraction of the time; the lowest session timeout becomes 1 s |
+/// | `maxSessionTimeout` | 60 s (default would be 20 ticks = 10 s) | clients keep the session timeouts they ask for, as on a production ensemble with `tickTime=2000`|
+/// | `forceSync` | `yes` (the default) | durability as in production; benchmarks measure the real write path |
+/// | `preAllocSize` | 4 MiB (default 64 MiB) | smaller transaction-log preallocation; fewer bytes zeroed per start |
+/// | `4lw.commands.whitelist` | `srvr,mntr,cons,stat,ruok,conf,wchs,wchc,dump,envi,crst,srst` | tests and benchmarks read server-side counters |
+/// | `admin.enableServer` | `false` | no Jetty admin server, no fixed port 8080 |
+/// | `clientPortAddress` | `127.0.0.1` | loopback only |
+/// | `zookeeper.extendedTypesEnabled` | `true` | TTL nodes can be created |
+/// | JVM | `-Xmx512m -XX:+UseSerialGC` | a 2-core machine runs several servers and the tests |
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f() -> zkr_testing::Result<()> {
+/// use std::time::Duration;
+/// use zkr_testing::{ServerOptions, TestingServer};
+///
+/// let options = ServerOptions::default().container_check_interval(Duration::from_millis(100));
+/// let server = TestingServer::with_options(options).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "options do nothing until a server is started with them"]
+pub struct ServerOptions {
+    pub(crate) tick_time: Duration,
+    pub(crate) max_session_timeout: Duration,
+    pub(crate) container_check_interval: Option<Duration>,
+    pub(crate) start_timeout: Duration,
+    pub(crate) extra_config: Vec<(String, String)>,
+    pub(crate) jvm_options: Vec<String>,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            tick_time: Duration::from_millis(500),
+            max_session_timeout: Duration::from_secs(60),
+            container_check_interval: None,
+            start_timeout: crate::Timing::from_env().multiple(Duration::from_secs(60)),
+            extra_config: Vec::new(),
+            jvm_options: Vec::new(),
+        }
+    }
+}
+
+impl ServerOptions {
+    /// The server's `tickTime`. Defaults to 500 ms. The smallest session timeout a client can
+    /// get is two ticks.
+    pub fn tick_time(mut self, tick: Duration) -> Self {
+        self.tick_time = tick;
+        self
+    }
+
+    /// The largest session timeout the server grants. Defaults to 60 s.
+    pub fn max_session_timeout(mut self, timeout: Duration) -> Self {
+        self.max_session_timeout = timeout;
+        self
+    }
+
+    /// How often the server deletes empty container nodes (`znode.container.checkIntervalMs`).
+    /// Defaults to the server's own default (60 s).
+    pub fn container_check_interval(mut self, interval: Duration) -> Self {
+        self.container_check_interval = Some(interval);
+        self
+    }
+
+    /// How long a start or restart may take before it fails. Defaults to 60 s times the
+    /// [`Timing`](crate::Timing) multiplier.
+    pub fn start_timeout(mut self, timeout: Duration) -> Self {
+        self.start_timeout = timeout;
+        self
+    }
+
+    /// Adds a `key=value` line to `zoo.cfg` (later lines win over the defaults).
+    pub fn config(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.extra_config.push((key.into(), value.into()));
+        self
+    }
+
+    /// Adds a JVM option (for example a `-D` system property).
+    pub fn jvm_option(mut self, option: impl Into<String>) -> Self {
+        self.jvm_options.push(option.into());
+        self
+    }
+
+    pub(crate) fn render_config(
+        &self,
+        data_dir: &std::path::Path,
+        client_port: u16,
+        peers: &[Peer],
+    ) -> String {
+        let mut cfg = String::new();
+        let tick = self.tick_time.as_millis().max(1);
+        let _ = writeln!(cfg, "tickTime={tick}");
+        let _ = writeln!(cfg, "initLimit=20");
+        let _ = writeln!(cfg, "syncLimit=10");
+        let _ = writeln!(cfg, "dataDir={}", data_dir.display());
+        let _ = writeln!(cfg, "clientPort={client_port}");
+        let _ = writeln!(cfg, "clientPortAddress=127.0.0.1");
+        let _ = writeln!(cfg, "minSessionTimeout={}", tick * 2);
+        let _ = writeln!(cfg, "maxSessionTimeout={}", self.max_session_timeout.as_millis().max(tick * 2));
+        let _ = writeln!(cfg, "maxClientCnxns=0");
+        let _ = writeln!(cfg, "admin.enableServer=false");
+        let _ = writeln!(
+            cfg,
+            "4lw.commands.whitelist=srvr,mntr,cons,stat,ruok,conf,wchs,wchc,dump,envi,crst,srst"
+        );
+        let _ = writeln!(cfg, "forceSync=yes");
+        let _ = writeln!(cfg, "preAllocSize=4096");
+        for peer in peers {
+            let _ = writeln!(cfg, "server.{}=127.0.0.1:{}:{}", peer.id, peer.quorum_port, peer.election_port);
+        }
+        for (k, v) in &self.extra_config {
+            let _ = writeln!(cfg, "{k}={v}");
+        }
+        cfg
+    }
+
+    pub(crate) fn jvm_args(&self) -> Vec<String> {
+        let mut args = vec![
+            "-Xms32m".to_string(),
+            "-Xmx512m".to_string(),
+            "-XX:+UseSerialGC".to_string(),
+            "-XX:-UsePerfData".to_string(),
+            "-Djava.net.preferIPv4Stack=true".to_string(),
+            "-Dzookeeper.extendedTypesEnabled=true".to_string(),
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn".to_string(),
+            "-Dorg.slf4j.simpleLogger.showDateTime=true".to_string(),
+        ];
+        if let Some(interval) = self.container_check_interval {
+            args.push(format!("-Dznode.container.checkIntervalMs={}", interval.as_millis().max(1)));
+        }
+        args.extend(self.jvm_options.iter().cloned());
+        args
+    }
+}
+
+/// A quorum member's peer ports, for `server.N=` lines.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Peer {
+    pub(crate) id: u32,
+    pub(crate) quorum_port: u16,
+    pub(crate) election_port: u16,
+}

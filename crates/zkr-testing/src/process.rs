@@ -1,0 +1,170 @@
+//! One ZooKeeper JVM as a child process, in its own process group, that cannot outlive us.
+//!
+//! The JVM is started by a tiny `sh` wrapper whose standard input is a pipe from this process.
+//! When this process exits for any reason (including `SIGKILL` or a panic that aborts), the pipe
+//! closes, the wrapper's `cat` sees end-of-file, and the wrapper kills the JVM and removes the
+//! data directory it was given. Normal control (stop, kill, pause) signals the whole group.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+use crate::error::{Error, Result};
+use crate::install::Installation;
+
+/// The wrapper: run the JVM in the background, wait for our stdin to close, then kill the JVM
+/// and remove the orphaned data directory (`$ZKR_ORPHAN_CLEANUP`, when set).
+const WRAPPER: &str = r#"
+"$@" </dev/null &
+jvm=$!
+cat >/dev/null
+kill -9 "$jvm" 2>/dev/null
+wait "$jvm" 2>/dev/null
+if [ -n "$ZKR_ORPHAN_CLEANUP" ]; then rm -rf "$ZKR_ORPHAN_CLEANUP"; fi
+"#;
+
+/// A running server process group.
+#[derive(Debug)]
+pub(crate) struct ServerProcess {
+    child: Child,
+    // Held only so that the pipe closes when we go away; see the module docs.
+    _lifeline: ChildStdin,
+    pgid: Pid,
+    server: u32,
+}
+
+pub(crate) struct SpawnSpec<'a> {
+    pub(crate) install: &'a Installation,
+    pub(crate) server: u32,
+    pub(crate) config: &'a Path,
+    pub(crate) log: &'a Path,
+    pub(crate) cleanup_on_orphan: &'a Path,
+    pub(crate) jvm_options: &'a [String],
+    pub(crate) main_class: &'static str,
+}
+
+impl ServerProcess {
+    pub(crate) fn spawn(spec: SpawnSpec<'_>) -> Result<Self> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(spec.log)
+            .map_err(|e| Error::io(format!("opening server log {}", spec.log.display()), e))?;
+        let log_err = log.try_clone().map_err(|e| Error::io("duplicating log handle", e))?;
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(WRAPPER)
+            .arg("zkr-zookeeper")
+            .arg(spec.install.java())
+            .args(spec.jvm_options)
+            .arg("-cp")
+            .arg(spec.install.classpath())
+            .arg(spec.main_class)
+            .arg(spec.config)
+            .env("ZKR_ORPHAN_CLEANUP", spec.cleanup_on_orphan)
+            .stdin(Stdio::piped())
+            .stdout(log)
+            .stderr(log_err)
+            .process_group(0);
+        let mut child = cmd.spawn().map_err(|e| Error::io("spawning the ZooKeeper server (sh + java)", e))?;
+        let lifeline = child.stdin.take().expect("stdin was piped");
+        let pgid = Pid::from_raw(child.id() as i32);
+        tracing::debug!(server = spec.server, pgid = pgid.as_raw(), "spawned ZooKeeper server");
+        Ok(ServerProcess { child, _lifeline: lifeline, pgid, server: spec.server })
+    }
+
+    /// Has the process exited? Returns its status if so.
+    pub(crate) fn exited(&mut self) -> Option<String> {
+        match self.child.try_wait() {
+            Ok(Some(status)) => Some(status.to_string()),
+            Ok(None) => None,
+            Err(e) => Some(format!("unknown ({e})")),
+        }
+    }
+
+    pub(crate) fn signal(&self, signal: Signal) -> Result<()> {
+        killpg(self.pgid, signal).map_err(|source| Error::Signal {
+            server: self.server,
+            signal: signal.as_str(),
+            source,
+        })
+    }
+
+    /// Kills the whole group and reaps the wrapper.
+    pub(crate) fn kill(mut self) {
+        let _ = killpg(self.pgid, Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        // Idempotent: after `kill` the group is already gone and this fails with ESRCH.
+        let _ = killpg(self.pgid, Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+/// Picks a free loopback port (the usual bind-to-zero trick; a start that loses the race to
+/// another process is retried by the caller).
+pub(crate) fn free_port() -> Result<u16> {
+    let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .map_err(|e| Error::io("binding a free loopback port", e))?;
+    let port = listener.local_addr().map_err(|e| Error::io("reading a bound port", e))?.port();
+    Ok(port)
+}
+
+/// Waits until `port` can be bound again (with `SO_REUSEADDR`, as ZooKeeper binds it), so a
+/// restart on the same port does not race the dying JVM.
+pub(crate) fn wait_port_released(port: u16, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    let addr: SocketAddr = (Ipv4Addr::LOCALHOST, port).into();
+    loop {
+        let free = (|| -> std::io::Result<()> {
+            let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+            socket.set_reuse_address(true)?;
+            socket.bind(&addr.into())?;
+            Ok(())
+        })()
+        .is_ok();
+        if free || Instant::now() >= deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The last `max_lines` lines of a log file, for error messages.
+pub(crate) fn log_tail(path: &Path, max_lines: usize) -> String {
+    let Ok(mut file) = File::open(path) else { return String::from("(no log)") };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(16 * 1024)));
+    let mut text = String::new();
+    let _ = file.read_to_string(&mut text);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(max_lines)..].join("\n")
+}
+
+/// Paths of one member's files inside a root directory.
+#[derive(Debug, Clone)]
+pub(crate) struct MemberPaths {
+    pub(crate) data: PathBuf,
+    pub(crate) config: PathBuf,
+    pub(crate) log: PathBuf,
+}
+
+impl MemberPaths {
+    pub(crate) fn new(root: &Path, server: u32) -> Result<Self> {
+        let dir = root.join(format!("server-{server}"));
+        let data = dir.join("data");
+        std::fs::create_dir_all(&data).map_err(|e| Error::io(format!("creating {}", data.display()), e))?;
+        Ok(MemberPaths { config: dir.join("zoo.cfg"), log: dir.join("server.log"), data })
+    }
+}

@@ -1,0 +1,276 @@
+//! zkr-testing against real servers: every harness feature is exercised here.
+
+use std::path::Path;
+use std::time::Duration;
+
+use zkr_testing::{expire_session, FaultProxy, TestingCluster, TestingServer, Timing};
+use zookeeper_client::{Acls, Client, CreateMode, SessionState, StateWatcher};
+
+fn timing() -> Timing {
+    Timing::from_env()
+}
+
+/// Waits for the watcher to report `want`, failing the test after `Timing::wait`.
+async fn await_state(watcher: &mut StateWatcher, want: SessionState) {
+    let seen = tokio::time::timeout(timing().wait(), async {
+        if watcher.state() == want {
+            return;
+        }
+        while watcher.changed().await != want {}
+    })
+    .await;
+    assert!(seen.is_ok(), "client never reached {want:?}");
+}
+
+/// Processes whose command line mentions `needle` (a server's unique temp directory).
+fn processes_mentioning(needle: &Path) -> Vec<u32> {
+    let needle = needle.to_string_lossy().into_owned();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            if String::from_utf8_lossy(&cmdline).contains(&needle) && pid != std::process::id() {
+                found.push(pid);
+            }
+        }
+    }
+    found
+}
+
+async fn connect(connect_string: &str) -> Client {
+    Client::connector()
+        .with_session_timeout(timing().session())
+        .connect(connect_string)
+        .await
+        .expect("connect")
+}
+
+#[tokio::test]
+async fn stop_and_restart_keep_port_and_data() {
+    let server = TestingServer::start().await.unwrap();
+    let port = server.port();
+    let client = connect(&server.connect_string()).await;
+    client.create("/kept", b"value", &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
+    drop(client);
+
+    server.stop().unwrap();
+    assert!(!server.is_running());
+    assert!(Client::connector().with_fail_eagerly().connect(&server.connect_string()).await.is_err());
+
+    server.restart().await.unwrap();
+    assert!(server.is_running());
+    assert_eq!(server.port(), port);
+    let client = connect(&server.connect_string()).await;
+    let (data, _) = client.get_data("/kept").await.unwrap();
+    assert_eq!(data, b"value");
+    let srvr = server.four_letter_word("srvr").await.unwrap();
+    assert!(srvr.contains("Mode: standalone"), "{srvr}");
+}
+
+#[tokio::test]
+async fn cluster_leader_kill_elects_a_new_leader_and_clients_carry_on() {
+    let cluster = TestingCluster::start(3).await.unwrap();
+    assert_eq!(cluster.servers().len(), 3);
+    assert!(cluster.servers().iter().all(|s| s.running));
+    let client = connect(&cluster.connect_string()).await;
+    let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    client.create("/before", b"1", &options).await.unwrap();
+
+    let leader = cluster.leader().await.expect("an elected leader");
+    cluster.kill(leader).unwrap();
+    assert!(!cluster.servers()[leader].running);
+
+    // A write goes through once the remaining two have elected a leader; requests issued while
+    // the client reconnects wait for the connection, those in flight fail with ConnectionLoss.
+    let wrote = tokio::time::timeout(timing().wait(), async {
+        loop {
+            match client.create("/after", b"2", &options).await {
+                Ok(_) | Err(zookeeper_client::Error::NodeExists) => return,
+                Err(zookeeper_client::Error::ConnectionLoss) => continue,
+                Err(e) => panic!("unexpected error {e}"),
+            }
+        }
+    })
+    .await;
+    assert!(wrote.is_ok(), "no write succeeded after the leader was killed");
+    let new_leader = cluster.leader().await.expect("a new leader");
+    assert_ne!(new_leader, leader);
+    assert_eq!(client.get_data("/before").await.unwrap().0, b"1");
+
+    cluster.restart(leader).await.unwrap();
+    assert!(cluster.servers().iter().all(|s| s.running));
+    let direct = connect(&cluster.server_connect_string(leader).unwrap()).await;
+    direct.sync("/after").await.unwrap();
+    assert_eq!(direct.get_data("/after").await.unwrap().0, b"2");
+}
+
+#[tokio::test]
+async fn pause_disconnects_and_resume_reconnects_the_same_session() {
+    let server = TestingServer::start().await.unwrap();
+    let client = connect(&server.connect_string()).await;
+    let session = client.session_id();
+    let mut watcher = client.state_watcher();
+
+    server.pause().unwrap();
+    await_state(&mut watcher, SessionState::Disconnected).await;
+    server.resume().unwrap();
+    await_state(&mut watcher, SessionState::SyncConnected).await;
+    assert_eq!(client.session_id(), session);
+    client.check_stat("/").await.unwrap();
+}
+
+#[tokio::test]
+async fn expire_session_is_observed_by_the_client() {
+    let server = TestingServer::start().await.unwrap();
+    let client = connect(&server.connect_string()).await;
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    client.create("/eph", b"", &ephemeral).await.unwrap();
+
+    expire_session(&client, &server.connect_string()).await.unwrap();
+    assert_eq!(client.state(), SessionState::Expired);
+    assert_eq!(client.check_stat("/").await, Err(zookeeper_client::Error::SessionExpired));
+
+    let other = connect(&server.connect_string()).await;
+    assert_eq!(other.check_stat("/eph").await.unwrap(), None, "ephemeral of the expired session remains");
+}
+
+#[tokio::test]
+async fn proxy_cut_disconnects_and_the_client_reconnects() {
+    let server = TestingServer::start().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let client = connect(&proxy.connect_string()).await;
+    let mut watcher = client.state_watcher();
+    assert_eq!(proxy.connection_count(), 1);
+
+    proxy.cut();
+    await_state(&mut watcher, SessionState::Disconnected).await;
+    await_state(&mut watcher, SessionState::SyncConnected).await;
+    client.check_stat("/").await.unwrap();
+}
+
+#[tokio::test]
+async fn proxy_blackhole_disconnects_and_heal_reconnects() {
+    let server = TestingServer::start().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let client = connect(&proxy.connect_string()).await;
+    let session = client.session_id();
+    let mut watcher = client.state_watcher();
+
+    proxy.blackhole();
+    await_state(&mut watcher, SessionState::Disconnected).await;
+    proxy.heal();
+    await_state(&mut watcher, SessionState::SyncConnected).await;
+    assert_eq!(client.session_id(), session, "a short partition keeps the session");
+    client.check_stat("/").await.unwrap();
+}
+
+#[tokio::test]
+async fn held_reply_is_lost_by_a_cut_but_the_request_was_applied() {
+    let server = TestingServer::start().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let client = connect(&proxy.connect_string()).await;
+    let direct = connect(&server.connect_string()).await;
+
+    proxy.hold_replies();
+    let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let create = client.create("/in-flight", b"", &options);
+    // The request reaches the server although its reply is held.
+    let applied = tokio::time::timeout(timing().wait(), async {
+        while direct.check_stat("/in-flight").await.unwrap().is_none() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert!(applied.is_ok(), "the held request never reached the server");
+    proxy.cut();
+    proxy.heal();
+    assert!(create.await.is_err(), "the reply should have been lost");
+}
+
+#[tokio::test]
+async fn dropping_a_server_leaves_no_jvm_and_no_files() {
+    let server = TestingServer::start().await.unwrap();
+    let root = server.root_dir().to_path_buf();
+    assert!(!processes_mentioning(&root).is_empty(), "the server should be running");
+    drop(server);
+    assert!(processes_mentioning(&root).is_empty(), "a JVM survived the drop");
+    assert!(!root.exists(), "the data directory survived the drop");
+}
+
+#[tokio::test]
+async fn dropping_a_cluster_leaves_no_jvm() {
+    let cluster = TestingCluster::start(3).await.unwrap();
+    let root = cluster.root_dir().to_path_buf();
+    cluster.pause(1).unwrap();
+    drop(cluster);
+    assert!(processes_mentioning(&root).is_empty(), "a JVM survived the drop");
+    assert!(!root.exists());
+}
+
+const ORPHAN_HELPER_ENV: &str = "ZKR_TESTING_ORPHAN_HELPER";
+
+/// In the child process (see below) this starts a server, prints its directory and waits to be
+/// killed; in a normal run it does nothing.
+#[tokio::test]
+async fn orphan_helper() {
+    if std::env::var_os(ORPHAN_HELPER_ENV).is_none() {
+        return;
+    }
+    let server = TestingServer::start().await.unwrap();
+    println!("ROOT={}", server.root_dir().display());
+    std::future::pending::<()>().await;
+}
+
+#[test]
+fn a_server_dies_with_the_process_that_started_it_even_on_sigkill() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "orphan_helper", "--nocapture", "--test-threads=1"])
+        .env(ORPHAN_HELPER_ENV, "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut root = None;
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if let Some(dir) = line.split("ROOT=").nth(1) {
+            root = Some(std::path::PathBuf::from(dir));
+            break;
+        }
+    }
+    let root = root.expect("the helper started a server");
+    assert!(!processes_mentioning(&root).is_empty());
+    child.kill().unwrap(); // SIGKILL: no destructor runs in the helper
+    child.wait().unwrap();
+    let deadline = std::time::Instant::now() + timing().wait();
+    while (!processes_mentioning(&root).is_empty() || root.exists()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(processes_mentioning(&root).is_empty(), "the JVM outlived its parent");
+    assert!(!root.exists(), "the orphan guard did not remove the directory");
+}
+
+#[tokio::test]
+async fn shared_server_is_started_once() {
+    let a = zkr_testing::shared_server().await.unwrap();
+    let b = zkr_testing::shared_server().await.unwrap();
+    assert!(std::ptr::eq(a, b));
+    let client = connect(&a.connect_string()).await;
+    client.check_stat("/").await.unwrap();
+}
+
+#[test]
+fn cluster_sizes_are_checked() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let err = rt.block_on(TestingCluster::start(2)).unwrap_err();
+    assert!(matches!(err, zkr_testing::Error::ClusterSize(2)));
+}
+
+#[test]
+fn install_errors_name_the_install_command() {
+    let err = zkr_testing::Error::ZooKeeperNotFound { detail: "nothing".into() };
+    assert!(err.to_string().contains("apt-get install -y zookeeper default-jre-headless"));
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Makes sure the non-Rust pieces the tests, benchmarks and demo need are installed:
+# ZooKeeper 3.8 (Debian `zookeeper`), a headless JRE, Apache Curator 5.4 jars
+# (`libcurator-recipes-java`) and kazoo (`python3-kazoo`). Installs them with apt-get when
+# running as root; otherwise prints the exact command and fails.
+set -euo pipefail
+
+packages=(zookeeper default-jre-headless libcurator-recipes-java python3-kazoo)
+missing=()
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+command -v java >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/java" ] || missing+=(default-jre-headless)
+[ -f /usr/share/java/curator-recipes.jar ] || missing+=(libcurator-recipes-java)
+/usr/bin/python3 -c 'import kazoo' >/dev/null 2>&1 || missing+=(python3-kazoo)
+
+if [ -n "${ZOOKEEPER_CLASSPATH:-}" ]; then
+  # A user-provided server: do not insist on Debian's.
+  missing=("${missing[@]/zookeeper}")
+fi
+want=()
+for p in "${missing[@]}"; do [ -n "$p" ] && want+=("$p"); done
+[ ${#want[@]} -eq 0 ] && exit 0
+
+cmd="apt-get install -y --no-install-recommends ${packages[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "zkr needs: ${want[*]}. Install them with:" >&2
+  echo "  sudo apt-get update && sudo $cmd" >&2
+  exit 1
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "zkr needs: ${want[*]} (Debian packages ${packages[*]}); no apt-get on this machine." >&2
+  echo "Set ZOOKEEPER_CLASSPATH to a ZooKeeper 3.8 server class path and put java on PATH." >&2
+  exit 1
+fi
+echo "installing ${want[*]} with apt-get" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >/dev/null
+apt-get install -y -q --no-install-recommends "${want[@]}" >/dev/null
