@@ -1,1 +1,63 @@
-//! Shared helpers for the integration tests.
+//! Helpers shared by zkr's integration tests: unique root paths, state-sequence assertions and
+//! quick connections to test servers.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use zkr_connection::{ConnectionState, ConnectionStateStream, ZkClient, ZkClientBuilder};
+use zkr_testing::Timing;
+
+/// The test timing (scaled by `ZKR_TIMING_MULTIPLIER`).
+pub fn timing() -> Timing {
+    Timing::from_env()
+}
+
+/// A root path no other test uses: `/t-<name>-<uuid>`.
+pub fn unique_root(name: &str) -> String {
+    format!("/t-{name}-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// A builder for tests: the session timeout from [`Timing::session`], quick connection timeout.
+pub fn builder(connect_string: &str) -> ZkClientBuilder {
+    ZkClient::builder(connect_string).session_timeout(timing().session()).connection_timeout(timing().wait())
+}
+
+/// Connects with [`builder`].
+pub async fn connect(connect_string: &str) -> ZkClient {
+    builder(connect_string).connect().await.expect("connect")
+}
+
+/// Reads `expected.len()` states from `stream` and asserts they are `expected`, in order,
+/// failing after [`Timing::wait`] per state.
+pub async fn expect_states(stream: &mut ConnectionStateStream, expected: &[ConnectionState]) {
+    let mut seen = Vec::new();
+    for _ in expected {
+        match tokio::time::timeout(timing().wait(), stream.next()).await {
+            Ok(Some(state)) => seen.push(state),
+            Ok(None) => panic!("state stream ended after {seen:?}; expected {expected:?}"),
+            Err(_) => panic!("timed out after {seen:?}; expected {expected:?}"),
+        }
+    }
+    assert_eq!(seen, expected);
+}
+
+/// Asserts that no further state arrives within `quiet`.
+pub async fn expect_no_state(stream: &mut ConnectionStateStream, quiet: Duration) {
+    if let Ok(Some(state)) = tokio::time::timeout(quiet, stream.next()).await {
+        panic!("unexpected state {state}");
+    }
+}
+
+/// Polls `check` until it is true, failing after [`Timing::wait`]. For conditions that have no
+/// event to await (a node deleted by another session).
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + timing().wait();
+    while !check().await {
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -1,1 +1,52 @@
-//! Work in progress.
+//! zkr's connection manager: what Curator's `curator-client` and `curator-framework` are for
+//! Java, on [`zookeeper-client`](zookeeper_client) and tokio.
+//!
+//! Start with [`ZkClient::builder`] (or [`ZkClient::connect`] for the defaults). The
+//! [`ZkClient`] is a cheap `Clone` handle that every recipe takes. It owns the ZooKeeper
+//! session and replaces it when it expires, announcing Curator's [`ConnectionState`]s
+//! (`Connected`, `Suspended`, `Reconnected`, `Lost`, `ReadOnly`) on a stream. Operations run in
+//! [`ZkClient::retry`] under a [`RetryPolicy`](retry::RetryPolicy) (Curator's policies, exact
+//! formulas, in [`retry`]). Helpers cover what recipes need: [`path`] validation, parents as
+//! containers ([`ZkClient::create_parents`]), idempotent create and delete, protected
+//! ephemeral-sequential create ([`ZkClient::create_protected`]) and guaranteed delete
+//! ([`ZkClient::guaranteed_delete`]).
+//!
+//! # Examples
+//!
+//! ```no_run
+//! # async fn f() -> zkr_connection::Result<()> {
+//! use std::time::Duration;
+//! use zkr_connection::ZkClient;
+//! use zookeeper_client::CreateMode;
+//!
+//! let zk = ZkClient::builder("127.0.0.1:2181").session_timeout(Duration::from_secs(10)).connect().await?;
+//! zk.create("/app/config", b"v1", CreateMode::Persistent).await?;
+//! let (data, _) = zk.retry(|s| async move { s.client().get_data("/app/config").await }).await?;
+//! assert_eq!(data, b"v1");
+//! # Ok(()) }
+//! ```
+
+mod acl;
+mod builder;
+mod client;
+mod error;
+mod ops;
+pub mod path;
+pub mod protected;
+pub mod retry;
+mod retry_loop;
+mod state;
+
+pub use acl::{AclProvider, CreatorAllAclProvider, OpenAclProvider};
+pub use builder::ZkClientBuilder;
+pub use client::{ConnectionStateStream, Session, ZkClient};
+pub use error::{is_retryable, is_session_error, Error, Result};
+pub use ops::GuaranteedDelete;
+pub use path::MAX_DATA_LEN;
+pub use protected::ProtectedNode;
+pub use retry_loop::RetryOptions;
+pub use state::{
+    ConnectionState, ConnectionStateErrorPolicy, SessionConnectionStateErrorPolicy,
+    StandardConnectionStateErrorPolicy,
+};
+pub use zookeeper_client;

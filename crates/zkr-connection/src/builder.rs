@@ -1,0 +1,268 @@
+//! [`ZkClientBuilder`]: settings for a [`ZkClient`](crate::ZkClient), validated in `build()`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::acl::{AclProvider, CreatorAllAclProvider, OpenAclProvider};
+use crate::client::ZkClient;
+use crate::error::{Error, Result};
+use crate::path;
+use crate::retry::{ExponentialBackoffRetry, RetryPolicy};
+use crate::state::{ConnectionStateErrorPolicy, StandardConnectionStateErrorPolicy};
+
+/// The validated settings a [`ZkClient`] runs with.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) connect_string: String,
+    pub(crate) session_timeout: Duration,
+    pub(crate) connection_timeout: Duration,
+    pub(crate) retry_policy: Arc<dyn RetryPolicy>,
+    pub(crate) namespace: Option<String>,
+    pub(crate) auth: Vec<(String, Vec<u8>)>,
+    pub(crate) acl_provider: Arc<dyn AclProvider>,
+    pub(crate) can_be_read_only: bool,
+    pub(crate) error_policy: Arc<dyn ConnectionStateErrorPolicy>,
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<zookeeper_client::TlsOptions>,
+}
+
+/// Builds a [`ZkClient`]. Every setting has Curator's default; `build()` validates them all.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f() -> zkr_connection::Result<()> {
+/// use std::time::Duration;
+/// use zkr_connection::{retry::ExponentialBackoffRetry, ZkClient};
+///
+/// let zk = ZkClient::builder("zk1:2181,zk2:2181,zk3:2181/prod")
+///     .session_timeout(Duration::from_secs(30))
+///     .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(500), 5))
+///     .namespace("billing")
+///     .digest_auth("billing", "s3cret")
+///     .creator_only_acl()
+///     .connect()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "a builder does nothing until `.build()` or `.connect()`"]
+pub struct ZkClientBuilder {
+    config: Config,
+}
+
+impl ZkClientBuilder {
+    pub(crate) fn new(connect_string: impl Into<String>) -> Self {
+        ZkClientBuilder {
+            config: Config {
+                connect_string: connect_string.into(),
+                session_timeout: Duration::from_secs(60),
+                connection_timeout: Duration::from_secs(15),
+                retry_policy: Arc::new(ExponentialBackoffRetry::new(Duration::from_secs(1), 3)),
+                namespace: None,
+                auth: Vec::new(),
+                acl_provider: Arc::new(OpenAclProvider),
+                can_be_read_only: false,
+                error_policy: Arc::new(StandardConnectionStateErrorPolicy),
+                #[cfg(feature = "tls")]
+                tls: None,
+            },
+        }
+    }
+
+    /// The session timeout to ask the server for. Defaults to 60 s (Curator's default); the
+    /// server clamps it to its `minSessionTimeout`..`maxSessionTimeout`.
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.config.session_timeout = timeout;
+        self
+    }
+
+    /// How long a connection attempt, and an operation waiting for a connection, may take.
+    /// Defaults to 15 s (Curator's default).
+    pub fn connection_timeout(mut self, timeout: Duration) -> Self {
+        self.config.connection_timeout = timeout;
+        self
+    }
+
+    /// The retry policy of [`ZkClient::retry`] and every recipe. Defaults to
+    /// `ExponentialBackoffRetry(1 s, 3)`.
+    pub fn retry_policy(mut self, policy: impl RetryPolicy + 'static) -> Self {
+        self.config.retry_policy = Arc::new(policy);
+        self
+    }
+
+    /// A namespace (for example `"app"` or `"app/env"`, no leading slash): every path is
+    /// relative to `/<namespace>`, which is created (persistent) when missing. Defaults to none.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.config.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Adds an auth entry (`scheme`, bytes), applied to every session, including the ones built
+    /// after an expiry. Defaults to none.
+    pub fn auth(mut self, scheme: impl Into<String>, auth: impl Into<Vec<u8>>) -> Self {
+        self.config.auth.push((scheme.into(), auth.into()));
+        self
+    }
+
+    /// Adds a `digest` auth entry for `user:password`.
+    pub fn digest_auth(self, user: &str, password: &str) -> Self {
+        self.auth("digest", format!("{user}:{password}").into_bytes())
+    }
+
+    /// The ACL provider for created nodes. Defaults to [`OpenAclProvider`].
+    pub fn acl_provider(mut self, provider: impl AclProvider + 'static) -> Self {
+        self.config.acl_provider = Arc::new(provider);
+        self
+    }
+
+    /// Creates every node creator-only ([`CreatorAllAclProvider`]); needs an auth entry.
+    pub fn creator_only_acl(self) -> Self {
+        self.acl_provider(CreatorAllAclProvider)
+    }
+
+    /// Allows read-only sessions on servers partitioned from the quorum (state
+    /// [`ReadOnly`](crate::ConnectionState::ReadOnly)). Defaults to false.
+    pub fn can_be_read_only(mut self, allowed: bool) -> Self {
+        self.config.can_be_read_only = allowed;
+        self
+    }
+
+    /// Which connection states recipes treat as losing a lock or leadership. Defaults to
+    /// [`StandardConnectionStateErrorPolicy`] (Suspended and Lost).
+    pub fn error_policy(mut self, policy: impl ConnectionStateErrorPolicy + 'static) -> Self {
+        self.config.error_policy = Arc::new(policy);
+        self
+    }
+
+    /// Connects over TLS with these options (hosts without a protocol use TLS).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, options: zookeeper_client::TlsOptions) -> Self {
+        self.config.tls = Some(options);
+        self
+    }
+
+    /// Validates the settings and starts the manager, which connects in the background. Must be
+    /// called inside a tokio runtime. Use [`connect`](Self::connect) to also wait for the first
+    /// session.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConnectString`], [`Error::InvalidSetting`] or [`Error::InvalidPath`] (a
+    /// bad chroot or namespace).
+    pub fn build(self) -> Result<ZkClient> {
+        validate(&self.config)?;
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::InvalidSetting {
+            setting: "runtime",
+            reason: "a ZkClient must be built inside a tokio runtime".into(),
+        })?;
+        Ok(ZkClient::start(self.config, &runtime))
+    }
+
+    /// [`build`](Self::build), then waits up to the connection timeout for the first session.
+    ///
+    /// # Errors
+    /// As [`build`](Self::build), and [`Error::ConnectTimeout`] (with the last connection error)
+    /// when no session is established in time.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future drops the manager, which stops connecting.
+    pub async fn connect(self) -> Result<ZkClient> {
+        let timeout = self.config.connection_timeout;
+        let zk = self.build()?;
+        zk.wait_connected(timeout).await?;
+        Ok(zk)
+    }
+}
+
+fn validate(config: &Config) -> Result<()> {
+    validate_connect_string(&config.connect_string)?;
+    if config.session_timeout.is_zero() || config.session_timeout > Duration::from_millis(i32::MAX as u64) {
+        return Err(Error::InvalidSetting {
+            setting: "session_timeout",
+            reason: format!("{:?} is out of range", config.session_timeout),
+        });
+    }
+    if config.connection_timeout.is_zero() {
+        return Err(Error::InvalidSetting {
+            setting: "connection_timeout",
+            reason: "must be above zero".into(),
+        });
+    }
+    if let Some(ns) = &config.namespace {
+        if ns.is_empty() || ns.starts_with('/') {
+            return Err(Error::InvalidSetting {
+                setting: "namespace",
+                reason: format!("{ns:?} must be non-empty and have no leading slash"),
+            });
+        }
+        path::validate_path(&format!("/{ns}"))?;
+    }
+    for (scheme, _) in &config.auth {
+        if scheme.is_empty() {
+            return Err(Error::InvalidSetting { setting: "auth", reason: "empty scheme".into() });
+        }
+    }
+    Ok(())
+}
+
+/// Checks `host:port[,host:port...][/chroot]`, with optional `tcp://` or `tcp+tls://` per host.
+pub(crate) fn validate_connect_string(connect_string: &str) -> Result<()> {
+    let invalid =
+        |reason: String| Error::InvalidConnectString { connect_string: connect_string.to_string(), reason };
+    let trimmed = connect_string.trim();
+    if trimmed.is_empty() {
+        return Err(invalid("it is empty".into()));
+    }
+    // The chroot starts at the first '/' that is not part of a "scheme://".
+    let mut hosts_end = trimmed.len();
+    let mut search_from = 0;
+    while let Some(i) = trimmed[search_from..].find('/') {
+        let at = search_from + i;
+        if trimmed[at..].starts_with("//") && trimmed[..at].ends_with(':') {
+            search_from = at + 2;
+            continue;
+        }
+        hosts_end = at;
+        break;
+    }
+    let (hosts, chroot) = trimmed.split_at(hosts_end);
+    if !chroot.is_empty() {
+        path::check_path(chroot).map_err(|e| invalid(format!("chroot {chroot:?}: {e}")))?;
+    }
+    for host in hosts.split(',') {
+        let host = host.trim();
+        let host = host.strip_prefix("tcp+tls://").or_else(|| host.strip_prefix("tcp://")).unwrap_or(host);
+        if host.is_empty() {
+            return Err(invalid("an empty host".into()));
+        }
+        let (name, port) = match host.rsplit_once(':') {
+            Some((name, port)) if !name.is_empty() => (name, port),
+            _ => return Err(invalid(format!("{host:?} is not host:port"))),
+        };
+        if name.contains(['/', ' ']) {
+            return Err(invalid(format!("bad host name {name:?}")));
+        }
+        match port.parse::<u16>() {
+            Ok(p) if p > 0 => {}
+            _ => return Err(invalid(format!("bad port {port:?} in {host:?}"))),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connect_strings() {
+        for good in
+            ["127.0.0.1:2181", "a:1,b:2/chroot/x", "tcp://a:1,tcp+tls://b:2", " a:1 , b:2 ", "[::1]:2181"]
+        {
+            assert!(validate_connect_string(good).is_ok(), "{good}");
+        }
+        for bad in ["", "localhost", "a:0", "a:99999", "a:1,", ":2181", "a:1/chroot/", "a:1//x", "a:x"] {
+            assert!(matches!(validate_connect_string(bad), Err(Error::InvalidConnectString { .. })), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,516 @@
+//! [`ZkClient`]: the handle every recipe takes, and the supervisor task that owns the session.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::Stream;
+use tokio::sync::{mpsc, watch, Notify};
+use tokio::time::Instant;
+use tokio_util::sync::{CancellationToken, DropGuard};
+use zookeeper_client::{Acl, Client, SessionState};
+
+use crate::builder::{Config, ZkClientBuilder};
+use crate::error::{Error, Result};
+use crate::path;
+use crate::retry::RetryPolicy;
+use crate::state::{ConnectionState, ConnectionStateErrorPolicy};
+
+/// One ZooKeeper session of a [`ZkClient`]: the `zookeeper-client` handle (already rooted at the
+/// namespace) and the session's generation, which grows by one with every session the manager
+/// builds.
+///
+/// Recipes take a `Session` for a sequence of operations that belong together (an ephemeral
+/// node and the watches on it) and compare generations to learn that the session changed. Hold
+/// it only as long as that sequence: a held `Session` keeps its `Client` alive.
+#[derive(Debug, Clone)]
+pub struct Session {
+    client: Client,
+    generation: u64,
+}
+
+impl Session {
+    /// The `zookeeper-client` handle for this session.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The generation: 1 for the first session of a manager, then one more per rebuild.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// ZooKeeper's session id.
+    pub fn id(&self) -> i64 {
+        self.client.session_id().0
+    }
+}
+
+/// The shared state of one manager: what the supervisor publishes and every handle reads.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    session: watch::Sender<Option<Session>>,
+    state: watch::Sender<Option<ConnectionState>>,
+    listeners: Mutex<Vec<mpsc::UnboundedSender<ConnectionState>>>,
+    last_error: Mutex<Option<zookeeper_client::Error>>,
+    generation: AtomicU64,
+    pub(crate) cancel: CancellationToken,
+    expire: Notify,
+    supervisor: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// A cheap `Clone` handle to ZooKeeper that survives session expiry: Curator's
+/// `CuratorFramework`.
+///
+/// It owns the session. When the session expires (on the server, or on the client after the
+/// connection has been gone for longer than the session could survive) it builds a new one with
+/// the same settings and auth, bumps the [`Session::generation`], and announces
+/// [`ConnectionState::Lost`] followed by [`ConnectionState::Reconnected`]. States follow
+/// Curator's rules exactly; see [`ConnectionState`].
+///
+/// Operations go through [`retry`](Self::retry) (Curator's `RetryLoop`) or the helpers built on
+/// it: [`create`](Self::create), [`create_protected`](Self::create_protected),
+/// [`guaranteed_delete`](Self::guaranteed_delete) and more.
+///
+/// Dropping the last handle stops the manager and closes the session; [`close`](Self::close)
+/// does it explicitly.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f() -> zkr_connection::Result<()> {
+/// use futures::StreamExt;
+/// use zkr_connection::ZkClient;
+///
+/// let zk = ZkClient::connect("127.0.0.1:2181").await?;
+/// let mut states = zk.state_changes();
+/// tokio::spawn(async move {
+///     while let Some(state) = states.next().await {
+///         println!("connection state: {state}");
+///     }
+/// });
+/// let data = zk.retry(|session| async move { session.client().get_data("/config").await }).await?;
+/// # Ok(()) }
+/// ```
+#[doc(alias = "CuratorFramework")]
+#[derive(Debug, Clone)]
+pub struct ZkClient {
+    pub(crate) shared: Arc<Shared>,
+    _stop_on_last_drop: Arc<DropGuard>,
+}
+
+impl ZkClient {
+    /// A builder with Curator's defaults for `connect_string` (`host:port[,host:port...][/chroot]`).
+    pub fn builder(connect_string: impl Into<String>) -> ZkClientBuilder {
+        ZkClientBuilder::new(connect_string)
+    }
+
+    /// Connects with every default and waits for the first session (at most 15 s).
+    ///
+    /// # Errors
+    /// As [`ZkClientBuilder::connect`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn connect(connect_string: impl Into<String>) -> Result<Self> {
+        Self::builder(connect_string).connect().await
+    }
+
+    pub(crate) fn start(config: Config, runtime: &tokio::runtime::Handle) -> Self {
+        let cancel = CancellationToken::new();
+        let shared = Arc::new(Shared {
+            config,
+            session: watch::channel(None).0,
+            state: watch::channel(None).0,
+            listeners: Mutex::new(Vec::new()),
+            last_error: Mutex::new(None),
+            generation: AtomicU64::new(0),
+            cancel: cancel.clone(),
+            expire: Notify::new(),
+            supervisor: Mutex::new(None),
+        });
+        let task = runtime.spawn(supervise(shared.clone()));
+        *shared.supervisor.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
+        ZkClient { shared, _stop_on_last_drop: Arc::new(cancel.drop_guard()) }
+    }
+
+    /// The current session, waiting up to the connection timeout while there is none (before
+    /// the first connection and while a lost session is rebuilt).
+    ///
+    /// # Errors
+    /// [`Error::Closed`], or [`Error::ConnectTimeout`] with the last connection error.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn session(&self) -> Result<Session> {
+        self.session_until(Instant::now() + self.shared.config.connection_timeout).await
+    }
+
+    /// The current session if there is one, without waiting.
+    pub fn try_session(&self) -> Option<Session> {
+        self.shared.session.borrow().clone()
+    }
+
+    pub(crate) async fn session_until(&self, deadline: Instant) -> Result<Session> {
+        let mut rx = self.shared.session.subscribe();
+        let wait = async {
+            loop {
+                if let Some(session) = rx.borrow_and_update().clone() {
+                    return Ok(session);
+                }
+                if rx.changed().await.is_err() {
+                    return Err(Error::Closed);
+                }
+            }
+        };
+        tokio::select! {
+            biased;
+            r = wait => r,
+            _ = self.shared.cancel.cancelled() => Err(Error::Closed),
+            _ = tokio::time::sleep_until(deadline) => Err(Error::ConnectTimeout {
+                connect_string: self.shared.config.connect_string.clone(),
+                timeout: self.shared.config.connection_timeout,
+                last_error: self.shared.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            }),
+        }
+    }
+
+    /// The current session's `zookeeper-client` handle; see [`session`](Self::session).
+    ///
+    /// # Errors
+    /// As [`session`](Self::session).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn client(&self) -> Result<Client> {
+        Ok(self.session().await?.client)
+    }
+
+    /// Waits until the manager is connected (Curator's `blockUntilConnected`).
+    ///
+    /// # Errors
+    /// [`Error::ConnectTimeout`] (with the last connection error) or [`Error::Closed`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn wait_connected(&self, timeout: Duration) -> Result<()> {
+        let mut rx = self.shared.state.subscribe();
+        let wait = rx.wait_for(|s| s.is_some_and(ConnectionState::is_connected));
+        tokio::select! {
+            biased;
+            r = wait => r.map(|_| ()).map_err(|_| Error::Closed),
+            _ = self.shared.cancel.cancelled() => Err(Error::Closed),
+            _ = tokio::time::sleep(timeout) => Err(Error::ConnectTimeout {
+                connect_string: self.shared.config.connect_string.clone(),
+                timeout,
+                last_error: self.shared.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            }),
+        }
+    }
+
+    /// The latest connection state (`None` before the first connection).
+    pub fn state(&self) -> Option<ConnectionState> {
+        *self.shared.state.borrow()
+    }
+
+    /// Is the manager connected now?
+    pub fn is_connected(&self) -> bool {
+        self.state().is_some_and(ConnectionState::is_connected)
+    }
+
+    /// Every connection state transition from now on, in order. Each subscriber has its own
+    /// queue, so a slow one never blocks the others or the session (and should not be left
+    /// unpolled forever: its queue grows).
+    pub fn state_changes(&self) -> ConnectionStateStream {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.shared.listeners.lock().unwrap_or_else(|p| p.into_inner()).push(tx);
+        ConnectionStateStream { rx }
+    }
+
+    /// A `watch` receiver of the latest state, for tasks that only need the current value.
+    pub fn state_watch(&self) -> watch::Receiver<Option<ConnectionState>> {
+        self.shared.state.subscribe()
+    }
+
+    /// A `watch` receiver of the current session (`None` while there is none).
+    pub fn session_watch(&self) -> watch::Receiver<Option<Session>> {
+        self.shared.session.subscribe()
+    }
+
+    /// The generation of the latest session (0 before the first).
+    pub fn generation(&self) -> u64 {
+        self.shared.generation.load(Ordering::SeqCst)
+    }
+
+    /// The connect string.
+    pub fn connect_string(&self) -> &str {
+        &self.shared.config.connect_string
+    }
+
+    /// The namespace, if any.
+    pub fn namespace(&self) -> Option<&str> {
+        self.shared.config.namespace.as_deref()
+    }
+
+    /// The session timeout asked for.
+    pub fn session_timeout(&self) -> Duration {
+        self.shared.config.session_timeout
+    }
+
+    /// The connection timeout.
+    pub fn connection_timeout(&self) -> Duration {
+        self.shared.config.connection_timeout
+    }
+
+    /// The retry policy.
+    pub fn retry_policy(&self) -> &Arc<dyn RetryPolicy> {
+        &self.shared.config.retry_policy
+    }
+
+    /// The connection-state error policy recipes follow.
+    pub fn error_policy(&self) -> &Arc<dyn ConnectionStateErrorPolicy> {
+        &self.shared.config.error_policy
+    }
+
+    /// Is `state` an error state under this manager's error policy?
+    pub fn is_error_state(&self, state: ConnectionState) -> bool {
+        self.shared.config.error_policy.is_error_state(state)
+    }
+
+    /// The ACL for a node created at `path`.
+    pub fn acl_for_path(&self, path: &str) -> Vec<Acl> {
+        self.shared.config.acl_provider.acl_for_path(path)
+    }
+
+    /// Ends the current session as if it had expired: announces
+    /// [`Lost`](ConnectionState::Lost) at once and builds a new session (Curator's
+    /// `injectSessionExpiration`, for tests). The old session closes on the server when the
+    /// last handle to it is dropped, or at its timeout.
+    pub fn inject_session_expiration(&self) {
+        self.shared.expire.notify_one();
+    }
+
+    /// Stops the manager and closes the session. Every handle sees [`Error::Closed`] afterwards.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the manager is stopped at the first poll; only the wait for the supervisor
+    /// task is lost.
+    pub async fn close(&self) {
+        self.shared.cancel.cancel();
+        let task = self.shared.supervisor.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+
+    /// Has the manager been closed (or all handles dropped)?
+    pub fn is_closed(&self) -> bool {
+        self.shared.cancel.is_cancelled()
+    }
+}
+
+/// The stream of [`ZkClient::state_changes`].
+#[derive(Debug)]
+pub struct ConnectionStateStream {
+    rx: mpsc::UnboundedReceiver<ConnectionState>,
+}
+
+impl Stream for ConnectionStateStream {
+    type Item = ConnectionState;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Shared {
+    fn post(&self, state: ConnectionState) {
+        tracing::info!(%state, generation = self.generation.load(Ordering::SeqCst), "connection state");
+        self.state.send_replace(Some(state));
+        let mut listeners = self.listeners.lock().unwrap_or_else(|p| p.into_inner());
+        listeners.retain(|tx| tx.send(state).is_ok());
+    }
+
+    fn current(&self) -> Option<ConnectionState> {
+        *self.state.borrow()
+    }
+
+    fn connector(&self) -> zookeeper_client::Connector {
+        let config = &self.config;
+        let mut connector = Client::connector()
+            .with_session_timeout(config.session_timeout)
+            .with_readonly(config.can_be_read_only)
+            .with_fail_eagerly();
+        for (scheme, auth) in &config.auth {
+            connector = connector.with_auth(scheme, auth);
+        }
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &config.tls {
+            connector = connector.with_tls(tls.clone());
+        }
+        connector
+    }
+
+    async fn connect_once(&self) -> std::result::Result<Client, zookeeper_client::Error> {
+        let connector = self.connector();
+        let cs = &self.config.connect_string;
+        #[cfg(feature = "tls")]
+        let connecting = async {
+            if self.config.tls.is_some() {
+                connector.secure_connect(cs).await
+            } else {
+                connector.connect(cs).await
+            }
+        };
+        #[cfg(not(feature = "tls"))]
+        let connecting = connector.connect(cs);
+        let client = match tokio::time::timeout(self.config.connection_timeout, connecting).await {
+            Ok(result) => result?,
+            Err(_) => return Err(zookeeper_client::Error::Timeout),
+        };
+        match &self.config.namespace {
+            None => Ok(client),
+            Some(ns) => {
+                let root = path::join(client.path(), ns);
+                let relative = format!("/{ns}");
+                // Pipelined: every create is sent before the first reply is awaited.
+                let acls = self.config.acl_provider.acl_for_path(&relative);
+                let options =
+                    zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::new(&acls));
+                let mut creates = Vec::new();
+                for p in path::ancestors(&relative).into_iter().chain(std::iter::once(relative.as_str())) {
+                    creates.push(client.create(p, &[], &options));
+                }
+                for create in creates {
+                    match create.await {
+                        Ok(_) | Err(zookeeper_client::Error::NodeExists) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                client.chroot(root).map_err(|_| zookeeper_client::Error::BadArguments(&"invalid namespace"))
+            }
+        }
+    }
+
+    /// Connects a new session, retrying with a capped backoff until it works or we are closed.
+    async fn connect_until_done(&self) -> Client {
+        let mut delay = Duration::from_millis(50);
+        loop {
+            match self.connect_once().await {
+                Ok(client) => {
+                    *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                    return client;
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "connection attempt failed");
+                    *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(2));
+                }
+            }
+        }
+    }
+}
+
+/// How long after `Suspended` to announce `Lost`.
+///
+/// `zookeeper-client` declares a connection lost once nothing has arrived for 2/5 of the
+/// negotiated session timeout `T`, checked every `T/20`: `Disconnected` comes at most `9T/20`
+/// after the last reply. The server expires a session no earlier than `T` after it last heard
+/// from the client, so the session may be gone `11T/20` after `Disconnected`. Announcing `Lost`
+/// `T/2` after `Suspended` leaves `T/20` to spare, so a lock holder stops before the server can
+/// give its lock to anyone else. (Curator waits a whole `T` after SUSPENDED, by which time the
+/// server has long expired the session.)
+fn lost_after(client: &Client) -> Duration {
+    client.session_timeout() / 2
+}
+
+enum SessionEnd {
+    Lost,
+    Closed,
+}
+
+async fn supervise(shared: Arc<Shared>) {
+    loop {
+        let client = tokio::select! {
+            biased;
+            _ = shared.cancel.cancelled() => break,
+            client = shared.connect_until_done() => client,
+        };
+        let generation = shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        tracing::info!(session = %client.session_id(), generation, timeout = ?client.session_timeout(), "session established");
+        let mut watcher = client.state_watcher();
+        let initial = watcher.state();
+        shared.session.send_replace(Some(Session { client: client.clone(), generation }));
+        let first = shared.current().is_none();
+        shared.post(match (first, initial) {
+            (_, SessionState::ConnectedReadOnly) => ConnectionState::ReadOnly,
+            (true, _) => ConnectionState::Connected,
+            (false, _) => ConnectionState::Reconnected,
+        });
+        let end = monitor(&shared, &client, &mut watcher).await;
+        shared.session.send_replace(None);
+        drop(client);
+        if let SessionEnd::Closed = end {
+            break;
+        }
+        tracing::info!(generation, "rebuilding the session");
+    }
+    shared.session.send_replace(None);
+}
+
+async fn monitor(
+    shared: &Shared,
+    client: &Client,
+    watcher: &mut zookeeper_client::StateWatcher,
+) -> SessionEnd {
+    let mut lost_at: Option<Instant> = None;
+    loop {
+        let lost_timer = async {
+            match lost_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = shared.cancel.cancelled() => return SessionEnd::Closed,
+            _ = shared.expire.notified() => {
+                tracing::info!(session = %client.session_id(), "session expiration injected");
+                shared.post(ConnectionState::Lost);
+                return SessionEnd::Lost;
+            }
+            _ = lost_timer => {
+                tracing::warn!(session = %client.session_id(), "suspended for longer than the session can live");
+                shared.post(ConnectionState::Lost);
+                return SessionEnd::Lost;
+            }
+            state = watcher.changed() => match state {
+                SessionState::Disconnected => {
+                    if !matches!(shared.current(), Some(ConnectionState::Suspended | ConnectionState::Lost)) {
+                        shared.post(ConnectionState::Suspended);
+                    }
+                    lost_at.get_or_insert_with(|| Instant::now() + lost_after(client));
+                }
+                SessionState::SyncConnected => {
+                    lost_at = None;
+                    if matches!(shared.current(), Some(ConnectionState::Suspended | ConnectionState::ReadOnly)) {
+                        shared.post(ConnectionState::Reconnected);
+                    }
+                }
+                SessionState::ConnectedReadOnly => {
+                    lost_at = None;
+                    shared.post(ConnectionState::ReadOnly);
+                }
+                SessionState::Expired | SessionState::AuthFailed | SessionState::Closed => {
+                    tracing::warn!(session = %client.session_id(), %state, "session ended");
+                    shared.post(ConnectionState::Lost);
+                    return SessionEnd::Lost;
+                }
+            },
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! The error type of zkr-connection.
+
+use std::time::Duration;
+
+use crate::path::PathError;
+
+/// Result alias for zkr-connection.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors of the connection manager, its retry loop and its helpers.
+///
+/// Whether an error is worth retrying is answered by [`Error::is_retryable`]; the retry loop has
+/// already retried what its policy allowed by the time it returns one.
+#[non_exhaustive]
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Error {
+    /// A path is not a valid ZooKeeper path.
+    #[error("invalid path {path:?}: {source}")]
+    InvalidPath {
+        /// The offending path.
+        path: String,
+        /// What is wrong with it.
+        #[source]
+        source: PathError,
+    },
+    /// Node data is larger than ZooKeeper accepts.
+    #[error("data for {path} is {len} bytes; ZooKeeper accepts at most {max}")]
+    DataTooLarge {
+        /// The node path.
+        path: String,
+        /// The data length.
+        len: usize,
+        /// The limit ([`MAX_DATA_LEN`](crate::MAX_DATA_LEN)).
+        max: usize,
+    },
+    /// The connect string cannot be used.
+    #[error("invalid connect string {connect_string:?}: {reason}")]
+    InvalidConnectString {
+        /// The connect string.
+        connect_string: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A builder setting is out of range.
+    #[error("invalid setting `{setting}`: {reason}")]
+    InvalidSetting {
+        /// The setting's name.
+        setting: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// No session could be established within the connection timeout.
+    #[error("could not connect to {connect_string} within {timeout:?}{}", last_error.as_ref().map(|e| format!(" (last error: {e})")).unwrap_or_default())]
+    ConnectTimeout {
+        /// The connect string.
+        connect_string: String,
+        /// How long we waited.
+        timeout: Duration,
+        /// The last error from a connection attempt, if any.
+        last_error: Option<zookeeper_client::Error>,
+    },
+    /// The session that a sequence of operations depended on expired (or was replaced); the
+    /// retry loop does not carry such a sequence over to the new session unless asked to.
+    #[error("the ZooKeeper session {session:#x} expired")]
+    SessionExpired {
+        /// The id of the session that ended.
+        session: i64,
+    },
+    /// The retry policy gave up.
+    #[error("gave up after {attempts} attempts in {elapsed:?}: {last}")]
+    RetriesExhausted {
+        /// How many attempts were made.
+        attempts: u32,
+        /// Time spent, including sleeps.
+        elapsed: Duration,
+        /// The error of the last attempt.
+        #[source]
+        last: zookeeper_client::Error,
+    },
+    /// The operation's deadline passed.
+    #[error("deadline of {deadline:?} exceeded{}", last.as_ref().map(|e| format!(" (last error: {e})")).unwrap_or_default())]
+    DeadlineExceeded {
+        /// The deadline, measured from the start of the operation.
+        deadline: Duration,
+        /// The last error, if an attempt failed before the deadline.
+        last: Option<zookeeper_client::Error>,
+    },
+    /// The connection manager was closed.
+    #[error("the ZooKeeper connection manager is closed")]
+    Closed,
+    /// An invalid argument to a retry policy or helper.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(&'static str),
+    /// ZooKeeper answered with an error that is not retried (or retrying is not allowed).
+    #[error(transparent)]
+    Zk(#[from] zookeeper_client::Error),
+}
+
+impl Error {
+    /// The ZooKeeper error inside, if this is one (directly or as the last retried error).
+    pub fn zk(&self) -> Option<&zookeeper_client::Error> {
+        match self {
+            Error::Zk(e) => Some(e),
+            Error::RetriesExhausted { last, .. } => Some(last),
+            Error::DeadlineExceeded { last, .. } => last.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Is this ZooKeeper's `NoNode`?
+    pub fn is_no_node(&self) -> bool {
+        matches!(self.zk(), Some(zookeeper_client::Error::NoNode))
+    }
+
+    /// Is this ZooKeeper's `NodeExists`?
+    pub fn is_node_exists(&self) -> bool {
+        matches!(self.zk(), Some(zookeeper_client::Error::NodeExists))
+    }
+
+    /// Is this ZooKeeper's `BadVersion`?
+    pub fn is_bad_version(&self) -> bool {
+        matches!(self.zk(), Some(zookeeper_client::Error::BadVersion))
+    }
+
+    /// Did the session end (expired, replaced, or the manager closed)?
+    pub fn is_session_fatal(&self) -> bool {
+        match self {
+            Error::SessionExpired { .. } | Error::Closed => true,
+            other => other.zk().is_some_and(is_session_error),
+        }
+    }
+
+    /// Could the same operation succeed if tried again on the same session (connection loss,
+    /// operation timeout, session moved, throttling)?
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Zk(e) => is_retryable(e),
+            Error::ConnectTimeout { .. } | Error::DeadlineExceeded { .. } => true,
+            _ => false,
+        }
+    }
+}
+
+/// The errors Curator's retry loop retries on the same session: connection loss, operation
+/// timeout, session moved; plus throttling, which ZooKeeper 3.7+ answers under load. `NoNode`,
+/// `NodeExists`, `BadVersion`, `NoAuth` and the rest are answers, not faults, and are never
+/// retried.
+///
+/// # Examples
+///
+/// ```
+/// use zookeeper_client::Error;
+/// assert!(zkr_connection::is_retryable(&Error::ConnectionLoss));
+/// assert!(!zkr_connection::is_retryable(&Error::NoNode));
+/// ```
+pub fn is_retryable(error: &zookeeper_client::Error) -> bool {
+    use zookeeper_client::Error as E;
+    matches!(error, E::ConnectionLoss | E::Timeout | E::SessionMoved | E::Throttled)
+        || is_transport_failure(error)
+}
+
+/// `zookeeper-client` fails the requests in flight on a broken connection with the connection's
+/// own error (`Custom`: an I/O error such as a reset, or "no response from connection in N ms")
+/// rather than `ConnectionLoss`. Both mean the same: the request may or may not have been
+/// applied, and the session may well be alive.
+fn is_transport_failure(error: &zookeeper_client::Error) -> bool {
+    matches!(error, zookeeper_client::Error::Custom(_))
+}
+
+/// Errors that mean the session is gone: `SessionExpired`, `ClientClosed` (the handle was
+/// replaced after an expiry) and `AuthFailed`.
+///
+/// # Examples
+///
+/// ```
+/// assert!(zkr_connection::is_session_error(&zookeeper_client::Error::SessionExpired));
+/// ```
+pub fn is_session_error(error: &zookeeper_client::Error) -> bool {
+    use zookeeper_client::Error as E;
+    matches!(error, E::SessionExpired | E::ClientClosed | E::AuthFailed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_not_retryable_and_faults_are() {
+        use zookeeper_client::Error as E;
+        for e in [E::ConnectionLoss, E::Timeout, E::SessionMoved, E::Throttled] {
+            assert!(is_retryable(&e), "{e}");
+        }
+        for e in [E::NoNode, E::NodeExists, E::BadVersion, E::NoAuth, E::NotEmpty, E::SessionExpired] {
+            assert!(!is_retryable(&e), "{e}");
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! Helpers every recipe needs: creating parents as containers, idempotent create and delete,
+//! and Curator's guaranteed delete.
+
+use std::time::Duration;
+
+use zookeeper_client::{Acls, Client, CreateMode, CreateSequence, Stat};
+
+use crate::client::ZkClient;
+use crate::error::{is_retryable, is_session_error, Error, Result};
+use crate::path;
+
+/// Sends a create for every missing ancestor of `path` as a container node, all pipelined
+/// (one round trip), ignoring `NodeExists`.
+pub(crate) async fn create_parents_on(
+    zk: &ZkClient,
+    client: &Client,
+    path: &str,
+) -> std::result::Result<(), zookeeper_client::Error> {
+    let ancestors = path::ancestors(path);
+    if ancestors.is_empty() {
+        return Ok(());
+    }
+    let acls: Vec<_> = ancestors.iter().map(|p| zk.acl_for_path(p)).collect();
+    let options: Vec<_> = acls.iter().map(|a| CreateMode::Container.with_acls(Acls::new(a))).collect();
+    let creates: Vec<_> = ancestors.iter().zip(&options).map(|(p, o)| client.create(p, &[], o)).collect();
+    for create in creates {
+        match create.await {
+            Ok(_) | Err(zookeeper_client::Error::NodeExists) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Creates `path` with the manager's ACL, creating missing parents as containers on `NoNode`.
+pub(crate) async fn create_on(
+    zk: &ZkClient,
+    client: &Client,
+    path: &str,
+    data: &[u8],
+    mode: CreateMode,
+) -> std::result::Result<(Stat, CreateSequence), zookeeper_client::Error> {
+    let acls = zk.acl_for_path(path);
+    let options = mode.with_acls(Acls::new(&acls));
+    match client.create(path, data, &options).await {
+        Err(zookeeper_client::Error::NoNode) => {
+            create_parents_on(zk, client, path).await?;
+            client.create(path, data, &options).await
+        }
+        other => other,
+    }
+}
+
+impl ZkClient {
+    /// Creates every missing ancestor of `path` as a container node (the server removes an
+    /// empty container), in one pipelined round trip, under the retry policy.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`], or as [`retry`](Self::retry).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: at worst some parents exist, as containers that the server removes when
+    /// they stay empty.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// zk.create_parents("/locks/orders/lock-").await?; // creates /locks and /locks/orders
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_parents(&self, path: &str) -> Result<()> {
+        path::validate_path(path)?;
+        self.retry(|s| async move { create_parents_on(self, s.client(), path).await }).await
+    }
+
+    /// Creates a node with the manager's ACL, creating missing parents as containers, under the
+    /// retry policy. Returns the node's `Stat` and, for sequential modes, its sequence number.
+    ///
+    /// A retried create may find `NodeExists` because the first attempt succeeded and only its
+    /// reply was lost (CURATOR-268): use [`create_if_absent`](Self::create_if_absent) when that
+    /// is fine, or [`create_protected`](Self::create_protected) for sequential and ephemeral
+    /// nodes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`], [`Error::DataTooLarge`], or as [`retry`](Self::retry).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe for ephemeral nodes: dropped after the request was sent, the node may
+    /// exist without its creator knowing. Use [`create_protected`](Self::create_protected).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// use zookeeper_client::CreateMode;
+    /// zk.create("/app/settings", b"{}", CreateMode::Persistent).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<(Stat, CreateSequence)> {
+        path::validate_node_path(path)?;
+        path::validate_data(path, data)?;
+        self.retry(|s| async move { create_on(self, s.client(), path, data, mode).await }).await
+    }
+
+    /// Creates a node unless it exists; `true` if this call created it. Idempotent, so a lost
+    /// reply followed by a retry is harmless.
+    ///
+    /// # Errors
+    /// As [`create`](Self::create).
+    ///
+    /// # Cancel safety
+    /// As [`create`](Self::create).
+    pub async fn create_if_absent(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<bool> {
+        match self.create(path, data, mode).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.is_node_exists() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Deletes a node if it exists; `true` if this call deleted it. Idempotent.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`], `NotEmpty` or `NoAuth` as [`Error::Zk`], or as
+    /// [`retry`](Self::retry).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the node is deleted or not.
+    pub async fn delete_if_present(&self, path: &str) -> Result<bool> {
+        path::validate_node_path(path)?;
+        match self.retry(|s| async move { s.client().delete(path, None).await }).await {
+            Ok(()) => Ok(true),
+            Err(e) if e.is_no_node() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Deletes `path` in the background and keeps trying through connection loss and session
+    /// rebuilds until the node is gone: Curator's `delete().guaranteed()`.
+    ///
+    /// For an ephemeral node, pass its session's generation as `owner_generation`: once that
+    /// session has ended the node is gone with it and the task stops. The task also stops when
+    /// the manager closes, or on an error that retrying cannot fix (`NotEmpty`, `NoAuth`,
+    /// `BadVersion`), which it logs. The returned handle can be awaited or dropped (the delete
+    /// goes on).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) {
+    /// let done = zk.guaranteed_delete("/locks/x/_c_abc-lock-0000000007", None);
+    /// assert!(done.wait().await);
+    /// # }
+    /// ```
+    pub fn guaranteed_delete(
+        &self,
+        path: impl Into<String>,
+        owner_generation: Option<u64>,
+    ) -> GuaranteedDelete {
+        let zk = self.clone();
+        let path = path.into();
+        let task = tokio::spawn(async move { zk.delete_until_gone(&path, owner_generation).await });
+        GuaranteedDelete { task }
+    }
+
+    pub(crate) async fn delete_until_gone(&self, path: &str, owner_generation: Option<u64>) -> bool {
+        let mut delay = Duration::from_millis(20);
+        loop {
+            if self.is_closed() {
+                return false;
+            }
+            if owner_generation.is_some_and(|g| self.generation() > g) {
+                tracing::debug!(path, "owner session ended; its ephemeral node goes with it");
+                return true;
+            }
+            let session = match self.session().await {
+                Ok(s) => s,
+                Err(Error::Closed) => return false,
+                Err(_) => continue,
+            };
+            match session.client().delete(path, None).await {
+                Ok(()) | Err(zookeeper_client::Error::NoNode) => {
+                    tracing::debug!(path, "guaranteed delete done");
+                    return true;
+                }
+                Err(e) if is_retryable(&e) || is_session_error(&e) => {
+                    tracing::debug!(path, error = %e, "guaranteed delete will retry");
+                }
+                Err(e) => {
+                    tracing::warn!(path, error = %e, "guaranteed delete cannot succeed; giving up");
+                    return false;
+                }
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(1));
+        }
+    }
+}
+
+/// The background task of [`ZkClient::guaranteed_delete`]. Dropping it does not stop the delete.
+#[derive(Debug)]
+#[must_use = "dropping the handle detaches the delete; await `wait()` to know it is done"]
+pub struct GuaranteedDelete {
+    task: tokio::task::JoinHandle<bool>,
+}
+
+impl GuaranteedDelete {
+    /// Waits for the outcome: `true` when the node is gone, `false` when the task gave up (the
+    /// manager closed, or an error retrying cannot fix).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the delete goes on in the background.
+    pub async fn wait(self) -> bool {
+        self.task.await.unwrap_or(false)
+    }
+}

@@ -1,0 +1,239 @@
+//! ZooKeeper path validation and manipulation.
+//!
+//! The rules are ZooKeeper's own (`PathUtils.validatePath`): absolute, no trailing slash (except
+//! `/`), no empty, `.` or `..` segments, no NUL, and none of the characters the server rejects
+//! (`U+0001`–`U+001F`, `U+007F`–`U+009F`, `U+E000`–`U+F8FF`, `U+FFF0`–`U+FFFF`).
+
+use crate::error::{Error, Result};
+
+/// The most data zkr writes into one node: ZooKeeper's default `jute.maxbuffer` is `0xfffff`
+/// bytes for a whole packet, and 1 KiB of it is left for the path and headers.
+pub const MAX_DATA_LEN: usize = 0xfffff - 1024;
+
+/// What is wrong with a path.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// The path is empty.
+    #[error("the path is empty")]
+    Empty,
+    /// The path does not start with `/`.
+    #[error("the path must start with '/'")]
+    NotAbsolute,
+    /// The path ends with `/`.
+    #[error("the path must not end with '/'")]
+    TrailingSlash,
+    /// Two slashes in a row.
+    #[error("empty segment at byte {0} ('//')")]
+    EmptySegment(usize),
+    /// A `.` or `..` segment.
+    #[error("relative segment {0:?} is not allowed")]
+    RelativeSegment(&'static str),
+    /// A character ZooKeeper rejects.
+    #[error("character {ch:?} at byte {index} is not allowed")]
+    InvalidCharacter {
+        /// The character.
+        ch: char,
+        /// Its byte offset.
+        index: usize,
+    },
+    /// The root `/` where a node below it is needed.
+    #[error("the root node cannot be used here")]
+    Root,
+    /// A node name (one segment) contains `/` or is otherwise unusable.
+    #[error("invalid node name")]
+    InvalidName,
+}
+
+fn is_invalid_char(c: char) -> bool {
+    matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{e000}'..='\u{f8ff}' | '\u{fff0}'..='\u{ffff}')
+}
+
+/// Checks a path by ZooKeeper's rules.
+///
+/// # Errors
+/// The [`PathError`] that says what is wrong.
+///
+/// # Examples
+///
+/// ```
+/// use zkr_connection::path::{check_path, PathError};
+/// assert!(check_path("/locks/orders").is_ok());
+/// assert_eq!(check_path("locks"), Err(PathError::NotAbsolute));
+/// assert_eq!(check_path("/a//b"), Err(PathError::EmptySegment(3)));
+/// ```
+pub fn check_path(path: &str) -> Result<(), PathError> {
+    if path.is_empty() {
+        return Err(PathError::Empty);
+    }
+    if !path.starts_with('/') {
+        return Err(PathError::NotAbsolute);
+    }
+    if path == "/" {
+        return Ok(());
+    }
+    if path.ends_with('/') {
+        return Err(PathError::TrailingSlash);
+    }
+    if let Some((index, ch)) = path.char_indices().find(|&(_, c)| is_invalid_char(c)) {
+        return Err(PathError::InvalidCharacter { ch, index });
+    }
+    let mut offset = 1;
+    for segment in path[1..].split('/') {
+        match segment {
+            "" => return Err(PathError::EmptySegment(offset)),
+            "." => return Err(PathError::RelativeSegment(".")),
+            ".." => return Err(PathError::RelativeSegment("..")),
+            _ => {}
+        }
+        offset += segment.len() + 1;
+    }
+    Ok(())
+}
+
+/// Checks a path and wraps a failure in [`Error::InvalidPath`].
+///
+/// # Errors
+/// [`Error::InvalidPath`].
+pub fn validate_path(path: &str) -> Result<()> {
+    check_path(path).map_err(|source| Error::InvalidPath { path: path.to_string(), source })
+}
+
+/// Checks a path that must name a node below the root.
+///
+/// # Errors
+/// [`Error::InvalidPath`], with [`PathError::Root`] for `/`.
+pub fn validate_node_path(path: &str) -> Result<()> {
+    validate_path(path)?;
+    if path == "/" {
+        return Err(Error::InvalidPath { path: path.to_string(), source: PathError::Root });
+    }
+    Ok(())
+}
+
+/// Checks a single node name (one path segment).
+///
+/// # Errors
+/// [`Error::InvalidPath`].
+///
+/// # Examples
+///
+/// ```
+/// assert!(zkr_connection::path::validate_name("lock-").is_ok());
+/// assert!(zkr_connection::path::validate_name("a/b").is_err());
+/// assert!(zkr_connection::path::validate_name("").is_err());
+/// ```
+pub fn validate_name(name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::InvalidPath { path: name.to_string(), source: PathError::Empty });
+    }
+    if name.contains('/') {
+        return Err(Error::InvalidPath { path: name.to_string(), source: PathError::InvalidName });
+    }
+    check_path(&format!("/{name}")).map_err(|source| Error::InvalidPath { path: name.to_string(), source })
+}
+
+/// Checks that `data` fits in one node.
+///
+/// # Errors
+/// [`Error::DataTooLarge`].
+pub fn validate_data(path: &str, data: &[u8]) -> Result<()> {
+    if data.len() > MAX_DATA_LEN {
+        return Err(Error::DataTooLarge { path: path.to_string(), len: data.len(), max: MAX_DATA_LEN });
+    }
+    Ok(())
+}
+
+/// Joins a parent path and a child name.
+///
+/// # Examples
+///
+/// ```
+/// use zkr_connection::path::join;
+/// assert_eq!(join("/", "a"), "/a");
+/// assert_eq!(join("/a", "b"), "/a/b");
+/// ```
+pub fn join(parent: &str, child: &str) -> String {
+    if parent == "/" {
+        format!("/{child}")
+    } else {
+        format!("{parent}/{child}")
+    }
+}
+
+/// The parent of a path (`None` for `/`).
+///
+/// # Examples
+///
+/// ```
+/// use zkr_connection::path::parent;
+/// assert_eq!(parent("/a/b"), Some("/a"));
+/// assert_eq!(parent("/a"), Some("/"));
+/// assert_eq!(parent("/"), None);
+/// ```
+pub fn parent(path: &str) -> Option<&str> {
+    if path == "/" {
+        return None;
+    }
+    match path.rfind('/') {
+        Some(0) => Some("/"),
+        Some(i) => Some(&path[..i]),
+        None => None,
+    }
+}
+
+/// The last segment of a path.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(zkr_connection::path::node_name("/a/b"), "b");
+/// ```
+pub fn node_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Every proper ancestor of `path` below the root, top-down: `/a/b/c` gives `/a`, `/a/b`.
+pub fn ancestors(path: &str) -> Vec<&str> {
+    path.char_indices().skip(1).filter(|&(_, c)| c == '/').map(|(i, _)| &path[..i]).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn zookeeper_rules() {
+        assert_eq!(check_path(""), Err(PathError::Empty));
+        assert_eq!(check_path("/"), Ok(()));
+        assert_eq!(check_path("/a/"), Err(PathError::TrailingSlash));
+        assert_eq!(check_path("/a/./b"), Err(PathError::RelativeSegment(".")));
+        assert_eq!(check_path("/a/.."), Err(PathError::RelativeSegment("..")));
+        assert_eq!(check_path("/a\0b"), Err(PathError::InvalidCharacter { ch: '\0', index: 2 }));
+        assert_eq!(check_path("/a\u{e000}"), Err(PathError::InvalidCharacter { ch: '\u{e000}', index: 2 }));
+        assert!(check_path("/a.b/..c/ä/中").is_ok());
+    }
+
+    #[test]
+    fn ancestors_are_top_down() {
+        assert_eq!(ancestors("/a/b/c"), vec!["/a", "/a/b"]);
+        assert!(ancestors("/a").is_empty());
+    }
+
+    proptest! {
+        #[test]
+        fn check_path_never_panics(s in "\\PC*") {
+            let _ = check_path(&s);
+        }
+
+        #[test]
+        fn valid_paths_round_trip_through_parent_and_name(segs in prop::collection::vec("[a-z0-9_-]{1,8}", 1..6)) {
+            let path = format!("/{}", segs.join("/"));
+            prop_assert!(check_path(&path).is_ok());
+            let p = parent(&path).unwrap();
+            prop_assert_eq!(join(p, node_name(&path)), path.clone());
+            prop_assert_eq!(ancestors(&path).len(), segs.len() - 1);
+        }
+    }
+}

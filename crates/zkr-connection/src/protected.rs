@@ -1,0 +1,357 @@
+//! Protected create (Curator's protection mode): a node whose creation can be confirmed after
+//! a lost reply, and that is never left behind by a failed or cancelled create.
+
+use tokio::time::Instant;
+use uuid::Uuid;
+use zookeeper_client::{Client, CreateMode, Stat};
+
+use crate::client::{Session, ZkClient};
+use crate::error::{is_retryable, is_session_error, Error, Result};
+use crate::ops::{create_on, create_parents_on};
+use crate::path;
+use crate::retry_loop::RetryOptions;
+
+/// Curator's `ProtectedUtils.PROTECTED_PREFIX`.
+pub const PROTECTED_PREFIX: &str = "_c_";
+
+/// The name prefix of a protected node: `_c_<uuid>-`.
+pub fn protected_prefix(id: &Uuid) -> String {
+    format!("{PROTECTED_PREFIX}{id}-")
+}
+
+/// Is `name` a protected node name (`_c_` + a 36-character UUID + `-`)?
+///
+/// # Examples
+///
+/// ```
+/// use zkr_connection::protected::is_protected_name;
+/// assert!(is_protected_name("_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-lock-0000000007"));
+/// assert!(!is_protected_name("lock-0000000007"));
+/// ```
+pub fn is_protected_name(name: &str) -> bool {
+    name.len() >= 40
+        && name.starts_with(PROTECTED_PREFIX)
+        && name.as_bytes()[39] == b'-'
+        && Uuid::parse_str(&name[3..39]).is_ok()
+}
+
+/// The name without its protection prefix (Curator's `ProtectedUtils.normalize`).
+///
+/// # Examples
+///
+/// ```
+/// use zkr_connection::protected::normalize;
+/// assert_eq!(normalize("_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-lock-0000000007"), "lock-0000000007");
+/// assert_eq!(normalize("lock-1"), "lock-1");
+/// ```
+pub fn normalize(name: &str) -> &str {
+    if is_protected_name(name) {
+        &name[40..]
+    } else {
+        name
+    }
+}
+
+/// A node made by [`ZkClient::create_protected`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ProtectedNode {
+    /// Full path (relative to the namespace).
+    pub path: String,
+    /// The node name (last segment), `_c_<uuid>-<name>[<sequence>]`.
+    pub name: String,
+    /// The sequence number, for sequential modes.
+    pub sequence: Option<i64>,
+    /// The node's `Stat` at creation (`czxid` is a fencing token: it grows with every node).
+    pub stat: Stat,
+    /// The session the node was created on (for ephemeral nodes: the session it lives with).
+    pub session: Session,
+}
+
+/// Deletes, in the background, whatever a create left behind under `parent` with `prefix` if
+/// the create was dropped or gave up while its outcome was unknown.
+struct OrphanGuard {
+    zk: ZkClient,
+    parent: String,
+    prefix: String,
+    armed: bool,
+}
+
+impl OrphanGuard {
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for OrphanGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(parent = %self.parent, "no runtime to delete a possibly orphaned protected node");
+            return;
+        };
+        let zk = self.zk.clone();
+        let parent = std::mem::take(&mut self.parent);
+        let prefix = std::mem::take(&mut self.prefix);
+        runtime.spawn(async move { zk.find_and_delete_protected(&parent, &prefix).await });
+    }
+}
+
+/// Finds our node under `parent` by prefix; `(name, stat)`.
+async fn find(
+    client: &Client,
+    parent: &str,
+    prefix: &str,
+) -> std::result::Result<Option<(String, Stat)>, zookeeper_client::Error> {
+    let children = match client.list_children(parent).await {
+        Ok(children) => children,
+        Err(zookeeper_client::Error::NoNode) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let Some(name) = children.into_iter().find(|c| c.starts_with(prefix)) else { return Ok(None) };
+    match client.check_stat(&path::join(parent, &name)).await? {
+        Some(stat) => Ok(Some((name, stat))),
+        None => Ok(None),
+    }
+}
+
+fn parse_sequence(name: &str, node_prefix: &str) -> Option<i64> {
+    name.strip_prefix(node_prefix).and_then(|s| s.parse::<i64>().ok())
+}
+
+fn is_sequential(mode: CreateMode) -> bool {
+    matches!(mode, CreateMode::EphemeralSequential | CreateMode::PersistentSequential)
+}
+
+fn is_ephemeral(mode: CreateMode) -> bool {
+    matches!(mode, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
+}
+
+impl ZkClient {
+    /// Creates `<parent>/_c_<uuid>-<name>` (plus the sequence for sequential modes), creating
+    /// missing parents as containers: Curator's `create().withProtection()`.
+    ///
+    /// When a create's reply is lost (connection loss), the next attempt first lists `parent`
+    /// and finds our node by its unique prefix instead of creating a second one. For ephemeral
+    /// modes a node found from an older session is ignored and deleted (CURATOR-498). When the
+    /// create gives up, fails with an unknown outcome, or the future is dropped, a background
+    /// task finds and deletes the node, so nothing is left behind.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] (bad parent or name), [`Error::DataTooLarge`], or as
+    /// [`retry`](Self::retry).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped create leaves no node behind (a background task deletes it if the
+    /// server applied it).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// use zookeeper_client::CreateMode;
+    /// let node = zk.create_protected("/locks/orders", "lock-", b"", CreateMode::EphemeralSequential).await?;
+    /// println!("{} (sequence {:?})", node.path, node.sequence);
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_protected(
+        &self,
+        parent: &str,
+        name: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> Result<ProtectedNode> {
+        self.create_protected_with(parent, name, data, mode, RetryOptions::default()).await
+    }
+
+    /// [`create_protected`](Self::create_protected) with retry options (deadline, policy).
+    ///
+    /// # Errors
+    /// As [`create_protected`](Self::create_protected).
+    ///
+    /// # Cancel safety
+    /// As [`create_protected`](Self::create_protected).
+    pub async fn create_protected_with(
+        &self,
+        parent: &str,
+        name: &str,
+        data: &[u8],
+        mode: CreateMode,
+        options: RetryOptions,
+    ) -> Result<ProtectedNode> {
+        path::validate_path(parent)?;
+        path::validate_name(name)?;
+        let prefix = protected_prefix(&Uuid::new_v4());
+        let node_prefix = format!("{prefix}{name}");
+        let node_path = path::join(parent, &node_prefix);
+        path::validate_data(&node_path, data)?;
+        let policy = options.policy.clone().unwrap_or_else(|| self.retry_policy().clone());
+        let start = Instant::now();
+        let deadline = options.deadline.map(|d| start + d);
+        let mut guard =
+            OrphanGuard { zk: self.clone(), parent: parent.to_string(), prefix: prefix.clone(), armed: true };
+        let mut retries = 0u32;
+        let mut attempted = false;
+        loop {
+            let session_deadline = Instant::now() + self.connection_timeout();
+            let session_deadline = deadline.map_or(session_deadline, |d| d.min(session_deadline));
+            let session = self.session_until(session_deadline).await?;
+            let client = session.client();
+            let look_first = attempted;
+            attempted = true;
+            let step = async {
+                if look_first {
+                    if let Some((found, stat)) = find(client, parent, &prefix).await? {
+                        if is_ephemeral(mode) && stat.ephemeral_owner != session.id() {
+                            // CURATOR-498: a node of a session that has ended (seen through a
+                            // lagging server): not ours any more.
+                            tracing::debug!(node = %found, "protected node from an older session; deleting it");
+                            let _ = self.guaranteed_delete(path::join(parent, &found), None);
+                        } else {
+                            return Ok((found, stat, None));
+                        }
+                    }
+                }
+                let (stat, seq) = match create_on(self, client, &node_path, data, mode).await {
+                    Err(zookeeper_client::Error::NoNode) => {
+                        // A container parent was removed between our creates; once more.
+                        create_parents_on(self, client, &node_path).await?;
+                        create_on(self, client, &node_path, data, mode).await?
+                    }
+                    other => other?,
+                };
+                let sequence = is_sequential(mode).then(|| seq.into_i64());
+                let name = match sequence {
+                    Some(_) => format!("{node_prefix}{seq}"),
+                    None => node_prefix.clone(),
+                };
+                Ok((name, stat, sequence))
+            };
+            let outcome = match deadline {
+                Some(d) => match tokio::time::timeout_at(d, step).await {
+                    Ok(o) => o,
+                    Err(_) => {
+                        return Err(Error::DeadlineExceeded {
+                            deadline: options.deadline.unwrap_or_default(),
+                            last: None,
+                        })
+                    }
+                },
+                None => step.await,
+            };
+            let error = match outcome {
+                Ok((node_name, stat, sequence)) => {
+                    guard.disarm();
+                    let sequence = sequence.or_else(|| {
+                        if is_sequential(mode) {
+                            parse_sequence(&node_name, &node_prefix)
+                        } else {
+                            None
+                        }
+                    });
+                    return Ok(ProtectedNode {
+                        path: path::join(parent, &node_name),
+                        name: node_name,
+                        sequence,
+                        stat,
+                        session,
+                    });
+                }
+                Err(e) => e,
+            };
+            let retry_it =
+                (is_retryable(&error) || is_session_error(&error)) && policy.allow_retry_error(&error);
+            if !retry_it {
+                if !is_retryable(&error) && !is_session_error(&error) {
+                    // A definite answer (NodeExists, NoAuth, ...): nothing was created.
+                    guard.disarm();
+                }
+                return Err(Error::Zk(error));
+            }
+            if self.is_closed() {
+                return Err(Error::Closed);
+            }
+            let elapsed = start.elapsed();
+            let Some(sleep) = policy.allow_retry(retries, elapsed) else {
+                return Err(Error::RetriesExhausted { attempts: retries + 1, elapsed, last: error });
+            };
+            retries += 1;
+            tracing::debug!(retries, error = %error, path = %node_path, "protected create will retry");
+            if deadline.is_some_and(|d| Instant::now() + sleep >= d) {
+                return Err(Error::DeadlineExceeded {
+                    deadline: options.deadline.unwrap_or_default(),
+                    last: Some(error),
+                });
+            }
+            tokio::time::sleep(sleep).await;
+        }
+    }
+
+    /// Deletes every child of `parent` whose name starts with `prefix`, retrying until done or
+    /// the manager closes (Curator's `FindAndDeleteProtectedNodeInBackground`).
+    pub(crate) async fn find_and_delete_protected(&self, parent: &str, prefix: &str) {
+        let mut delay = std::time::Duration::from_millis(20);
+        loop {
+            if self.is_closed() {
+                return;
+            }
+            let Ok(session) = self.session().await else { continue };
+            match session.client().list_children(parent).await {
+                Ok(children) => {
+                    let ours: Vec<String> = children.into_iter().filter(|c| c.starts_with(prefix)).collect();
+                    let mut all_gone = true;
+                    for child in ours {
+                        let child_path = path::join(parent, &child);
+                        match session.client().delete(&child_path, None).await {
+                            Ok(()) | Err(zookeeper_client::Error::NoNode) => {
+                                tracing::info!(node = %child_path, "deleted an orphaned protected node");
+                            }
+                            Err(_) => all_gone = false,
+                        }
+                    }
+                    if all_gone {
+                        return;
+                    }
+                }
+                Err(zookeeper_client::Error::NoNode) => return,
+                Err(e) if is_retryable(&e) || is_session_error(&e) => {}
+                Err(e) => {
+                    tracing::warn!(parent, error = %e, "cannot look for an orphaned protected node");
+                    return;
+                }
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(std::time::Duration::from_secs(1));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn prefix_is_curators() {
+        let id = Uuid::parse_str("53345f98-9423-4e0c-a7b5-9f819e3ec2e1").unwrap();
+        assert_eq!(protected_prefix(&id), "_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-");
+        assert_eq!(protected_prefix(&id).len(), 40);
+    }
+
+    #[test]
+    fn sequences_parse_including_negative_wraps() {
+        assert_eq!(parse_sequence("_c_x-lock-0000000007", "_c_x-lock-"), Some(7));
+        assert_eq!(parse_sequence("_c_x-lock--2147483648", "_c_x-lock-"), Some(-2147483648));
+        assert_eq!(parse_sequence("_c_y-lock-1", "_c_x-lock-"), None);
+    }
+
+    proptest! {
+        #[test]
+        fn protected_names_never_panic(name in "\\PC{0,60}") {
+            let _ = is_protected_name(&name);
+            let _ = normalize(&name);
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The retry loop: Curator's `RetryLoop`, with a deadline and without silent session hops.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::client::{Session, ZkClient};
+use crate::error::{is_retryable, is_session_error, Error, Result};
+use crate::retry::RetryPolicy;
+
+/// Options for [`ZkClient::retry_with`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use zkr_connection::RetryOptions;
+///
+/// let options = RetryOptions::default().deadline(Duration::from_secs(5)).across_sessions(true);
+/// ```
+#[derive(Debug, Clone, Default)]
+#[must_use]
+pub struct RetryOptions {
+    pub(crate) deadline: Option<Duration>,
+    pub(crate) across_sessions: bool,
+    pub(crate) policy: Option<Arc<dyn RetryPolicy>>,
+}
+
+impl RetryOptions {
+    /// A bound on the whole loop, sleeps and waits for a connection included. Defaults to none:
+    /// the policy alone decides.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Whether an attempt may run on a session other than the first attempt's. Defaults to
+    /// `false`: when the session expires, the loop stops with [`Error::SessionExpired`] instead
+    /// of silently continuing on a new session. Curator's default carries on, which is wrong for
+    /// any sequence that depends on an ephemeral node (a lock node, a leader latch) or on a
+    /// watch: on the new session that node is gone.
+    pub fn across_sessions(mut self, allowed: bool) -> Self {
+        self.across_sessions = allowed;
+        self
+    }
+
+    /// A policy for this loop instead of the manager's.
+    pub fn policy(mut self, policy: impl RetryPolicy + 'static) -> Self {
+        self.policy = Some(Arc::new(policy));
+        self
+    }
+}
+
+impl ZkClient {
+    /// Runs `op` on the current session and retries it under the manager's retry policy:
+    /// Curator's `RetryLoop.callWithRetry`.
+    ///
+    /// Before each attempt it waits for a session (and, after a connection loss, for the
+    /// connection, at most the connection timeout, then tries anyway). It retries connection
+    /// loss, operation timeout, session moved and throttling as the policy allows; it never
+    /// retries answers such as `NoNode`, `NodeExists`, `BadVersion` or `NoAuth`. When the
+    /// session expires it stops with [`Error::SessionExpired`]: it does not carry the operation
+    /// over to a new session unless [`RetryOptions::across_sessions`] says so (see there why).
+    ///
+    /// # Errors
+    /// [`Error::Zk`] for an answer that is not retried, [`Error::RetriesExhausted`],
+    /// [`Error::SessionExpired`], [`Error::DeadlineExceeded`], [`Error::ConnectTimeout`] or
+    /// [`Error::Closed`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe as far as the loop goes; whether a request already sent was applied is, as
+    /// always with ZooKeeper, unknown. Use [`create_protected`](Self::create_protected) for
+    /// creates whose outcome must be known.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// let (data, stat) = zk.retry(|s| async move { s.client().get_data("/app/config").await }).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn retry<T, F, Fut>(&self, op: F) -> Result<T>
+    where
+        F: FnMut(Session) -> Fut,
+        Fut: Future<Output = std::result::Result<T, zookeeper_client::Error>>,
+    {
+        self.retry_with(RetryOptions::default(), op).await
+    }
+
+    /// [`retry`](Self::retry) with options.
+    ///
+    /// # Errors
+    /// As [`retry`](Self::retry).
+    ///
+    /// # Cancel safety
+    /// As [`retry`](Self::retry).
+    pub async fn retry_with<T, F, Fut>(&self, options: RetryOptions, mut op: F) -> Result<T>
+    where
+        F: FnMut(Session) -> Fut,
+        Fut: Future<Output = std::result::Result<T, zookeeper_client::Error>>,
+    {
+        let policy = options.policy.clone().unwrap_or_else(|| self.retry_policy().clone());
+        let start = Instant::now();
+        let deadline = options.deadline.map(|d| start + d);
+        let mut retries = 0u32;
+        let mut first_session: Option<Session> = None;
+        let mut last_error: Option<zookeeper_client::Error> = None;
+        let deadline_error = |last: Option<zookeeper_client::Error>| Error::DeadlineExceeded {
+            deadline: options.deadline.unwrap_or_default(),
+            last,
+        };
+        loop {
+            let session_deadline = match deadline {
+                Some(d) => d.min(Instant::now() + self.connection_timeout()),
+                None => Instant::now() + self.connection_timeout(),
+            };
+            let session = match self.session_until(session_deadline).await {
+                Ok(s) => s,
+                Err(Error::ConnectTimeout { .. }) if deadline.is_some_and(|d| Instant::now() >= d) => {
+                    return Err(deadline_error(last_error));
+                }
+                Err(e) => return Err(e),
+            };
+            match &first_session {
+                Some(first) if first.generation() != session.generation() && !options.across_sessions => {
+                    return Err(Error::SessionExpired { session: first.id() });
+                }
+                None => first_session = Some(session.clone()),
+                _ => {}
+            }
+            if last_error.as_ref().is_some_and(is_retryable) {
+                // Curator waits for the connection (at most the connection timeout) before
+                // trying again; requests sent while disconnected would queue anyway.
+                let wait = session_deadline.saturating_duration_since(Instant::now());
+                let _ = self.wait_connected(wait).await;
+            }
+            let generation = session.generation();
+            let session_id = session.id();
+            let attempt = op(session);
+            let outcome = match deadline {
+                Some(d) => match tokio::time::timeout_at(d, attempt).await {
+                    Ok(outcome) => outcome,
+                    Err(_) => return Err(deadline_error(last_error)),
+                },
+                None => attempt.await,
+            };
+            let error = match outcome {
+                Ok(value) => return Ok(value),
+                Err(e) => e,
+            };
+            if is_session_error(&error) {
+                if self.is_closed() {
+                    return Err(Error::Closed);
+                }
+                if !options.across_sessions || !policy.allow_retry_error(&error) {
+                    // (Curator's default would carry on here; see RetryOptions::across_sessions.)
+                    return Err(Error::SessionExpired { session: session_id });
+                }
+                // Wait for the manager to replace the session before the next attempt.
+                let mut sessions = self.session_watch();
+                let replaced = sessions.wait_for(|s| s.as_ref().is_some_and(|s| s.generation() > generation));
+                let bound = deadline
+                    .unwrap_or_else(|| Instant::now() + self.session_timeout() + self.connection_timeout());
+                let replaced = match tokio::time::timeout_at(bound, replaced).await {
+                    Ok(Ok(_)) => true,
+                    Ok(Err(_)) => return Err(Error::Closed),
+                    Err(_) => false,
+                };
+                if !replaced {
+                    return Err(Error::SessionExpired { session: session_id });
+                }
+            } else if !(is_retryable(&error) && policy.allow_retry_error(&error)) {
+                return Err(Error::Zk(error));
+            }
+            let elapsed = start.elapsed();
+            let Some(sleep) = policy.allow_retry(retries, elapsed) else {
+                return Err(Error::RetriesExhausted { attempts: retries + 1, elapsed, last: error });
+            };
+            retries += 1;
+            tracing::debug!(retries, ?sleep, error = %error, "retrying ZooKeeper operation");
+            if let Some(d) = deadline {
+                if Instant::now() + sleep >= d {
+                    return Err(deadline_error(Some(error)));
+                }
+            }
+            last_error = Some(error);
+            tokio::time::sleep(sleep).await;
+        }
+    }
+}
