@@ -57,6 +57,7 @@ pub(crate) struct Shared {
     listeners: Mutex<Vec<mpsc::UnboundedSender<ConnectionState>>>,
     last_error: Mutex<Option<zookeeper_client::Error>>,
     generation: AtomicU64,
+    error_epoch: watch::Sender<u64>,
     pub(crate) cancel: CancellationToken,
     expire: Notify,
     supervisor: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -128,6 +129,7 @@ impl ZkClient {
             listeners: Mutex::new(Vec::new()),
             last_error: Mutex::new(None),
             generation: AtomicU64::new(0),
+            error_epoch: watch::channel(0).0,
             cancel: cancel.clone(),
             expire: Notify::new(),
             supervisor: Mutex::new(None),
@@ -240,6 +242,18 @@ impl ZkClient {
         self.shared.session.subscribe()
     }
 
+    /// How many times the manager has entered an error state under its error policy (for the
+    /// standard policy: every `Suspended` and `Lost`). A lock holder records it when it acquires;
+    /// any change since means the lock may have been lost.
+    pub fn error_epoch(&self) -> u64 {
+        *self.shared.error_epoch.borrow()
+    }
+
+    /// A `watch` receiver of [`error_epoch`](Self::error_epoch).
+    pub fn error_epoch_watch(&self) -> watch::Receiver<u64> {
+        self.shared.error_epoch.subscribe()
+    }
+
     /// The generation of the latest session (0 before the first).
     pub fn generation(&self) -> u64 {
         self.shared.generation.load(Ordering::SeqCst)
@@ -330,6 +344,9 @@ impl Shared {
     fn post(&self, state: ConnectionState) {
         tracing::info!(%state, generation = self.generation.load(Ordering::SeqCst), "connection state");
         self.state.send_replace(Some(state));
+        if self.config.error_policy.is_error_state(state) {
+            self.error_epoch.send_modify(|epoch| *epoch += 1);
+        }
         let mut listeners = self.listeners.lock().unwrap_or_else(|p| p.into_inner());
         listeners.retain(|tx| tx.send(state).is_ok());
     }

@@ -43,7 +43,7 @@ pub use client::{ConnectionStateStream, Session, ZkClient};
 pub use error::{is_retryable, is_session_error, Error, Result};
 pub use ops::GuaranteedDelete;
 pub use path::MAX_DATA_LEN;
-pub use protected::ProtectedNode;
+pub use protected::{ProtectedCreate, ProtectedNode};
 pub use retry_loop::RetryOptions;
 pub use state::{
     ConnectionState, ConnectionStateErrorPolicy, SessionConnectionStateErrorPolicy,

@@ -58,14 +58,19 @@ pub fn normalize(name: &str) -> &str {
 pub struct ProtectedNode {
     /// Full path (relative to the namespace).
     pub path: String,
-    /// The node name (last segment), `_c_<uuid>-<name>[<sequence>]`.
+    /// The node name (last segment), `<tag><name>[<sequence>]`.
     pub name: String,
+    /// The unique prefix that identified the node (`_c_<uuid>-` unless a custom tag was given).
+    pub tag: String,
     /// The sequence number, for sequential modes.
     pub sequence: Option<i64>,
     /// The node's `Stat` at creation (`czxid` is a fencing token: it grows with every node).
     pub stat: Stat,
     /// The session the node was created on (for ephemeral nodes: the session it lives with).
     pub session: Session,
+    /// The parent's children as listed right after the create (one round trip with it), when
+    /// [`ProtectedCreate::list_siblings`] asked for them and the listing succeeded.
+    pub siblings: Option<Vec<String>>,
 }
 
 /// Deletes, in the background, whatever a create left behind under `parent` with `prefix` if
@@ -129,6 +134,78 @@ fn is_ephemeral(mode: CreateMode) -> bool {
     matches!(mode, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
 }
 
+/// A protected create, for [`ZkClient::create_protected_ext`]: the parent, the name, the mode,
+/// and the options the simple [`ZkClient::create_protected`] does not take.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+/// use zkr_connection::protected::ProtectedCreate;
+/// use zookeeper_client::CreateMode;
+///
+/// // kazoo's lock naming: `<uuid hex>__lock__<seq>`, and the siblings listed in the same round trip.
+/// let tag = uuid::Uuid::new_v4().simple().to_string();
+/// let node = zk
+///     .create_protected_ext(ProtectedCreate::new("/locks/x", "__lock__", CreateMode::EphemeralSequential).tag(tag).list_siblings(true))
+///     .await?;
+/// assert!(node.siblings.unwrap().contains(&node.name));
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a ProtectedCreate does nothing until passed to create_protected_ext"]
+pub struct ProtectedCreate<'a> {
+    parent: &'a str,
+    name: &'a str,
+    mode: CreateMode,
+    data: &'a [u8],
+    tag: Option<String>,
+    list_siblings: bool,
+    options: RetryOptions,
+}
+
+impl<'a> ProtectedCreate<'a> {
+    /// A create of `<parent>/<tag><name>` in `mode`, with empty data and a fresh `_c_<uuid>-`
+    /// tag.
+    pub fn new(parent: &'a str, name: &'a str, mode: CreateMode) -> Self {
+        ProtectedCreate {
+            parent,
+            name,
+            mode,
+            data: &[],
+            tag: None,
+            list_siblings: false,
+            options: RetryOptions::default(),
+        }
+    }
+
+    /// The node's data. Defaults to empty.
+    pub fn data(mut self, data: &'a [u8]) -> Self {
+        self.data = data;
+        self
+    }
+
+    /// The unique prefix that identifies our node among its siblings. It must be unique to this
+    /// create (contain a fresh UUID). Defaults to Curator's `_c_<uuid>-`.
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.tag = Some(tag.into());
+        self
+    }
+
+    /// Also list the parent's children, pipelined behind the create so both take one round
+    /// trip; the listing includes our node. Defaults to false.
+    pub fn list_siblings(mut self, list: bool) -> Self {
+        self.list_siblings = list;
+        self
+    }
+
+    /// Retry options (deadline, policy).
+    pub fn retry_options(mut self, options: RetryOptions) -> Self {
+        self.options = options;
+        self
+    }
+}
+
 impl ZkClient {
     /// Creates `<parent>/_c_<uuid>-<name>` (plus the sequence for sequential modes), creating
     /// missing parents as containers: Curator's `create().withProtection()`.
@@ -163,7 +240,7 @@ impl ZkClient {
         data: &[u8],
         mode: CreateMode,
     ) -> Result<ProtectedNode> {
-        self.create_protected_with(parent, name, data, mode, RetryOptions::default()).await
+        self.create_protected_ext(ProtectedCreate::new(parent, name, mode).data(data)).await
     }
 
     /// [`create_protected`](Self::create_protected) with retry options (deadline, policy).
@@ -181,10 +258,28 @@ impl ZkClient {
         mode: CreateMode,
         options: RetryOptions,
     ) -> Result<ProtectedNode> {
+        self.create_protected_ext(ProtectedCreate::new(parent, name, mode).data(data).retry_options(options))
+            .await
+    }
+
+    /// The general protected create: a custom tag (for other clients' naming schemes, such as
+    /// kazoo's `<uuid hex>__lock__`) and the siblings listed in the same round trip.
+    ///
+    /// # Errors
+    /// As [`create_protected`](Self::create_protected), and [`Error::InvalidPath`] for a tag
+    /// that makes an invalid name.
+    ///
+    /// # Cancel safety
+    /// As [`create_protected`](Self::create_protected).
+    pub async fn create_protected_ext(&self, request: ProtectedCreate<'_>) -> Result<ProtectedNode> {
+        let ProtectedCreate { parent, name, mode, data, tag, list_siblings, options } = request;
         path::validate_path(parent)?;
-        path::validate_name(name)?;
-        let prefix = protected_prefix(&Uuid::new_v4());
+        let prefix = tag.unwrap_or_else(|| protected_prefix(&Uuid::new_v4()));
+        if prefix.is_empty() {
+            return Err(Error::InvalidArgument("a protected create needs a non-empty tag"));
+        }
         let node_prefix = format!("{prefix}{name}");
+        path::validate_name(&node_prefix)?;
         let node_path = path::join(parent, &node_prefix);
         path::validate_data(&node_path, data)?;
         let policy = options.policy.clone().unwrap_or_else(|| self.retry_policy().clone());
@@ -210,13 +305,23 @@ impl ZkClient {
                             tracing::debug!(node = %found, "protected node from an older session; deleting it");
                             let _ = self.guaranteed_delete(path::join(parent, &found), None);
                         } else {
-                            return Ok((found, stat, None));
+                            return Ok((found, stat, None, None));
                         }
                     }
                 }
-                let (stat, seq) = match create_on(self, client, &node_path, data, mode).await {
+                // Both requests are sent before either reply is awaited: one round trip.
+                let acls = self.acl_for_path(&node_path);
+                let create_options = mode.with_acls(zookeeper_client::Acls::new(&acls));
+                let create = client.create(&node_path, data, &create_options);
+                let listing = list_siblings.then(|| client.list_children(parent));
+                let created = create.await;
+                let mut siblings = match listing {
+                    Some(listing) => listing.await.ok(),
+                    None => None,
+                };
+                let (stat, seq) = match created {
                     Err(zookeeper_client::Error::NoNode) => {
-                        // A container parent was removed between our creates; once more.
+                        siblings = None;
                         create_parents_on(self, client, &node_path).await?;
                         create_on(self, client, &node_path, data, mode).await?
                     }
@@ -227,7 +332,7 @@ impl ZkClient {
                     Some(_) => format!("{node_prefix}{seq}"),
                     None => node_prefix.clone(),
                 };
-                Ok((name, stat, sequence))
+                Ok((name, stat, sequence, siblings))
             };
             let outcome = match deadline {
                 Some(d) => match tokio::time::timeout_at(d, step).await {
@@ -242,21 +347,19 @@ impl ZkClient {
                 None => step.await,
             };
             let error = match outcome {
-                Ok((node_name, stat, sequence)) => {
+                Ok((node_name, stat, sequence, siblings)) => {
                     guard.disarm();
                     let sequence = sequence.or_else(|| {
-                        if is_sequential(mode) {
-                            parse_sequence(&node_name, &node_prefix)
-                        } else {
-                            None
-                        }
+                        is_sequential(mode).then(|| parse_sequence(&node_name, &node_prefix)).flatten()
                     });
                     return Ok(ProtectedNode {
                         path: path::join(parent, &node_name),
                         name: node_name,
+                        tag: prefix,
                         sequence,
                         stat,
                         session,
+                        siblings,
                     });
                 }
                 Err(e) => e,

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::install::INSTALL_COMMAND;
+use crate::peers::{CURATOR_INSTALL_COMMAND, KAZOO_INSTALL_COMMAND};
 
 /// Result alias for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -96,6 +97,53 @@ pub enum Error {
         command: String,
         /// What came back.
         reply: String,
+    },
+    /// Apache Curator's jars or a Java compiler (`javac`) were not found, so
+    /// [`CuratorTool`](crate::peers::CuratorTool) cannot be built.
+    #[error("Apache Curator peer unavailable ({detail}); install it with `{CURATOR_INSTALL_COMMAND}`")]
+    CuratorNotFound {
+        /// What is missing.
+        detail: String,
+    },
+    /// `/usr/bin/python3` or its `kazoo` module was not found, so
+    /// [`KazooTool`](crate::peers::KazooTool) cannot run.
+    #[error("kazoo peer unavailable ({detail}); install it with `{KAZOO_INSTALL_COMMAND}`")]
+    KazooNotFound {
+        /// What is missing.
+        detail: String,
+    },
+    /// `javac` rejected the embedded `CuratorTool.java` (a broken JDK or Curator version).
+    #[error("compiling CuratorTool.java failed ({status}):\n{output}")]
+    PeerCompile {
+        /// The exit status of `javac`.
+        status: String,
+        /// The tail of what `javac` printed.
+        output: String,
+    },
+    /// A peer process exited before printing what we waited for, or exited with a failure
+    /// status when its output ended.
+    #[error("{peer} exited ({status}) while we waited for {what}; stderr:\n{stderr}")]
+    PeerExited {
+        /// The peer and its command, e.g. `CuratorTool hold`.
+        peer: String,
+        /// The exit status.
+        status: String,
+        /// What we were waiting for.
+        what: String,
+        /// The tail of the peer's standard error.
+        stderr: String,
+    },
+    /// A peer process did not print what we waited for (or did not exit) in time.
+    #[error("{peer} did not deliver {what} within {timeout:?}; stderr:\n{stderr}")]
+    PeerTimeout {
+        /// The peer and its command, e.g. `kazoo_tool try`.
+        peer: String,
+        /// How long we waited.
+        timeout: Duration,
+        /// What we were waiting for.
+        what: String,
+        /// The tail of the peer's standard error.
+        stderr: String,
     },
 }
 

@@ -7,7 +7,8 @@
 //! test its own root path). Faults: [`TestingServer::stop`]/[`restart`](TestingServer::restart),
 //! [`TestingCluster::kill`]/[`pause`](TestingCluster::pause), [`expire_session`] for a real
 //! server-side session expiry, and [`FaultProxy`] to cut or partition connections. [`Timing`]
-//! scales test timeouts on slow machines.
+//! scales test timeouts on slow machines. [`peers`] runs Apache Curator and kazoo as peer
+//! processes, for interop tests and side-by-side benchmarks.
 //!
 //! The server is found through `ZOOKEEPER_CLASSPATH`, or Debian's `zookeeper` package
 //! (`apt-get install -y zookeeper default-jre-headless`); see [`Installation`].
@@ -31,6 +32,7 @@ mod four_letter;
 mod install;
 mod member;
 mod options;
+pub mod peers;
 mod process;
 mod proxy;
 mod server;

@@ -19,15 +19,21 @@ use nix::unistd::Pid;
 use crate::error::{Error, Result};
 use crate::install::Installation;
 
-/// The wrapper: run the JVM in the background, wait for our stdin to close, then kill the JVM
-/// and remove the orphaned data directory (`$ZKR_ORPHAN_CLEANUP`, when set).
+/// The wrapper: run the JVM in the background; a guard subshell waits for our stdin to close
+/// (we died) and then kills the JVM and removes the orphaned data directory
+/// (`$ZKR_ORPHAN_CLEANUP`, when set). The wrapper itself exits with the JVM's status, so a
+/// server that dies on its own (a port taken, a bad config) is seen as exited at once. (A
+/// background list's stdin is /dev/null unless redirected explicitly, hence descriptor 3.)
 const WRAPPER: &str = r#"
-"$@" </dev/null &
+exec 3<&0
+"$@" </dev/null 3<&- &
 jvm=$!
-cat >/dev/null
-kill -9 "$jvm" 2>/dev/null
-wait "$jvm" 2>/dev/null
-if [ -n "$ZKR_ORPHAN_CLEANUP" ]; then rm -rf "$ZKR_ORPHAN_CLEANUP"; fi
+(
+  cat <&3 >/dev/null
+  kill -9 "$jvm" 2>/dev/null
+  if [ -n "$ZKR_ORPHAN_CLEANUP" ]; then sleep 0.2; rm -rf "$ZKR_ORPHAN_CLEANUP"; fi
+) &
+wait "$jvm"
 "#;
 
 /// A running server process group.
@@ -98,23 +104,65 @@ impl ServerProcess {
     }
 
     /// Kills the whole group and reaps the wrapper.
-    pub(crate) fn kill(mut self) {
+    pub(crate) fn kill(self) {
+        drop(self);
+    }
+
+    /// SIGKILL to the group, reap the wrapper, and wait (at most 5 s) until every process of
+    /// the group is gone: the JVM is the wrapper's child and takes a moment to exit.
+    fn kill_group(&mut self) {
         let _ = killpg(self.pgid, Signal::SIGKILL);
         let _ = self.child.wait();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while group_has_live_process(self.pgid.as_raw()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
-        // Idempotent: after `kill` the group is already gone and this fails with ESRCH.
-        let _ = killpg(self.pgid, Signal::SIGKILL);
-        let _ = self.child.wait();
+        self.kill_group();
     }
 }
 
-/// Picks a free loopback port (the usual bind-to-zero trick; a start that loses the race to
-/// another process is retried by the caller).
+/// Does any process of group `pgid` still run? Zombies do not count: once the wrapper is gone,
+/// the JVM's zombie belongs to PID 1, which may take a while to reap it, and a zombie holds no
+/// port, file or memory.
+fn group_has_live_process(pgid: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return false };
+    entries.flatten().any(|entry| {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { return false };
+        // "pid (comm) state ppid pgrp ...": comm may contain spaces and parentheses.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { return false };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
+        pgrp == Some(pgid) && state != Some("Z") && state != Some("X")
+    })
+}
+
+/// Picks a free loopback port below the kernel's ephemeral range, so that the port is not
+/// handed to an outgoing connection between our check and the server's bind (a start that
+/// still loses a race is retried by the caller). Falls back to a kernel-chosen port.
 pub(crate) fn free_port() -> Result<u16> {
+    use std::hash::{BuildHasher, Hasher};
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse::<u16>().ok()))
+        .unwrap_or(32768);
+    if low > 12000 {
+        let span = u64::from(low - 11000);
+        for attempt in 0u64..64 {
+            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+            hasher.write_u64(attempt);
+            hasher.write_u32(std::process::id());
+            let port = 10000 + (hasher.finish() % span) as u16;
+            if std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {
+                return Ok(port);
+            }
+        }
+    }
     let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .map_err(|e| Error::io("binding a free loopback port", e))?;
     let port = listener.local_addr().map_err(|e| Error::io("reading a bound port", e))?.port();

@@ -1,0 +1,66 @@
+//! Errors of the lock recipes.
+
+/// Why a held lock counts as lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LostReason {
+    /// The connection entered an error state under the manager's error policy (with the
+    /// standard policy: `Suspended` or `Lost`). The node may still exist, but another client
+    /// may hold the lock by now.
+    ConnectionState,
+    /// The session the lock node lived with has ended.
+    SessionEnded,
+    /// The lock node was deleted (by an administrator or another client).
+    NodeDeleted,
+}
+
+impl std::fmt::Display for LostReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LostReason::ConnectionState => "the connection entered an error state",
+            LostReason::SessionEnded => "the session ended",
+            LostReason::NodeDeleted => "the lock node was deleted",
+        })
+    }
+}
+
+/// Errors of [`InterProcessMutex`](super::InterProcessMutex) and the other lock recipes.
+#[non_exhaustive]
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LockError {
+    /// The connection layer failed: an invalid path, a retry policy that gave up, a deadline,
+    /// an expired session, a closed manager, or a ZooKeeper answer such as `NoAuth`.
+    #[error(transparent)]
+    Connection(#[from] zkr_connection::Error),
+    /// Our contender node disappeared while we waited (the session expired, or someone deleted
+    /// it) and the retry policy did not allow starting over with a new one.
+    #[error("our lock node {node} under {path} vanished while waiting")]
+    NodeVanished {
+        /// The lock path.
+        path: String,
+        /// Our node that vanished.
+        node: String,
+    },
+    /// The lock was lost while held: a release reports it, and guarded writes fail with it.
+    #[error("the lock {path} was lost while held: {reason}")]
+    Lost {
+        /// The lock path.
+        path: String,
+        /// Why.
+        reason: LostReason,
+    },
+    /// The lock path cannot be used (for example `/`).
+    #[error("invalid lock path {path:?}: {reason}")]
+    InvalidLockPath {
+        /// The path.
+        path: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+}
+
+impl LockError {
+    pub(crate) fn zk(error: zookeeper_client::Error) -> Self {
+        LockError::Connection(zkr_connection::Error::Zk(error))
+    }
+}

@@ -1,0 +1,550 @@
+//! [`LockInternals`]: the lock algorithm every lock recipe shares.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::{BoxFuture, FutureExt, Shared};
+use tokio::time::Instant;
+use zkr_connection::protected::ProtectedCreate;
+use zkr_connection::{is_retryable, is_session_error, path, RetryOptions, Session, ZkClient};
+use zookeeper_client::{EventType, Stat};
+
+use super::driver::LockInternalsDriver;
+use super::error::{LockError, LostReason};
+
+/// How long [`LockInternals::attempt_lock`] may wait for the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Until the lock is ours (or an error).
+    Forever,
+    /// Until this instant; the time to create our node counts.
+    Until(Instant),
+    /// Not at all: take the lock if it is free after our node is created, else give up.
+    NoWait,
+}
+
+/// A contender node that holds the lock (or a lease of it).
+#[derive(Debug, Clone)]
+pub struct LockNode {
+    path: String,
+    name: String,
+    stat: Stat,
+    session: Session,
+    error_epoch: u64,
+}
+
+impl LockNode {
+    /// The node's full path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The node's creation zxid: a fencing token that grows with every new holder across the
+    /// ensemble (every node created later has a larger `czxid`).
+    pub fn fencing_token(&self) -> i64 {
+        self.stat.czxid
+    }
+
+    /// The node's `Stat` at creation.
+    pub fn stat(&self) -> &Stat {
+        &self.stat
+    }
+
+    /// The session the node lives with.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Why the lock counts as lost now, if it does; without a ZooKeeper call. Node deletion is
+    /// noticed only by [`lost`](Self::lost) (which watches the node).
+    pub fn lost_reason(&self, zk: &ZkClient) -> Option<LostReason> {
+        if zk.generation() != self.session.generation() || zk.is_closed() {
+            Some(LostReason::SessionEnded)
+        } else if zk.error_epoch() != self.error_epoch {
+            Some(LostReason::ConnectionState)
+        } else {
+            None
+        }
+    }
+
+    /// Completes when the lock is lost: the connection enters an error state under the
+    /// manager's error policy, the session ends, or the node is deleted (watched with one
+    /// ZooKeeper request when first polled).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn lost(&self, zk: &ZkClient) -> LostReason {
+        let mut epochs = zk.error_epoch_watch();
+        let mut sessions = zk.session_watch();
+        let generation = self.session.generation();
+        let epoch = self.error_epoch;
+        let state = async {
+            tokio::select! {
+                _ = epochs.wait_for(|e| *e != epoch) => LostReason::ConnectionState,
+                _ = sessions.wait_for(|s| s.as_ref().is_none_or(|s| s.generation() != generation)) => LostReason::SessionEnded,
+            }
+        };
+        let node = async {
+            loop {
+                match self.session.client().check_and_watch_stat(&self.path).await {
+                    Ok((None, _)) => return LostReason::NodeDeleted,
+                    Ok((Some(_), watcher)) => {
+                        let event = watcher.changed().await;
+                        match event.event_type {
+                            EventType::NodeDeleted => return LostReason::NodeDeleted,
+                            EventType::Session => return LostReason::SessionEnded,
+                            _ => continue,
+                        }
+                    }
+                    Err(e) if is_session_error(&e) => return LostReason::SessionEnded,
+                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+                }
+            }
+        };
+        if let Some(reason) = self.lost_reason(zk) {
+            return reason;
+        }
+        tokio::select! {
+            reason = state => reason,
+            reason = node => reason,
+        }
+    }
+}
+
+type Listing = Shared<BoxFuture<'static, Result<Arc<Vec<String>>, zookeeper_client::Error>>>;
+
+/// One children listing shared by every local waiter that needs one sent after a given moment:
+/// 10,000 waiters arriving at once cost a handful of listings, not 10,000 (each a list of up to
+/// 10,000 names).
+#[derive(Default)]
+struct Lister {
+    state: Mutex<ListerState>,
+}
+
+#[derive(Default)]
+struct ListerState {
+    issued: u64,
+    latest: Option<(u64, u64, Listing)>,
+}
+
+impl std::fmt::Debug for Lister {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lister").finish_non_exhaustive()
+    }
+}
+
+impl Lister {
+    /// A mark: listings issued from now on have an id at least this.
+    fn mark(&self) -> u64 {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).issued + 1
+    }
+
+    /// Children of `base` from a listing issued at or after `not_before` on `session`.
+    async fn list(
+        &self,
+        session: &Session,
+        base: &str,
+        not_before: u64,
+    ) -> Result<Arc<Vec<String>>, zookeeper_client::Error> {
+        let listing = {
+            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            match &state.latest {
+                Some((id, generation, listing))
+                    if *id >= not_before && *generation == session.generation() =>
+                {
+                    listing.clone()
+                }
+                _ => {
+                    state.issued += 1;
+                    let client = session.client().clone();
+                    let base = base.to_string();
+                    let listing =
+                        async move { client.list_children(&base).await.map(Arc::new) }.boxed().shared();
+                    state.latest = Some((state.issued, session.generation(), listing.clone()));
+                    listing
+                }
+            }
+        };
+        listing.await
+    }
+}
+
+/// Deletes a contender node in the background unless disarmed: on timeout, error or a dropped
+/// acquire, our node never stays behind to block the queue.
+struct NodeCleanup {
+    zk: ZkClient,
+    path: Option<String>,
+    generation: u64,
+}
+
+impl NodeCleanup {
+    fn disarm(&mut self) {
+        self.path = None;
+    }
+}
+
+impl Drop for NodeCleanup {
+    fn drop(&mut self) {
+        if let Some(path) = self.path.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                let _ = self.zk.guaranteed_delete(path, Some(self.generation));
+            } else {
+                tracing::warn!(%path, "no runtime to delete an abandoned lock node; it goes with its session");
+            }
+        }
+    }
+}
+
+enum WaitError {
+    /// Our node is gone (session expired or deleted): start over.
+    NodeMissing,
+    Failed(LockError),
+}
+
+impl From<zkr_connection::Error> for WaitError {
+    fn from(e: zkr_connection::Error) -> Self {
+        WaitError::Failed(e.into())
+    }
+}
+
+/// The lock algorithm (Curator's `LockInternals`), shared by the lock recipes; the
+/// [`LockInternalsDriver`] supplies the policy.
+///
+/// To acquire: create our contender node (protected, so a lost reply is found again, and
+/// pipelined with the first children listing: one round trip when the lock is free); sort the
+/// contenders; if we are among the first `max_leases` we hold it; otherwise set a data watch on
+/// the contender `max_leases` ahead of us (only that one: no herd, across processes or inside
+/// one) and wait for it to go. When the node we watched was the head of the queue its deletion
+/// means we hold the lock (sequence numbers only grow), without listing again. If our node
+/// vanishes (the session expired while we waited) we start over on the new session as the
+/// retry policy allows. On timeout, error or cancellation our node is deleted in the
+/// background.
+#[derive(Debug)]
+pub struct LockInternals<D> {
+    zk: ZkClient,
+    base_path: String,
+    lock_name: String,
+    driver: D,
+    max_leases: usize,
+    node_data: Vec<u8>,
+    lister: Lister,
+}
+
+impl<D: LockInternalsDriver> LockInternals<D> {
+    /// Lock internals for contenders named by `driver` under `base_path`.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidLockPath`] for `/`, [`LockError::Connection`] with
+    /// [`InvalidPath`](zkr_connection::Error::InvalidPath) for an invalid path or lock name.
+    pub fn new(
+        zk: &ZkClient,
+        base_path: &str,
+        lock_name: &str,
+        driver: D,
+        max_leases: usize,
+    ) -> Result<Self, LockError> {
+        path::validate_path(base_path)?;
+        if base_path == "/" {
+            return Err(LockError::InvalidLockPath {
+                path: base_path.to_string(),
+                reason: "a lock needs a path of its own, not the root",
+            });
+        }
+        path::validate_name(lock_name)?;
+        Ok(LockInternals {
+            zk: zk.clone(),
+            base_path: base_path.to_string(),
+            lock_name: lock_name.to_string(),
+            driver,
+            max_leases: max_leases.max(1),
+            node_data: Vec::new(),
+            lister: Lister::default(),
+        })
+    }
+
+    /// Data stored in every contender node (for example who holds it). Defaults to empty.
+    ///
+    /// # Errors
+    /// [`LockError::Connection`] with [`DataTooLarge`](zkr_connection::Error::DataTooLarge).
+    pub fn with_node_data(mut self, data: Vec<u8>) -> Result<Self, LockError> {
+        path::validate_data(&self.base_path, &data)?;
+        self.node_data = data;
+        Ok(self)
+    }
+
+    /// The connection manager.
+    pub fn zk(&self) -> &ZkClient {
+        &self.zk
+    }
+
+    /// The lock path (parent of the contender nodes).
+    pub fn base_path(&self) -> &str {
+        &self.base_path
+    }
+
+    /// The lock name passed to the driver.
+    pub fn lock_name(&self) -> &str {
+        &self.lock_name
+    }
+
+    /// The driver.
+    pub fn driver(&self) -> &D {
+        &self.driver
+    }
+
+    /// How many contenders hold the lock at once.
+    pub fn max_leases(&self) -> usize {
+        self.max_leases
+    }
+
+    /// Tries to take the lock, waiting as `wait` says. `Ok(None)` when the wait ran out.
+    ///
+    /// # Errors
+    /// [`LockError::Connection`] (connection failures the retry policy gave up on, a deadline
+    /// during node creation, a closed manager), [`LockError::NodeVanished`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped attempt leaves no node behind.
+    pub async fn attempt_lock(&self, wait: Wait) -> Result<Option<LockNode>, LockError> {
+        let start = Instant::now();
+        let policy = self.zk.retry_policy().clone();
+        let mut retries = 0u32;
+        loop {
+            let error_epoch = self.zk.error_epoch();
+            let spec = self.driver.contender(&self.lock_name);
+            let mut request = ProtectedCreate::new(&self.base_path, &spec.name, spec.mode)
+                .tag(spec.tag)
+                .data(&self.node_data)
+                .list_siblings(true);
+            if let Wait::Until(deadline) = wait {
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                request = request.retry_options(RetryOptions::default().deadline(remaining));
+            }
+            let node = match self.zk.create_protected_ext(request).await {
+                Ok(node) => node,
+                Err(zkr_connection::Error::DeadlineExceeded { .. }) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            let mut cleanup = NodeCleanup {
+                zk: self.zk.clone(),
+                path: Some(node.path.clone()),
+                generation: node.session.generation(),
+            };
+            let first_listing = node.siblings.clone();
+            match self.wait_for_lock(&node.session, &node.name, first_listing, error_epoch, wait).await {
+                Ok(Some(error_epoch)) => {
+                    cleanup.disarm();
+                    return Ok(Some(LockNode {
+                        path: node.path,
+                        name: node.name,
+                        stat: node.stat,
+                        session: node.session,
+                        error_epoch,
+                    }));
+                }
+                Ok(None) => return Ok(None),
+                Err(WaitError::Failed(e)) => return Err(e),
+                Err(WaitError::NodeMissing) => {
+                    drop(cleanup);
+                    let elapsed = start.elapsed();
+                    let Some(sleep) = policy.allow_retry(retries, elapsed) else {
+                        return Err(LockError::NodeVanished {
+                            path: self.base_path.clone(),
+                            node: node.name,
+                        });
+                    };
+                    retries += 1;
+                    tracing::debug!(node = %node.name, retries, "our lock node vanished while waiting; starting over");
+                    if let Wait::Until(deadline) = wait {
+                        if Instant::now() + sleep >= deadline {
+                            return Ok(None);
+                        }
+                    }
+                    tokio::time::sleep(sleep).await;
+                }
+            }
+        }
+    }
+
+    /// Waits until we hold the lock: `Some(epoch)` with the manager's error epoch from before the
+    /// listing that proved it (so a disruption during the wait does not count against the new
+    /// holder, and one after that proof does), or `None` when the wait ran out.
+    async fn wait_for_lock(
+        &self,
+        session: &Session,
+        our_name: &str,
+        first_listing: Option<Vec<String>>,
+        mut epoch: u64,
+        wait: Wait,
+    ) -> Result<Option<u64>, WaitError> {
+        let client = session.client();
+        let policy = self.zk.retry_policy().clone();
+        let started = Instant::now();
+        let mut retries = 0u32;
+        let mut listing = first_listing.map(Arc::new);
+        if listing.is_none() {
+            epoch = self.zk.error_epoch();
+        }
+        let mut not_before = self.lister.mark();
+        loop {
+            if self.zk.generation() != session.generation() {
+                return Err(WaitError::NodeMissing);
+            }
+            let step: Result<Option<bool>, zookeeper_client::Error> = async {
+                let children = match listing.take() {
+                    Some(children) => children,
+                    // `not_before` and `epoch` were taken together, when we learnt we need a listing.
+                    None => self.lister.list(session, &self.base_path, not_before).await?,
+                };
+                let sorted = self.driver.sort_children(&children, &self.lock_name);
+                drop(children);
+                let predicate = match self.driver.gets_the_lock(&sorted, our_name, self.max_leases) {
+                    Ok(p) => p,
+                    Err(_) => return Ok(None),
+                };
+                if predicate.gets_the_lock {
+                    return Ok(Some(true));
+                }
+                let Some(ahead) = predicate.path_to_watch else { return Ok(None) };
+                if wait == Wait::NoWait {
+                    return Ok(Some(false));
+                }
+                let ahead_is_head = self.max_leases == 1 && sorted.first() == Some(&ahead);
+                drop(sorted);
+                // A data watch, not an exists watch: no watch is left on a node that is
+                // already gone (CURATOR-107).
+                let watched_at = self.zk.error_epoch();
+                epoch = watched_at;
+                not_before = self.lister.mark();
+                let watcher = match client.get_and_watch_data(&path::join(&self.base_path, &ahead)).await {
+                    Ok((_, _, watcher)) => watcher,
+                    Err(zookeeper_client::Error::NoNode) => return Ok(Some(ahead_is_head).filter(|h| *h)),
+                    Err(e) => return Err(e),
+                };
+                let event = match wait {
+                    Wait::Until(deadline) => match tokio::time::timeout_at(deadline, watcher.changed()).await
+                    {
+                        Ok(event) => event,
+                        Err(_) => return Ok(Some(false)),
+                    },
+                    _ => watcher.changed().await,
+                };
+                epoch = self.zk.error_epoch();
+                not_before = self.lister.mark();
+                match event.event_type {
+                    // The node ahead was the head: with it gone, we are first (unless the
+                    // connection was disrupted meanwhile: then list again to be sure).
+                    EventType::NodeDeleted if ahead_is_head && epoch == watched_at => Ok(Some(true)),
+                    EventType::Session => Err(zookeeper_client::Error::SessionExpired),
+                    // Deleted (not the head) or changed: list again.
+                    _ => Ok(None),
+                }
+            }
+            .await;
+            match step {
+                Ok(Some(true)) => return Ok(Some(epoch)),
+                Ok(Some(false)) => return Ok(None),
+                Ok(None) => {
+                    // Re-list (the node ahead went, or our node is missing: the next listing
+                    // tells which).
+                    epoch = self.zk.error_epoch();
+                    not_before = self.lister.mark();
+                    let children = match self.lister.list(session, &self.base_path, not_before).await {
+                        Ok(c) => c,
+                        Err(e) => {
+                            self.on_wait_error(e, session, &policy, &mut retries, started).await?;
+                            continue;
+                        }
+                    };
+                    if !children.iter().any(|c| c == our_name) {
+                        return Err(WaitError::NodeMissing);
+                    }
+                    listing = Some(children);
+                }
+                Err(e) => self.on_wait_error(e, session, &policy, &mut retries, started).await?,
+            }
+        }
+    }
+
+    async fn on_wait_error(
+        &self,
+        error: zookeeper_client::Error,
+        session: &Session,
+        policy: &std::sync::Arc<dyn zkr_connection::retry::RetryPolicy>,
+        retries: &mut u32,
+        started: Instant,
+    ) -> Result<(), WaitError> {
+        if is_session_error(&error) || self.zk.generation() != session.generation() {
+            return Err(WaitError::NodeMissing);
+        }
+        if error == zookeeper_client::Error::NoNode {
+            // The lock directory itself is gone: so is our node.
+            return Err(WaitError::NodeMissing);
+        }
+        if !(is_retryable(&error) && policy.allow_retry_error(&error)) {
+            return Err(WaitError::Failed(LockError::zk(error)));
+        }
+        let elapsed = started.elapsed();
+        let Some(sleep) = policy.allow_retry(*retries, elapsed) else {
+            return Err(WaitError::Failed(
+                zkr_connection::Error::RetriesExhausted { attempts: *retries + 1, elapsed, last: error }
+                    .into(),
+            ));
+        };
+        *retries += 1;
+        tokio::time::sleep(sleep).await;
+        Ok(())
+    }
+
+    /// Deletes a held node. A connection failure hands the delete to a background guaranteed
+    /// delete and still returns `Ok`; once the node's session has ended there is nothing to do.
+    ///
+    /// # Errors
+    /// [`LockError::Connection`] for an answer that retrying cannot fix (`NoAuth`).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe by itself: a dropped release may leave the node until its session ends.
+    /// The lock guards call it so that a dropped release still deletes in the background.
+    pub async fn release_lock(&self, node: &LockNode) -> Result<(), LockError> {
+        if self.zk.generation() != node.session.generation() {
+            return Ok(());
+        }
+        match node.session.client().delete(&node.path, None).await {
+            Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
+            Err(e) if is_retryable(&e) => {
+                let _ = self.zk.guaranteed_delete(node.path.clone(), Some(node.session.generation()));
+                Ok(())
+            }
+            Err(e) if is_session_error(&e) => Ok(()),
+            Err(e) => Err(LockError::zk(e)),
+        }
+    }
+
+    /// Every contender's full path, in lock order (the holder first): Curator's
+    /// `getParticipantNodes`.
+    ///
+    /// # Errors
+    /// As [`ZkClient::retry`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read-only).
+    pub async fn participant_nodes(&self) -> Result<Vec<String>, LockError> {
+        let base = self.base_path.as_str();
+        let children = match self.zk.retry(|s| async move { s.client().list_children(base).await }).await {
+            Ok(children) => children,
+            Err(e) if e.is_no_node() => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        Ok(self
+            .driver
+            .sort_children(&children, &self.lock_name)
+            .into_iter()
+            .map(|c| path::join(base, &c))
+            .collect())
+    }
+}

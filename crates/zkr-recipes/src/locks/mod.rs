@@ -1,0 +1,24 @@
+//! Distributed locks: [`InterProcessMutex`] (start here) and the machinery every lock recipe
+//! shares, [`LockInternals`] with a pluggable [`LockInternalsDriver`].
+//!
+//! | Curator | zkr |
+//! |---|---|
+//! | `InterProcessMutex` | [`InterProcessMutex`] (reentrant per tokio task, guards) |
+//! | `LockInternals` | [`LockInternals`] |
+//! | `LockInternalsDriver`, `StandardLockInternalsDriver` | [`LockInternalsDriver`], [`StandardLockInternalsDriver`] |
+//! | kazoo's `Lock` naming | [`KazooLockDriver`] |
+
+mod driver;
+mod error;
+mod internals;
+mod mutex;
+mod owner;
+
+pub use driver::{
+    sequence_key, ContenderSpec, KazooLockDriver, LockInternalsDriver, PredicateResults,
+    StandardLockInternalsDriver,
+};
+pub use error::{LockError, LostReason};
+pub use internals::{LockInternals, LockNode, Wait};
+pub use mutex::{InterProcessMutex, InterProcessMutexGuard, LOCK_NAME};
+pub use owner::LockOwner;

@@ -1,0 +1,534 @@
+//! [`InterProcessMutex`]: Curator's reentrant distributed lock, reentrant per tokio task.
+
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use tokio::time::Instant;
+use zkr_connection::{Session, ZkClient};
+use zookeeper_client::{CheckWriter, CreateMode, Stat};
+
+use super::driver::{LockInternalsDriver, StandardLockInternalsDriver};
+use super::error::{LockError, LostReason};
+use super::internals::{LockInternals, LockNode, Wait};
+use super::owner::LockOwner;
+
+/// Curator's `InterProcessMutex.LOCK_NAME`.
+pub const LOCK_NAME: &str = "lock-";
+
+/// What one owner (task or thread) holds: the node and how many guards are out.
+#[derive(Debug, Default)]
+struct Hold {
+    node: Option<Arc<LockNode>>,
+    count: usize,
+}
+
+/// One owner's entry: a gate that serialises its acquisitions (so two futures of one task do
+/// not both create nodes) and its hold.
+#[derive(Debug, Default)]
+struct OwnerSlot {
+    gate: tokio::sync::Mutex<()>,
+    hold: StdMutex<Hold>,
+}
+
+impl OwnerSlot {
+    fn hold(&self) -> std::sync::MutexGuard<'_, Hold> {
+        self.hold.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[derive(Debug)]
+struct Inner<D> {
+    internals: LockInternals<D>,
+    holders: DashMap<LockOwner, Arc<OwnerSlot>>,
+}
+
+impl<D> Inner<D> {
+    /// Removes `owner`'s entry if it is still `slot` and holds nothing (task ids are reused once
+    /// a task is gone, so empty entries must not linger).
+    fn retire(&self, owner: LockOwner, slot: &Arc<OwnerSlot>) {
+        self.holders.remove_if(&owner, |_, s| Arc::ptr_eq(s, slot) && s.hold().node.is_none());
+    }
+}
+
+/// A distributed lock shared by every process that uses the same path: Curator's
+/// `InterProcessMutex`, node for node (`_c_<uuid>-lock-<seq>` under the path), so Rust and Java
+/// processes exclude each other.
+///
+/// - **Reentrant per tokio task**: the task that holds it can acquire it again with no
+///   ZooKeeper call (a new guard, a higher count); the node is deleted when that task's last
+///   guard is released. Two tasks sharing one `InterProcessMutex` exclude each other. Code
+///   outside any task (directly in `block_on`, such as `#[tokio::main]`) is owned by its
+///   thread. Futures joined inside one task share its ownership; see [`LockOwner`].
+/// - **Fair and herd-free**: contenders queue by sequence; each waits on the node ahead of it
+///   only, in every process and inside one (a release wakes exactly one waiter).
+/// - **Lost signal and fencing**: the guard tells when the lock is lost
+///   ([`lost`](InterProcessMutexGuard::lost), [`is_lost`](InterProcessMutexGuard::is_lost)),
+///   carries a [`fencing_token`](InterProcessMutexGuard::fencing_token), and can write to
+///   ZooKeeper only while the lock node exists (guarded writes).
+/// - **Cancellation safe**: dropping an `acquire` future at any point leaves no node behind.
+///
+/// It is a cheap `Clone` handle; clones share the reentrancy bookkeeping.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use zkr_connection::ZkClient;
+/// use zkr_recipes::locks::InterProcessMutex;
+///
+/// let zk = ZkClient::connect("127.0.0.1:2181").await?;
+/// let mutex = InterProcessMutex::new(&zk, "/locks/nightly-report")?;
+/// match mutex.acquire_timeout(Duration::from_secs(5)).await? {
+///     Some(guard) => {
+///         println!("holding {} (token {})", guard.node_path(), guard.fencing_token());
+///         tokio::select! {
+///             _ = do_the_work() => {}
+///             reason = guard.lost() => eprintln!("lock lost: {reason}; stopping"),
+///         }
+///         guard.release().await?;
+///     }
+///     None => println!("someone else is running the report"),
+/// }
+/// # Ok(()) }
+/// # async fn do_the_work() {}
+/// ```
+#[derive(Debug)]
+pub struct InterProcessMutex<D = StandardLockInternalsDriver> {
+    inner: Arc<Inner<D>>,
+}
+
+impl<D> Clone for InterProcessMutex<D> {
+    fn clone(&self) -> Self {
+        InterProcessMutex { inner: self.inner.clone() }
+    }
+}
+
+impl InterProcessMutex {
+    /// A mutex at `path` with Curator's naming.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidLockPath`] for `/`; [`LockError::Connection`] with
+    /// [`InvalidPath`](zkr_connection::Error::InvalidPath) for an invalid path.
+    pub fn new(zk: &ZkClient, path: &str) -> Result<Self, LockError> {
+        Self::with_driver(zk, path, StandardLockInternalsDriver)
+    }
+}
+
+impl<D: LockInternalsDriver> InterProcessMutex<D> {
+    /// A mutex at `path` whose contender nodes the given driver names and orders (for example
+    /// [`KazooLockDriver`](super::KazooLockDriver) to share a lock with kazoo).
+    ///
+    /// # Errors
+    /// As [`new`](InterProcessMutex::new).
+    pub fn with_driver(zk: &ZkClient, path: &str, driver: D) -> Result<Self, LockError> {
+        let lock_name = driver_lock_name::<D>();
+        Self::from_internals(LockInternals::new(zk, path, lock_name, driver, 1)?)
+    }
+
+    /// A mutex on prepared [`LockInternals`] (a custom lock name, node data).
+    ///
+    /// # Errors
+    /// None today; the `Result` keeps room for validation.
+    pub fn from_internals(internals: LockInternals<D>) -> Result<Self, LockError> {
+        Ok(InterProcessMutex { inner: Arc::new(Inner { internals, holders: DashMap::new() }) })
+    }
+
+    /// Acquires the lock, waiting as long as it takes.
+    ///
+    /// # Errors
+    /// [`LockError::Connection`] when ZooKeeper cannot be reached within the retry policy or
+    /// the manager is closed; [`LockError::NodeVanished`] when our node kept vanishing.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: if the future is dropped, the caller loses its place in the queue and no
+    /// node is left in ZooKeeper (a background task deletes it). A reentrant acquire (the task
+    /// already holds the lock) completes at once.
+    pub async fn acquire(&self) -> Result<InterProcessMutexGuard<D>, LockError> {
+        // `Wait::Forever` never yields `Ok(None)` (that needs a deadline or `NoWait`); should it
+        // ever, report it as the manager closing rather than panic.
+        self.acquire_inner(Wait::Forever).await?.ok_or(LockError::Connection(zkr_connection::Error::Closed))
+    }
+
+    /// Acquires the lock if it can within `timeout`, which bounds everything: creating our
+    /// node, waiting, and retries. `Ok(None)` when it could not; our node is then deleted.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](Self::acquire).
+    pub async fn acquire_timeout(
+        &self,
+        timeout: Duration,
+    ) -> Result<Option<InterProcessMutexGuard<D>>, LockError> {
+        self.acquire_inner(Wait::Until(Instant::now() + timeout)).await
+    }
+
+    /// Takes the lock only if nobody holds it: creates our node and, unless it is first,
+    /// deletes it again. `Ok(None)` when the lock is held.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](Self::acquire).
+    pub async fn try_acquire(&self) -> Result<Option<InterProcessMutexGuard<D>>, LockError> {
+        self.acquire_inner(Wait::NoWait).await
+    }
+
+    async fn acquire_inner(&self, wait: Wait) -> Result<Option<InterProcessMutexGuard<D>>, LockError> {
+        let owner = LockOwner::current();
+        loop {
+            let slot = self.inner.holders.entry(owner).or_default().clone();
+            // Retires the entry if we leave (error, timeout, cancellation) without a hold.
+            let retire = RetireOnExit { inner: &self.inner, owner, slot: &slot };
+            let _gate = match wait {
+                Wait::Until(deadline) => match tokio::time::timeout_at(deadline, slot.gate.lock()).await {
+                    Ok(gate) => gate,
+                    Err(_) => return Ok(None),
+                },
+                _ => slot.gate.lock().await,
+            };
+            let current = self.inner.holders.get(&owner).is_some_and(|s| Arc::ptr_eq(&s, &slot));
+            if !current {
+                // The entry was retired while we waited for its gate: take a fresh one.
+                drop(retire);
+                continue;
+            }
+            {
+                let mut hold = slot.hold();
+                if let Some(node) = hold.node.clone() {
+                    hold.count += 1;
+                    drop(hold);
+                    std::mem::forget(retire);
+                    return Ok(Some(InterProcessMutexGuard::new(
+                        self.inner.clone(),
+                        owner,
+                        slot.clone(),
+                        node,
+                    )));
+                }
+            }
+            let node = self.inner.internals.attempt_lock(wait).await?;
+            let Some(node) = node else { return Ok(None) };
+            let node = Arc::new(node);
+            {
+                let mut hold = slot.hold();
+                hold.node = Some(node.clone());
+                hold.count = 1;
+            }
+            std::mem::forget(retire);
+            return Ok(Some(InterProcessMutexGuard::new(self.inner.clone(), owner, slot.clone(), node)));
+        }
+    }
+
+    /// Does any task or thread of this process hold the lock through this mutex (or a clone)?
+    pub fn is_acquired_in_this_process(&self) -> bool {
+        self.inner.holders.iter().any(|e| e.value().hold().node.is_some())
+    }
+
+    /// Does the current task (or thread, outside tasks) hold the lock?
+    pub fn is_owned_by_current_task(&self) -> bool {
+        self.inner.holders.get(&LockOwner::current()).is_some_and(|s| s.hold().node.is_some())
+    }
+
+    /// Every contender's full path in queue order, the holder first.
+    ///
+    /// # Errors
+    /// As [`ZkClient::retry`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read-only).
+    pub async fn participant_nodes(&self) -> Result<Vec<String>, LockError> {
+        self.inner.internals.participant_nodes().await
+    }
+
+    /// The lock path.
+    pub fn path(&self) -> &str {
+        self.inner.internals.base_path()
+    }
+
+    /// The shared lock machinery.
+    pub fn internals(&self) -> &LockInternals<D> {
+        &self.inner.internals
+    }
+}
+
+fn driver_lock_name<D: 'static>() -> &'static str {
+    if std::any::TypeId::of::<D>() == std::any::TypeId::of::<super::driver::KazooLockDriver>() {
+        super::driver::KazooLockDriver::LOCK_NAME
+    } else {
+        LOCK_NAME
+    }
+}
+
+struct RetireOnExit<'a, D> {
+    inner: &'a Inner<D>,
+    owner: LockOwner,
+    slot: &'a Arc<OwnerSlot>,
+}
+
+impl<D> Drop for RetireOnExit<'_, D> {
+    fn drop(&mut self) {
+        self.inner.retire(self.owner, self.slot);
+    }
+}
+
+/// Proof of holding an [`InterProcessMutex`]: one per successful acquire (reentrant acquires
+/// get their own). Release it with [`release`](Self::release) to learn the outcome; dropping it
+/// releases in the background. The lock node is deleted when the owner's last guard goes.
+///
+/// It is not `Clone`; it can be released from any task (the count it decrements is the
+/// acquiring owner's), so it may be moved into a spawned task.
+///
+/// ```compile_fail
+/// # async fn f(guard: zkr_recipes::locks::InterProcessMutexGuard) {
+/// guard.release().await.unwrap();
+/// guard.release().await.unwrap(); // releasing twice does not compile
+/// # }
+/// ```
+#[must_use = "if unused the lock is released immediately"]
+#[derive(Debug)]
+pub struct InterProcessMutexGuard<D: LockInternalsDriver = StandardLockInternalsDriver> {
+    inner: Arc<Inner<D>>,
+    owner: LockOwner,
+    slot: Arc<OwnerSlot>,
+    node: Arc<LockNode>,
+    released: bool,
+}
+
+impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
+    fn new(inner: Arc<Inner<D>>, owner: LockOwner, slot: Arc<OwnerSlot>, node: Arc<LockNode>) -> Self {
+        InterProcessMutexGuard { inner, owner, slot, node, released: false }
+    }
+
+    /// Our lock node's full path.
+    pub fn node_path(&self) -> &str {
+        self.node.path()
+    }
+
+    /// The fencing token: our lock node's creation zxid, larger for every later holder of this
+    /// lock across the ensemble. Pass it to the resource you protect and have it reject writes
+    /// with a token lower than the highest it has seen.
+    pub fn fencing_token(&self) -> i64 {
+        self.node.fencing_token()
+    }
+
+    /// The session our lock node lives with.
+    pub fn session(&self) -> &Session {
+        self.node.session()
+    }
+
+    /// The lock node (path, `Stat`, session).
+    pub fn lock_node(&self) -> &LockNode {
+        &self.node
+    }
+
+    /// How many guards the owner holds (its reentrancy depth).
+    pub fn hold_count(&self) -> usize {
+        self.slot.hold().count
+    }
+
+    /// Has the lock been lost (connection error state under the error policy, or the session
+    /// ended)? Answers without a ZooKeeper call; deletion of the node by someone else is seen
+    /// by [`lost`](Self::lost) and by guarded writes.
+    pub fn is_lost(&self) -> bool {
+        self.node.lost_reason(self.inner.internals.zk()).is_some()
+    }
+
+    /// Completes when the lock is lost, with the reason. Select on it beside the work the lock
+    /// protects and stop the work when it fires.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn lost(&self) -> LostReason {
+        self.node.lost(self.inner.internals.zk()).await
+    }
+
+    /// A multi-op that runs only while our lock node exists (its first op checks the node).
+    /// Commit it with `commit().await`; a lost lock makes it fail with
+    /// `RuntimeInconsistent`.
+    ///
+    /// # Errors
+    /// [`LockError::Connection`] if `zookeeper-client` rejects the lock path (it does not for
+    /// a node it created).
+    pub fn check_writer(&self) -> Result<CheckWriter<'_>, LockError> {
+        self.node.session().client().new_check_writer(self.node.path(), None).map_err(LockError::zk)
+    }
+
+    /// Sets `path`'s data only while we hold the lock (a multi-op behind a check of our node).
+    ///
+    /// # Errors
+    /// [`LockError::Lost`] with [`LostReason::NodeDeleted`] when our node is gone; other
+    /// ZooKeeper errors as [`LockError::Connection`].
+    ///
+    /// # Cancel safety
+    /// The write is atomic; if the future is dropped it may or may not have been applied.
+    pub async fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        expected_version: Option<i32>,
+    ) -> Result<Stat, LockError> {
+        zkr_connection::path::validate_node_path(path)?;
+        zkr_connection::path::validate_data(path, data)?;
+        let mut writer = self.check_writer()?;
+        writer.add_set_data(path, data, expected_version).map_err(LockError::zk)?;
+        let results = writer.commit().await.map_err(|e| self.guarded_error(e))?;
+        match results.into_iter().next() {
+            Some(zookeeper_client::MultiWriteResult::SetData { stat }) => Ok(stat),
+            _ => Err(LockError::zk(zookeeper_client::Error::UnexpectedError("no set_data result".into()))),
+        }
+    }
+
+    /// Creates a node only while we hold the lock; returns its path (with the sequence for
+    /// sequential modes) and `Stat`.
+    ///
+    /// # Errors
+    /// As [`set_data`](Self::set_data).
+    ///
+    /// # Cancel safety
+    /// As [`set_data`](Self::set_data).
+    pub async fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> Result<(String, Stat), LockError> {
+        zkr_connection::path::validate_node_path(path)?;
+        zkr_connection::path::validate_data(path, data)?;
+        let acls = self.inner.internals.zk().acl_for_path(path);
+        let options = mode.with_acls(zookeeper_client::Acls::new(&acls));
+        let mut writer = self.check_writer()?;
+        writer.add_create(path, data, &options).map_err(LockError::zk)?;
+        let results = writer.commit().await.map_err(|e| self.guarded_error(e))?;
+        match results.into_iter().next() {
+            Some(zookeeper_client::MultiWriteResult::Create { path, stat }) => Ok((path, stat)),
+            _ => Err(LockError::zk(zookeeper_client::Error::UnexpectedError("no create result".into()))),
+        }
+    }
+
+    /// Deletes a node only while we hold the lock.
+    ///
+    /// # Errors
+    /// As [`set_data`](Self::set_data).
+    ///
+    /// # Cancel safety
+    /// As [`set_data`](Self::set_data).
+    pub async fn delete(&self, path: &str, expected_version: Option<i32>) -> Result<(), LockError> {
+        zkr_connection::path::validate_node_path(path)?;
+        let mut writer = self.check_writer()?;
+        writer.add_delete(path, expected_version).map_err(LockError::zk)?;
+        writer.commit().await.map_err(|e| self.guarded_error(e))?;
+        Ok(())
+    }
+
+    fn guarded_error(&self, error: zookeeper_client::CheckWriteError) -> LockError {
+        match zookeeper_client::Error::from(error) {
+            zookeeper_client::Error::RuntimeInconsistent => LockError::Lost {
+                path: self.inner.internals.base_path().to_string(),
+                reason: LostReason::NodeDeleted,
+            },
+            zookeeper_client::Error::SessionExpired | zookeeper_client::Error::ClientClosed => {
+                LockError::Lost {
+                    path: self.inner.internals.base_path().to_string(),
+                    reason: LostReason::SessionEnded,
+                }
+            }
+            other => LockError::zk(other),
+        }
+    }
+
+    /// Takes this guard's share of the hold away; `Some(node)` when it was the owner's last,
+    /// so the node must be deleted.
+    fn unhold(&mut self) -> Option<Arc<LockNode>> {
+        if self.released {
+            return None;
+        }
+        self.released = true;
+        let last = {
+            let mut hold = self.slot.hold();
+            hold.count = hold.count.saturating_sub(1);
+            if hold.count == 0 {
+                hold.node.take()
+            } else {
+                None
+            }
+        };
+        if last.is_some() {
+            self.inner.retire(self.owner, &self.slot);
+        }
+        last
+    }
+
+    /// Releases this guard. When it is the owner's last, the lock node is deleted (a connection
+    /// failure hands the delete to a background task that keeps trying).
+    ///
+    /// # Errors
+    /// [`LockError::Lost`] when the lock had been lost while held (the node is cleaned up all
+    /// the same); [`LockError::Connection`] for a ZooKeeper answer such as `NoAuth`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the hold is given up at the first poll, and if the future is dropped before
+    /// the delete is answered, the node is deleted in the background.
+    pub async fn release(mut self) -> Result<(), LockError> {
+        let lost = self.node.lost_reason(self.inner.internals.zk());
+        let Some(node) = self.unhold() else {
+            return match lost {
+                Some(reason) => {
+                    Err(LockError::Lost { path: self.inner.internals.base_path().to_string(), reason })
+                }
+                None => Ok(()),
+            };
+        };
+        let mut background = BackgroundRelease { inner: self.inner.clone(), node: Some(node.clone()) };
+        let result = self.inner.internals.release_lock(&node).await;
+        background.node = None;
+        result?;
+        match lost {
+            Some(reason) => {
+                Err(LockError::Lost { path: self.inner.internals.base_path().to_string(), reason })
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+/// Deletes a released node in the background if the release future is dropped mid-way.
+struct BackgroundRelease<D: LockInternalsDriver> {
+    inner: Arc<Inner<D>>,
+    node: Option<Arc<LockNode>>,
+}
+
+impl<D: LockInternalsDriver> Drop for BackgroundRelease<D> {
+    fn drop(&mut self) {
+        if let Some(node) = self.node.take() {
+            spawn_release(self.inner.clone(), node);
+        }
+    }
+}
+
+fn spawn_release<D: LockInternalsDriver>(inner: Arc<Inner<D>>, node: Arc<LockNode>) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            runtime.spawn(async move {
+                if let Err(e) = inner.internals.release_lock(&node).await {
+                    tracing::warn!(node = %node.path(), error = %e, "releasing a dropped lock guard failed");
+                }
+            });
+        }
+        Err(_) => {
+            tracing::warn!(node = %node.path(), "lock guard dropped outside a runtime; the node goes with its session")
+        }
+    }
+}
+
+impl<D: LockInternalsDriver> Drop for InterProcessMutexGuard<D> {
+    fn drop(&mut self) {
+        if let Some(node) = self.unhold() {
+            spawn_release(self.inner.clone(), node);
+        }
+    }
+}

@@ -1,0 +1,182 @@
+#!/usr/bin/python3
+"""kazoo as a peer process for zkr's interop tests (the lock commands of CuratorTool.java).
+
+Run by zkr-testing's `peers::KazooTool`; usable by hand too:
+
+    /usr/bin/python3 kazoo_tool.py lock 127.0.0.1:2181 /locks/a 3 100
+
+Output: one line per event on stdout, flushed at once. <t_us> is time.monotonic_ns() // 1000
+(CLOCK_MONOTONIC, the clock of Java's System.nanoTime() on Linux, so comparable between
+processes on one machine). Commands:
+
+    lock CONNECT PATH ROUNDS HOLD_MS   ACQUIRED <r> <t_us>, RELEASING <r> <t_us> per round; DONE
+    hold CONNECT PATH                  HELD <own lock node>; on stdin `release` or EOF: RELEASED
+    try CONNECT PATH TIMEOUT_MS        ACQUIRED | NOT_ACQUIRED
+
+Exit status: 0 success, 1 error (message on stderr), 2 bad arguments, 3 the parent process went
+away. Session timeout: kazoo's default (10 s), or $ZKR_PEER_SESSION_MS.
+"""
+
+import logging
+import os
+import sys
+import threading
+import time
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import LockTimeout
+
+CONNECTION_TIMEOUT_S = 15.0
+SESSION_ENV = "ZKR_PEER_SESSION_MS"
+USAGE = "usage: kazoo_tool.py lock CONNECT PATH ROUNDS HOLD_MS | hold CONNECT PATH | try CONNECT PATH TIMEOUT_MS"
+
+_clients = []
+
+
+class UsageError(Exception):
+    """Bad command-line arguments (exit status 2)."""
+
+
+def out(line):
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def micros():
+    return time.monotonic_ns() // 1000
+
+
+def non_negative_int(value, name):
+    try:
+        v = int(value)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise UsageError("%s must be a non-negative integer, not `%s`" % (name, value))
+    return v
+
+
+def connect(hosts):
+    kwargs = {}
+    session = os.environ.get(SESSION_ENV, "").strip()
+    if session:
+        ms = non_negative_int(session, SESSION_ENV)
+        if ms == 0:
+            raise UsageError("%s must be positive" % SESSION_ENV)
+        kwargs["timeout"] = ms / 1000.0
+    client = KazooClient(hosts=hosts, **kwargs)
+    _clients.append(client)
+    client.start(timeout=CONNECTION_TIMEOUT_S)
+    return client
+
+
+def identifier():
+    return "kazoo-%d" % os.getpid()
+
+
+def close_clients():
+    while _clients:
+        client = _clients.pop()
+        try:
+            client.stop()
+            client.close()
+        except Exception:  # best effort: the process is exiting
+            pass
+
+
+def watch_parent():
+    """Exits (status 3) when the process that started us goes away."""
+    parent = os.getppid()
+    if parent <= 1:
+        return
+
+    def run():
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                sys.stderr.write("kazoo_tool: parent process %d went away; exiting\n" % parent)
+                sys.stderr.flush()
+                closer = threading.Thread(target=close_clients, daemon=True)
+                closer.start()
+                closer.join(2.0)
+                os._exit(3)
+
+    threading.Thread(target=run, name="parent-watch", daemon=True).start()
+
+
+def cmd_lock(hosts, path, rounds, hold_ms):
+    client = connect(hosts)
+    lock = client.Lock(path, identifier())
+    for r in range(rounds):
+        lock.acquire()
+        out("ACQUIRED %d %d" % (r, micros()))
+        time.sleep(hold_ms / 1000.0)
+        out("RELEASING %d %d" % (r, micros()))
+        lock.release()
+    out("DONE")
+
+
+def cmd_hold(hosts, path):
+    client = connect(hosts)
+    lock = client.Lock(path, identifier())
+    lock.acquire()
+    out("HELD %s/%s" % (lock.path, lock.node))
+    for line in sys.stdin:
+        if line.strip() == "release":
+            break
+    lock.release()
+    out("RELEASED")
+
+
+def cmd_try(hosts, path, timeout_ms):
+    client = connect(hosts)
+    lock = client.Lock(path, identifier())
+    try:
+        acquired = lock.acquire(timeout=timeout_ms / 1000.0)
+    except LockTimeout:
+        acquired = False
+    if acquired:
+        out("ACQUIRED")
+        lock.release()
+    else:
+        out("NOT_ACQUIRED")
+
+
+def run(argv):
+    if not argv:
+        raise UsageError("no command given")
+    command, args = argv[0], argv[1:]
+    arity = {"lock": 4, "hold": 2, "try": 3}
+    if command not in arity:
+        raise UsageError("unknown command `%s`" % command)
+    if len(args) != arity[command]:
+        raise UsageError("`%s` takes %d arguments, got %d" % (command, arity[command], len(args)))
+    if command == "lock":
+        cmd_lock(args[0], args[1], non_negative_int(args[2], "ROUNDS"), non_negative_int(args[3], "HOLD_MS"))
+    elif command == "hold":
+        cmd_hold(args[0], args[1])
+    else:
+        cmd_try(args[0], args[1], non_negative_int(args[2], "TIMEOUT_MS"))
+
+
+def main():
+    logging.basicConfig(level=logging.CRITICAL)
+    watch_parent()
+    code = 0
+    try:
+        run(sys.argv[1:])
+    except UsageError as e:
+        sys.stderr.write("kazoo_tool: %s\n%s\n" % (e, USAGE))
+        code = 2
+    except Exception as e:  # every failure is reported, then exit 1
+        command = sys.argv[1] if len(sys.argv) > 1 else ""
+        sys.stderr.write("kazoo_tool %s failed: %s: %s\n" % (command, type(e).__name__, e))
+        code = 1
+    close_clients()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

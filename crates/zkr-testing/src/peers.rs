@@ -1,0 +1,721 @@
+//! Apache Curator and kazoo as peer processes, for interop tests and side-by-side benchmarks.
+//!
+//! [`CuratorTool`] runs a small Java program against Curator 5.4 (`InterProcessMutex`,
+//! `LeaderLatch`); [`KazooTool`] runs a Python script against kazoo's `Lock`. Both speak a line
+//! protocol on stdout (one line per event, flushed at once) and take commands on stdin where
+//! noted. `<t_us>` is a `CLOCK_MONOTONIC` timestamp in microseconds (`System.nanoTime() / 1000`,
+//! `time.monotonic_ns() // 1000`), comparable between peers on one machine.
+//!
+//! | Command (arguments after the name) | Tools | Output |
+//! |---|---|---|
+//! | `lock CONNECT PATH ROUNDS HOLD_MS` | both | per round `ACQUIRED <r> <t_us>`, `RELEASING <r> <t_us>` (holding `HOLD_MS` between); then `DONE` |
+//! | `hold CONNECT PATH` | both | `HELD <own lock node path>`; on a stdin line `release` (or EOF) releases and prints `RELEASED` |
+//! | `try CONNECT PATH TIMEOUT_MS` | both | `ACQUIRED` (then releases) or `NOT_ACQUIRED` |
+//! | `bench-uncontended CONNECT PATH SECONDS` | Curator | `RESULT ops=N seconds=S p50_us=X p99_us=Y` (one acquire+release) |
+//! | `bench-contended CONNECT PATH SESSIONS SECONDS` | Curator | `RESULT ...` (wait in acquire; one client and thread per session) |
+//! | `bench-inprocess CONNECT PATH THREADS SECONDS` | Curator | `RESULT ...` (wait in acquire; one client, one mutex shared by the threads) |
+//! | `bench-waiters CONNECT PATH N` | Curator | `QUEUED n=N rss_kb=K` once N threads wait behind the holder; `RESULT drained=N millis=M rss_kb=K` when all have had the lock |
+//! | `bench-ids CONNECT PATH SECONDS` | Curator | `RESULT ...` (one `EPHEMERAL_SEQUENTIAL` create of `PATH/id-`) |
+//! | `bench-leader-failover CONNECT PATH` | Curator | `LEADER <epoch_ms>` when its `LeaderLatch` (id: the process id) leads, `NOT_LEADER <epoch_ms>` when it stops; runs until stdin EOF |
+//!
+//! Benchmarks run a one-second warm-up that is not counted; `rss_kb` is the peak resident set
+//! (`VmHWM`). Exit status: 0 success, 1 error (message on stderr), 2 bad arguments, 3 the parent
+//! process went away (peers never outlive the test binary that started them). Curator uses a
+//! 60 s session and 15 s connection timeout, kazoo its 10 s session default; set
+//! `ZKR_PEER_SESSION_MS` to change the session timeout of both.
+//!
+//! The two libraries' lock recipes do not see each other's lock nodes (Curator names them
+//! `_c_<uuid>-lock-<seq>`, kazoo `<uuid>__lock__<seq>`), so a Curator and a kazoo client can
+//! both hold "the same" lock: compare them side by side, not against each other.
+//!
+//! # Examples
+//!
+//! ```no_run
+//! # async fn f() -> zkr_testing::Result<()> {
+//! use zkr_testing::peers::CuratorTool;
+//!
+//! let server = zkr_testing::shared_server().await?;
+//! let cs = server.connect_string();
+//! let curator = CuratorTool::locate()?;
+//! let mut holder = curator.spawn(&["hold", &cs, "/locks/demo"])?;
+//! holder.expect_line("HELD ").await?;
+//! let mut contender = curator.spawn(&["try", &cs, "/locks/demo", "200"])?;
+//! assert_eq!(contender.expect_line("").await?, "NOT_ACQUIRED");
+//! holder.send_line("release").await?;
+//! holder.expect_line("RELEASED").await?;
+//! # Ok(()) }
+//! ```
+
+use std::fs::File;
+use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::install::Installation;
+use crate::timing::Timing;
+
+/// The command that installs what [`CuratorTool`] needs on Debian or Ubuntu.
+pub const CURATOR_INSTALL_COMMAND: &str = "apt-get install -y libcurator-recipes-java default-jdk-headless";
+/// The command that installs what [`KazooTool`] needs on Debian or Ubuntu.
+pub const KAZOO_INSTALL_COMMAND: &str = "apt-get install -y python3-kazoo";
+
+const CURATOR_SOURCE: &str = include_str!("../java/CuratorTool.java");
+const KAZOO_SOURCE: &str = include_str!("../peers/kazoo_tool.py");
+/// Debian's jars; each manifest's `Class-Path` pulls in the rest (guava, slf4j-api, jute, ...).
+const CURATOR_JARS: [&str; 4] = [
+    "/usr/share/java/curator-recipes.jar",
+    "/usr/share/java/curator-framework.jar",
+    "/usr/share/java/curator-client.jar",
+    "/usr/share/java/zookeeper.jar",
+];
+/// slf4j's no-op backend keeps Curator and the ZooKeeper client quiet.
+const SLF4J_NOP: &str = "/usr/share/java/slf4j-nop.jar";
+/// The interpreter that has Debian's `python3-kazoo` (a pyenv `python3` on `PATH` may not).
+const PYTHON: &str = "/usr/bin/python3";
+/// How much of a peer's stderr goes into error messages.
+const STDERR_TAIL_BYTES: u64 = 16 * 1024;
+const STDERR_TAIL_LINES: usize = 30;
+
+/// Apache Curator 5.4 as a peer: `CuratorTool.java` (embedded in this crate), compiled once and
+/// run with the system's Curator jars. See the [module docs](self) for its commands.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f() -> zkr_testing::Result<()> {
+/// let server = zkr_testing::shared_server().await?;
+/// let curator = zkr_testing::peers::CuratorTool::locate()?;
+/// let mut bench = curator.spawn(&["bench-uncontended", &server.connect_string(), "/bench/a", "5"])?;
+/// let line = bench.expect_line("RESULT").await?;
+/// println!("{:?}", zkr_testing::peers::parse_result(&line));
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct CuratorTool {
+    java: PathBuf,
+    classpath: String,
+}
+
+static CURATOR: Mutex<Option<CuratorTool>> = Mutex::new(None);
+
+impl CuratorTool {
+    /// Finds `java`, `javac` and the Curator jars, and compiles `CuratorTool.java` unless a
+    /// compiled copy is already cached.
+    ///
+    /// `java` is found as by [`Installation::detect`]; `javac` in `$JAVA_HOME/bin`, next to
+    /// that `java`, or on `PATH`. The classes are cached per process and on disk in
+    /// `$TMPDIR/zkr-curator-tool-<hash>` (keyed by the source, `javac` and class path, and
+    /// private to this user), so only the first test binary pays for `javac`. That first call
+    /// blocks for about a second; call it before timing anything.
+    ///
+    /// # Errors
+    /// [`Error::JavaNotFound`] / [`Error::ZooKeeperNotFound`] as [`Installation::detect`];
+    /// [`Error::CuratorNotFound`] (naming [`CURATOR_INSTALL_COMMAND`]) without the jars or
+    /// `javac`; [`Error::PeerCompile`] if `javac` fails; [`Error::Io`] for file system errors.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let curator = zkr_testing::peers::CuratorTool::locate()?;
+    /// # Ok::<(), zkr_testing::Error>(())
+    /// ```
+    pub fn locate() -> Result<CuratorTool> {
+        let mut cached = CURATOR.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(tool) = cached.as_ref() {
+            return Ok(tool.clone());
+        }
+        let tool = Self::build()?;
+        *cached = Some(tool.clone());
+        Ok(tool)
+    }
+
+    fn build() -> Result<CuratorTool> {
+        let install = Installation::detect()?;
+        let java = install.java().to_path_buf();
+        for jar in CURATOR_JARS {
+            if !Path::new(jar).is_file() {
+                return Err(Error::CuratorNotFound { detail: format!("{jar} does not exist") });
+            }
+        }
+        let javac = find_javac(&java)?;
+        let jars = CURATOR_JARS.join(":");
+        let key = fnv1a(&[CURATOR_SOURCE.as_bytes(), javac.as_os_str().as_encoded_bytes(), jars.as_bytes()]);
+        let classes = materialize("zkr-curator-tool", key, "CuratorTool.class", |out| {
+            let source = out.join("CuratorTool.java");
+            std::fs::write(&source, CURATOR_SOURCE)
+                .map_err(|e| Error::io(format!("writing {}", source.display()), e))?;
+            let output = Command::new(&javac)
+                .args(["-Xlint:none", "-encoding", "UTF-8", "-cp", &jars, "-d"])
+                .arg(out)
+                .arg(&source)
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| Error::io(format!("running {}", javac.display()), e))?;
+            if output.status.success() {
+                Ok(())
+            } else {
+                let mut text = String::from_utf8_lossy(&output.stderr).into_owned();
+                text.push_str(&String::from_utf8_lossy(&output.stdout));
+                Err(Error::PeerCompile { status: output.status.to_string(), output: tail_lines(&text, 40) })
+            }
+        })?;
+        let mut classpath = format!("{}:{jars}", classes.display());
+        if Path::new(SLF4J_NOP).is_file() {
+            classpath.push(':');
+            classpath.push_str(SLF4J_NOP);
+        }
+        tracing::debug!(classes = %classes.display(), "CuratorTool ready");
+        Ok(CuratorTool { java, classpath })
+    }
+
+    /// The `java` command that runs `CuratorTool` with `args` (a command and its arguments, see
+    /// the [module docs](self)). Standard streams are inherited unless you set them; use
+    /// [`spawn`](Self::spawn) to talk to it.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(&self.java);
+        cmd.arg("-cp").arg(&self.classpath).arg("CuratorTool").args(args);
+        cmd
+    }
+
+    /// Starts `CuratorTool` with `args` as a [`PeerProcess`]. Its process id is the JVM's (and
+    /// the participant id of `bench-leader-failover`).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the JVM cannot be started or no Tokio runtime is running. Bad
+    /// arguments are reported by the tool itself: the first read fails with
+    /// [`Error::PeerExited`] carrying its usage message.
+    pub fn spawn(&self, args: &[&str]) -> Result<PeerProcess> {
+        PeerProcess::spawn(peer_label("CuratorTool", args), self.command(args))
+    }
+}
+
+/// kazoo (Python) as a peer: `kazoo_tool.py` (embedded in this crate) run by `/usr/bin/python3`.
+/// It has the `lock`, `hold` and `try` commands of [`CuratorTool`], with the same output; see
+/// the [module docs](self).
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f() -> zkr_testing::Result<()> {
+/// let server = zkr_testing::shared_server().await?;
+/// let kazoo = zkr_testing::peers::KazooTool::locate()?;
+/// let mut peer = kazoo.spawn(&["try", &server.connect_string(), "/locks/k", "200"])?;
+/// assert_eq!(peer.expect_line("").await?, "ACQUIRED");
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct KazooTool {
+    script: PathBuf,
+}
+
+static KAZOO: Mutex<Option<KazooTool>> = Mutex::new(None);
+
+impl KazooTool {
+    /// Checks that `/usr/bin/python3` can `import kazoo` and writes the script to a per-user
+    /// cache directory, `$TMPDIR/zkr-kazoo-tool-<hash>` (once per process).
+    ///
+    /// # Errors
+    /// [`Error::KazooNotFound`] (naming [`KAZOO_INSTALL_COMMAND`]) without the interpreter or
+    /// the module; [`Error::Io`] for file system errors.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let kazoo = zkr_testing::peers::KazooTool::locate()?;
+    /// # Ok::<(), zkr_testing::Error>(())
+    /// ```
+    pub fn locate() -> Result<KazooTool> {
+        let mut cached = KAZOO.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(tool) = cached.as_ref() {
+            return Ok(tool.clone());
+        }
+        let tool = Self::build()?;
+        *cached = Some(tool.clone());
+        Ok(tool)
+    }
+
+    fn build() -> Result<KazooTool> {
+        if !Path::new(PYTHON).is_file() {
+            return Err(Error::KazooNotFound { detail: format!("{PYTHON} does not exist") });
+        }
+        let output = Command::new(PYTHON)
+            .args(["-c", "import kazoo"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| Error::io(format!("running {PYTHON}"), e))?;
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            return Err(Error::KazooNotFound {
+                detail: format!("`{PYTHON} -c 'import kazoo'` failed: {}", tail_lines(&stderr, 1)),
+            });
+        }
+        let key = fnv1a(&[KAZOO_SOURCE.as_bytes()]);
+        let dir = materialize("zkr-kazoo-tool", key, "kazoo_tool.py", |out| {
+            let script = out.join("kazoo_tool.py");
+            std::fs::write(&script, KAZOO_SOURCE)
+                .map_err(|e| Error::io(format!("writing {}", script.display()), e))
+        })?;
+        Ok(KazooTool { script: dir.join("kazoo_tool.py") })
+    }
+
+    /// The `/usr/bin/python3` command that runs the script with `args` (a command and its
+    /// arguments, see the [module docs](self)). Standard streams are inherited unless you set
+    /// them; use [`spawn`](Self::spawn) to talk to it.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(PYTHON);
+        cmd.arg("-u").arg(&self.script).args(args);
+        cmd
+    }
+
+    /// Starts the script with `args` as a [`PeerProcess`].
+    ///
+    /// # Errors
+    /// [`Error::Io`] if Python cannot be started or no Tokio runtime is running. Bad arguments
+    /// are reported by the script itself: the first read fails with [`Error::PeerExited`].
+    pub fn spawn(&self, args: &[&str]) -> Result<PeerProcess> {
+        PeerProcess::spawn(peer_label("kazoo_tool", args), self.command(args))
+    }
+}
+
+/// A running peer: a child process in its own process group with piped stdin and stdout, and
+/// stderr kept for error messages. Dropping it kills the group (`SIGKILL`).
+///
+/// Every read is bounded by [`Timing::wait`] (scaled by `ZKR_TIMING_MULTIPLIER`); raise it with
+/// [`set_line_timeout`](Self::set_line_timeout) for long benchmarks.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f() -> zkr_testing::Result<()> {
+/// let server = zkr_testing::shared_server().await?;
+/// let curator = zkr_testing::peers::CuratorTool::locate()?;
+/// let mut peer = curator.spawn(&["lock", &server.connect_string(), "/locks/l", "2", "10"])?;
+/// while let Some(line) = peer.next_line().await? {
+///     println!("{line}");
+/// }
+/// assert!(peer.wait().await?.success());
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct PeerProcess {
+    label: String,
+    child: Child,
+    pid: u32,
+    stdin: Option<ChildStdin>,
+    stdout: Lines<BufReader<ChildStdout>>,
+    stdout_closed: bool,
+    /// An anonymous file the child writes its stderr to; read with `pread` so that the shared
+    /// file offset the child writes at is never moved.
+    stderr: File,
+    line_timeout: Duration,
+    reaped: bool,
+}
+
+impl PeerProcess {
+    /// Starts any command as a peer, e.g. one from [`CuratorTool::command`] with an environment
+    /// variable set. `label` names it in errors. Stdin and stdout are piped, stderr is kept, and
+    /// the process gets its own process group.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the command cannot be started or no Tokio runtime is running.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f() -> zkr_testing::Result<()> {
+    /// use zkr_testing::peers::{CuratorTool, PeerProcess};
+    ///
+    /// let server = zkr_testing::shared_server().await?;
+    /// let mut cmd = CuratorTool::locate()?.command(&["bench-leader-failover", &server.connect_string(), "/l"]);
+    /// cmd.env("ZKR_PEER_SESSION_MS", "2000");
+    /// let mut leader = PeerProcess::spawn("CuratorTool bench-leader-failover", cmd)?;
+    /// leader.expect_line("LEADER ").await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn spawn(label: impl Into<String>, mut cmd: Command) -> Result<PeerProcess> {
+        let label = label.into();
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(Error::io(
+                format!("spawning {label}"),
+                std::io::Error::other("a PeerProcess needs a Tokio runtime; spawn it from async code"),
+            ));
+        }
+        let stderr = tempfile::tempfile().map_err(|e| Error::io("creating a file for peer stderr", e))?;
+        let child_stderr = stderr.try_clone().map_err(|e| Error::io("duplicating a file handle", e))?;
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(child_stderr).process_group(0);
+        let mut cmd = tokio::process::Command::from(cmd);
+        cmd.kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| Error::io(format!("spawning {label}"), e))?;
+        let pid = child.id().unwrap_or(0);
+        let stdin = child.stdin.take();
+        let Some(stdout) = child.stdout.take() else {
+            return Err(Error::io(
+                format!("spawning {label}"),
+                std::io::Error::other("stdout was not piped"),
+            ));
+        };
+        tracing::debug!(peer = %label, pid, "spawned peer");
+        Ok(PeerProcess {
+            label,
+            child,
+            pid,
+            stdin,
+            stdout: BufReader::new(stdout).lines(),
+            stdout_closed: false,
+            stderr,
+            line_timeout: Timing::from_env().wait(),
+            reaped: false,
+        })
+    }
+
+    /// The process id (also its process group id).
+    pub fn id(&self) -> u32 {
+        self.pid
+    }
+
+    /// Sets the bound for each [`next_line`](Self::next_line), [`expect_line`](Self::expect_line),
+    /// [`send_line`](Self::send_line) and [`wait`](Self::wait) (default: [`Timing::wait`]).
+    pub fn set_line_timeout(&mut self, timeout: Duration) {
+        self.line_timeout = timeout;
+    }
+
+    /// The last lines the peer wrote to stderr (up to 16 KiB), for diagnostics.
+    pub fn stderr_tail(&self) -> String {
+        let len = self.stderr.metadata().map(|m| m.len()).unwrap_or(0);
+        let start = len.saturating_sub(STDERR_TAIL_BYTES);
+        let mut buf = vec![0; usize::try_from(len - start).unwrap_or(0)];
+        let n = self.stderr.read_at(&mut buf, start).unwrap_or(0);
+        buf.truncate(n);
+        tail_lines(&String::from_utf8_lossy(&buf), STDERR_TAIL_LINES)
+    }
+
+    /// The next line of the peer's stdout (without the newline), or `None` once the peer has
+    /// closed stdout and exited successfully.
+    ///
+    /// # Errors
+    /// [`Error::PeerTimeout`] if no line comes within the line timeout; [`Error::PeerExited`]
+    /// if the output ends and the peer exited with a failure status (bad arguments, no server);
+    /// [`Error::Io`] if reading fails. Each carries the tail of the peer's stderr.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: no line is lost.
+    pub async fn next_line(&mut self) -> Result<Option<String>> {
+        let deadline = Instant::now() + self.line_timeout;
+        self.read_line(deadline, "a line").await
+    }
+
+    /// Reads lines until one starts with `prefix` and returns it (`""` matches any line); lines
+    /// before it are skipped. The whole search is bounded by the line timeout.
+    ///
+    /// # Errors
+    /// [`Error::PeerExited`] if the peer's output ends first (whatever its exit status);
+    /// otherwise as [`next_line`](Self::next_line).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: lines already skipped stay skipped, and the matching line is never lost.
+    pub async fn expect_line(&mut self, prefix: &str) -> Result<String> {
+        let deadline = Instant::now() + self.line_timeout;
+        let what = format!("a line starting with {prefix:?}");
+        loop {
+            match self.read_line(deadline, &what).await? {
+                Some(line) if line.starts_with(prefix) => return Ok(line),
+                Some(_) => continue,
+                None => {
+                    let status = self.exit_status_text();
+                    return Err(self.exited(status, &what));
+                }
+            }
+        }
+    }
+
+    /// Writes `line` and a newline to the peer's stdin (e.g. `release` for `hold`).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if `line` contains a newline, stdin was closed, or the peer is gone;
+    /// [`Error::PeerTimeout`] if the peer does not take the line within the line timeout.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: part of the line may have been written.
+    pub async fn send_line(&mut self, line: &str) -> Result<()> {
+        let context = format!("writing to stdin of {}", self.label);
+        if line.contains('\n') {
+            let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, "the line contains a newline");
+            return Err(Error::io(context, e));
+        }
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err(Error::io(context, std::io::Error::other("stdin was closed")));
+        };
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        let write = async {
+            stdin.write_all(&bytes).await?;
+            stdin.flush().await
+        };
+        match tokio::time::timeout(self.line_timeout, write).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(Error::io(context, e)),
+            Err(_) => Err(self.timed_out(&format!("stdin to take {line:?}"))),
+        }
+    }
+
+    /// Closes the peer's stdin: `hold` then releases and `bench-leader-failover` exits.
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Closes stdin, reads (and discards) the rest of stdout, and waits for the peer to exit.
+    ///
+    /// # Errors
+    /// [`Error::PeerTimeout`] if it does not exit within the line timeout (it is then killed);
+    /// [`Error::Io`] if waiting fails.
+    ///
+    /// # Cancel safety
+    /// Dropping the future kills the peer.
+    pub async fn wait(mut self) -> Result<ExitStatus> {
+        self.close_stdin();
+        let deadline = Instant::now() + self.line_timeout;
+        let drain = async {
+            if !self.stdout_closed {
+                while self.stdout.next_line().await?.is_some() {}
+                self.stdout_closed = true;
+            }
+            self.child.wait().await
+        };
+        match tokio::time::timeout_at(deadline, drain).await {
+            Ok(Ok(status)) => {
+                self.reaped = true;
+                Ok(status)
+            }
+            Ok(Err(e)) => Err(Error::io(format!("waiting for {}", self.label), e)),
+            Err(_) => Err(self.timed_out("exit")),
+        }
+    }
+
+    async fn read_line(&mut self, deadline: Instant, what: &str) -> Result<Option<String>> {
+        if self.stdout_closed {
+            return Ok(None);
+        }
+        match tokio::time::timeout_at(deadline, self.stdout.next_line()).await {
+            Err(_) => Err(self.timed_out(what)),
+            Ok(Err(e)) => Err(Error::io(format!("reading stdout of {}", self.label), e)),
+            Ok(Ok(Some(line))) => Ok(Some(line)),
+            Ok(Ok(None)) => {
+                self.stdout_closed = true;
+                // The output ended, so the peer is exiting: report a failure with its stderr.
+                match tokio::time::timeout_at(deadline, self.child.wait()).await {
+                    Err(_) => Err(self.timed_out("exit after closing stdout")),
+                    Ok(Err(e)) => Err(Error::io(format!("waiting for {}", self.label), e)),
+                    Ok(Ok(status)) => {
+                        self.reaped = true;
+                        if status.success() {
+                            Ok(None)
+                        } else {
+                            Err(self.exited(status.to_string(), what))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn exit_status_text(&mut self) -> String {
+        match self.child.try_wait() {
+            Ok(Some(status)) => status.to_string(),
+            Ok(None) => String::from("closed stdout, still running"),
+            Err(e) => format!("unknown ({e})"),
+        }
+    }
+
+    fn exited(&self, status: String, what: &str) -> Error {
+        Error::PeerExited {
+            peer: self.label.clone(),
+            status,
+            what: what.to_string(),
+            stderr: self.stderr_tail(),
+        }
+    }
+
+    fn timed_out(&self, what: &str) -> Error {
+        Error::PeerTimeout {
+            peer: self.label.clone(),
+            timeout: self.line_timeout,
+            what: what.to_string(),
+            stderr: self.stderr_tail(),
+        }
+    }
+}
+
+impl Drop for PeerProcess {
+    fn drop(&mut self) {
+        // After a reap the group is gone (our peers start no children) and its id may be reused.
+        if !self.reaped {
+            if let Ok(pgid) = i32::try_from(self.pid) {
+                let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+            }
+        }
+        // `kill_on_drop` then has tokio reap the child.
+    }
+}
+
+/// Parses the `key=value` fields of a `RESULT` (or `QUEUED`) line, in order; words without `=`
+/// (such as the leading `RESULT`) are skipped.
+///
+/// # Examples
+///
+/// ```
+/// let fields = zkr_testing::peers::parse_result("RESULT ops=10 seconds=1.000 p50_us=90 p99_us=400");
+/// assert_eq!(fields[0], ("ops".to_string(), "10".to_string()));
+/// assert_eq!(fields.len(), 4);
+/// ```
+pub fn parse_result(line: &str) -> Vec<(String, String)> {
+    line.split_whitespace()
+        .filter_map(|word| word.split_once('='))
+        .filter(|(key, _)| !key.is_empty())
+        .map(|(key, value)| (key.to_string(), value.to_string()))
+        .collect()
+}
+
+fn peer_label(tool: &str, args: &[&str]) -> String {
+    match args.first() {
+        Some(command) => format!("{tool} {command}"),
+        None => tool.to_string(),
+    }
+}
+
+/// `javac`: `$JAVA_HOME/bin/javac`, next to the (resolved) `java`, or on `PATH`.
+fn find_javac(java: &Path) -> Result<PathBuf> {
+    let mut candidates = Vec::new();
+    if let Some(home) = std::env::var_os("JAVA_HOME") {
+        candidates.push(PathBuf::from(home).join("bin/javac"));
+    }
+    if let Some(dir) = std::fs::canonicalize(java).ok().as_deref().and_then(Path::parent) {
+        candidates.push(dir.join("javac"));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    candidates.extend(std::env::split_paths(&path).map(|dir| dir.join("javac")));
+    candidates.into_iter().find(|c| c.is_file()).ok_or_else(|| Error::CuratorNotFound {
+        detail: format!("no javac (a JDK) in $JAVA_HOME/bin, next to {}, or on PATH", java.display()),
+    })
+}
+
+/// Returns `$TMPDIR/<prefix>-<key>`, creating it with `populate` unless a complete copy (one
+/// that has `marker`) already exists. Builds in a private staging directory and renames it into
+/// place, so concurrent test binaries never see a half-built directory. A cache directory that
+/// is not ours (another user's, or writable by others) is never used: we build a private copy.
+fn materialize(
+    prefix: &str,
+    key: u64,
+    marker: &str,
+    populate: impl FnOnce(&Path) -> Result<()>,
+) -> Result<PathBuf> {
+    let tmp = std::env::temp_dir();
+    let cache = tmp.join(format!("{prefix}-{key:016x}"));
+    let staging = tempfile::Builder::new()
+        .prefix(&format!("{prefix}-build-"))
+        .tempdir_in(&tmp)
+        .map_err(|e| Error::io(format!("creating a directory in {}", tmp.display()), e))?;
+    let uid = staging
+        .path()
+        .metadata()
+        .map_err(|e| Error::io(format!("reading {}", staging.path().display()), e))?
+        .uid();
+    let usable = |dir: &Path| trusted_dir(dir, uid) && dir.join(marker).is_file();
+    if usable(&cache) {
+        return Ok(cache);
+    }
+    let out = staging.path().join("out");
+    std::fs::create_dir(&out).map_err(|e| Error::io(format!("creating {}", out.display()), e))?;
+    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| Error::io(format!("restricting {}", out.display()), e))?;
+    populate(&out)?;
+    if std::fs::rename(&out, &cache).is_ok() || usable(&cache) {
+        // Ours, or a complete copy another process renamed into place first.
+        return Ok(cache);
+    }
+    tracing::warn!(cache = %cache.display(), "cache directory unusable; keeping a private copy");
+    Ok(staging.keep().join("out"))
+}
+
+/// A real directory (not a symlink) owned by `uid` that nobody else can write to.
+fn trusted_dir(dir: &Path, uid: u32) -> bool {
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) => meta.is_dir() && meta.uid() == uid && meta.mode() & 0o022 == 0,
+        Err(_) => false,
+    }
+}
+
+/// 64-bit FNV-1a over the parts (with a separator), stable across Rust versions and processes.
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut hash = OFFSET;
+    for part in parts {
+        for &byte in part.iter().chain(std::iter::once(&0xff)) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(PRIME);
+        }
+    }
+    hash
+}
+
+fn tail_lines(text: &str, max_lines: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(max_lines)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_result_reads_fields_in_order() {
+        let fields = parse_result("RESULT ops=1234 seconds=1.000 p50_us=850 p99_us=4100");
+        let expected = [("ops", "1234"), ("seconds", "1.000"), ("p50_us", "850"), ("p99_us", "4100")];
+        assert_eq!(fields.len(), expected.len());
+        for ((k, v), (ek, ev)) in fields.iter().zip(expected) {
+            assert_eq!((k.as_str(), v.as_str()), (ek, ev));
+        }
+    }
+
+    #[test]
+    fn parse_result_skips_words_without_values() {
+        let fields = parse_result("  QUEUED n=5  junk =x rss_kb=70000\n");
+        assert_eq!(
+            fields,
+            vec![("n".to_string(), "5".to_string()), ("rss_kb".to_string(), "70000".to_string())]
+        );
+        assert!(parse_result("").is_empty());
+        assert!(parse_result("DONE").is_empty());
+    }
+
+    #[test]
+    fn peer_labels_name_the_command() {
+        assert_eq!(peer_label("CuratorTool", &["hold", "x"]), "CuratorTool hold");
+        assert_eq!(peer_label("kazoo_tool", &[]), "kazoo_tool");
+    }
+
+    #[test]
+    fn fnv1a_is_stable_and_separates_parts() {
+        assert_eq!(fnv1a(&[]), 0xcbf2_9ce4_8422_2325);
+        assert_ne!(fnv1a(&[b"ab", b"c"]), fnv1a(&[b"a", b"bc"]));
+        assert_eq!(fnv1a(&[b"x"]), fnv1a(&[b"x"]));
+    }
+
+    #[test]
+    fn tail_lines_keeps_the_last_lines() {
+        assert_eq!(tail_lines("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(tail_lines("a", 5), "a");
+        assert_eq!(tail_lines("", 5), "");
+    }
+}

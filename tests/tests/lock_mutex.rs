@@ -1,0 +1,530 @@
+//! InterProcessMutex against real ZooKeeper servers: exclusion, reentrancy (Curator's
+//! scenarios), timeouts, cancellation, session loss, server faults, lost replies, guarded
+//! writes, fencing, drivers and bad input.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::Rng;
+use zkr_connection::ZkClient;
+use zkr_integration_tests::{builder, connect, eventually, timing, unique_root};
+use zkr_recipes::locks::{InterProcessMutex, KazooLockDriver, LockError, LostReason};
+use zkr_testing::{expire_session, shared_server, FaultProxy, TestingCluster, TestingServer};
+use zookeeper_client::{Client, CreateMode};
+
+async fn raw(connect_string: &str) -> Client {
+    Client::connect(connect_string).await.expect("raw client")
+}
+
+/// Lock nodes left under `path` (none must remain after every test's work is done).
+async fn nodes(observer: &Client, path: &str) -> Vec<String> {
+    match observer.list_children(path).await {
+        Ok(children) => children,
+        Err(zookeeper_client::Error::NoNode) => Vec::new(),
+        Err(e) => panic!("listing {path}: {e}"),
+    }
+}
+
+async fn no_nodes_left(observer: &Client, path: &str) {
+    eventually("every lock node to be gone", || async { nodes(observer, path).await.is_empty() }).await;
+}
+
+/// Runs `tasks` tasks that each take the lock `rounds` times, asserting nobody else is inside.
+async fn hammer(mutexes: Vec<InterProcessMutex>, rounds: usize) -> usize {
+    let inside = Arc::new(AtomicBool::new(false));
+    let entered = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for mutex in mutexes {
+        let inside = inside.clone();
+        let entered = entered.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..rounds {
+                let guard = mutex.acquire().await.unwrap();
+                assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
+                entered.fetch_add(1, Ordering::SeqCst);
+                tokio::task::yield_now().await;
+                inside.store(false, Ordering::SeqCst);
+                guard.release().await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    entered.load(Ordering::SeqCst)
+}
+
+#[tokio::test]
+async fn tasks_sharing_one_mutex_exclude_each_other() {
+    // Curator's testReentrantSingleLock: one mutex, ten tasks.
+    let server = shared_server().await.unwrap();
+    let path = unique_root("tasks");
+    let zk = connect(&server.connect_string()).await;
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    assert_eq!(hammer(vec![mutex.clone(); 10], 10).await, 100);
+    assert!(!mutex.is_acquired_in_this_process());
+    no_nodes_left(&raw(&server.connect_string()).await, &path).await;
+}
+
+#[tokio::test]
+async fn sessions_exclude_each_other() {
+    // Curator's test2Clients, with four sessions.
+    let server = shared_server().await.unwrap();
+    let path = unique_root("sessions");
+    let mut mutexes = Vec::new();
+    for _ in 0..4 {
+        let zk = connect(&server.connect_string()).await;
+        mutexes.push(InterProcessMutex::new(&zk, &path).unwrap());
+    }
+    assert_eq!(hammer(mutexes, 10).await, 40);
+    no_nodes_left(&raw(&server.connect_string()).await, &path).await;
+}
+
+#[tokio::test]
+async fn reentrant_acquires_nest_without_new_nodes() {
+    // Curator's testReentrant: foo -> bar -> snafu.
+    let server = shared_server().await.unwrap();
+    let path = unique_root("reentrant");
+    let zk = connect(&server.connect_string()).await;
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    let observer = raw(&server.connect_string()).await;
+
+    let foo = mutex.acquire().await.unwrap();
+    assert!(mutex.is_owned_by_current_task());
+    let node = foo.node_path().to_string();
+    let bar = mutex.acquire().await.unwrap();
+    let snafu = mutex.acquire().await.unwrap();
+    assert_eq!(snafu.hold_count(), 3);
+    assert_eq!(bar.node_path(), node);
+    assert_eq!(nodes(&observer, &path).await.len(), 1, "reentrant acquires create no nodes");
+
+    snafu.release().await.unwrap();
+    bar.release().await.unwrap();
+    assert!(mutex.is_acquired_in_this_process(), "still held until the last release");
+    assert!(observer.check_stat(&node).await.unwrap().is_some());
+    foo.release().await.unwrap();
+    assert!(!mutex.is_acquired_in_this_process());
+    assert!(observer.check_stat(&node).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_second_task_waits_while_the_first_holds_reentrantly() {
+    // Curator's testReentrant2Threads.
+    let server = shared_server().await.unwrap();
+    let path = unique_root("two-tasks");
+    let zk = connect(&server.connect_string()).await;
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+
+    let (held_tx, held_rx) = tokio::sync::oneshot::channel();
+    let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
+    let first = {
+        let mutex = mutex.clone();
+        tokio::spawn(async move {
+            let a = mutex.acquire().await.unwrap();
+            let b = mutex.acquire().await.unwrap();
+            held_tx.send(()).unwrap();
+            go_rx.await.unwrap();
+            b.release().await.unwrap();
+            a.release().await.unwrap();
+        })
+    };
+    held_rx.await.unwrap();
+    let second = {
+        let mutex = mutex.clone();
+        tokio::spawn(async move {
+            assert!(!mutex.is_owned_by_current_task());
+            assert!(mutex.acquire_timeout(Duration::from_millis(300)).await.unwrap().is_none());
+            mutex.acquire().await.unwrap().release().await.unwrap();
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    go_tx.send(()).unwrap();
+    first.await.unwrap();
+    second.await.unwrap();
+}
+
+#[tokio::test]
+async fn futures_joined_in_one_task_share_its_ownership() {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("joined");
+    let zk = connect(&server.connect_string()).await;
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    let task = tokio::spawn(async move {
+        let (a, b) = tokio::join!(mutex.acquire(), mutex.acquire());
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert_eq!(a.node_path(), b.node_path());
+        assert_eq!(b.hold_count(), 2);
+        a.release().await.unwrap();
+        b.release().await.unwrap();
+    });
+    tokio::time::timeout(timing().wait(), task).await.expect("joined acquires deadlocked").unwrap();
+}
+
+#[tokio::test]
+async fn a_guard_released_from_another_task_releases_its_owner() {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("moved-guard");
+    let zk = connect(&server.connect_string()).await;
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    tokio::spawn(async move { guard.release().await.unwrap() }).await.unwrap();
+    assert!(!mutex.is_acquired_in_this_process());
+    let other = {
+        let m = mutex.clone();
+        tokio::spawn(async move { m.try_acquire().await.unwrap().is_some() })
+    };
+    assert!(other.await.unwrap());
+}
+
+#[tokio::test]
+async fn a_timeout_or_failed_try_leaves_no_node() {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("timeout");
+    let holder_zk = connect(&server.connect_string()).await;
+    let waiter_zk = connect(&server.connect_string()).await;
+    let holder = InterProcessMutex::new(&holder_zk, &path).unwrap();
+    let waiter = InterProcessMutex::new(&waiter_zk, &path).unwrap();
+    let observer = raw(&server.connect_string()).await;
+    let guard = holder.acquire().await.unwrap();
+
+    assert!(waiter.acquire_timeout(Duration::from_millis(200)).await.unwrap().is_none());
+    assert!(waiter.try_acquire().await.unwrap().is_none());
+    eventually("the waiter's nodes to go", || async { nodes(&observer, &path).await.len() == 1 }).await;
+    assert!(!waiter.is_acquired_in_this_process());
+    guard.release().await.unwrap();
+    let guard = waiter.try_acquire().await.unwrap().expect("free now");
+    guard.release().await.unwrap();
+    no_nodes_left(&observer, &path).await;
+}
+
+#[tokio::test]
+async fn a_thousand_acquires_cancelled_at_random_points_leave_no_node() {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("cancel");
+    let zk = connect(&server.connect_string()).await;
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    let holder_zk = connect(&server.connect_string()).await;
+    let holder = InterProcessMutex::new(&holder_zk, &path).unwrap();
+    let observer = raw(&server.connect_string()).await;
+
+    // Half the time someone holds the lock, so cancellations hit both creating and waiting.
+    let mut rng = rand::rng();
+    let mut held = None;
+    for i in 0..1000 {
+        if i % 100 == 0 {
+            held = match held.take() {
+                Some(guard) => {
+                    zkr_recipes::locks::InterProcessMutexGuard::release(guard).await.unwrap();
+                    None
+                }
+                None => Some(holder.acquire().await.unwrap()),
+            };
+        }
+        let micros = rng.random_range(0..3000);
+        let m = mutex.clone();
+        let task = tokio::spawn(async move { m.acquire().await });
+        tokio::time::sleep(Duration::from_micros(micros)).await;
+        task.abort();
+        if let Ok(Ok(guard)) = task.await {
+            guard.release().await.unwrap();
+        }
+    }
+    if let Some(guard) = held {
+        guard.release().await.unwrap();
+    }
+    no_nodes_left(&observer, &path).await;
+    let guard = mutex.acquire_timeout(timing().wait()).await.unwrap().expect("the lock still works");
+    guard.release().await.unwrap();
+    assert!(!mutex.is_acquired_in_this_process());
+}
+
+#[tokio::test]
+async fn a_killed_session_while_holding_fires_lost_and_frees_the_lock() {
+    // CURATOR-206 and Curator's testKilledSession: the other client gets the lock, and our
+    // guard knows it lost it.
+    let server = shared_server().await.unwrap();
+    let path = unique_root("killed-holder");
+    let zk = connect(&server.connect_string()).await;
+    let other_zk = connect(&server.connect_string()).await;
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    let other = InterProcessMutex::new(&other_zk, &path).unwrap();
+
+    let guard = mutex.acquire().await.unwrap();
+    let waiting = {
+        let o = other.clone();
+        tokio::spawn(async move { o.acquire().await.unwrap() })
+    };
+    expire_session(guard.session().client(), &server.connect_string()).await.unwrap();
+    let reason = tokio::time::timeout(timing().wait(), guard.lost()).await.expect("lost fires");
+    assert!(matches!(reason, LostReason::ConnectionState | LostReason::SessionEnded), "{reason:?}");
+    assert!(guard.is_lost());
+    let theirs = tokio::time::timeout(timing().wait(), waiting)
+        .await
+        .expect("the other client gets the lock")
+        .unwrap();
+    assert!(guard.fencing_token() < theirs.fencing_token(), "the new holder's token is larger");
+    assert!(matches!(guard.release().await, Err(LockError::Lost { .. })));
+    theirs.release().await.unwrap();
+    no_nodes_left(&raw(&server.connect_string()).await, &path).await;
+}
+
+#[tokio::test]
+async fn a_killed_session_while_waiting_starts_over_and_gets_the_lock() {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("killed-waiter");
+    let holder_zk = connect(&server.connect_string()).await;
+    let waiter_zk = connect(&server.connect_string()).await;
+    let holder = InterProcessMutex::new(&holder_zk, &path).unwrap();
+    let waiter = InterProcessMutex::new(&waiter_zk, &path).unwrap();
+    let observer = raw(&server.connect_string()).await;
+
+    let guard = holder.acquire().await.unwrap();
+    let waiting = {
+        let w = waiter.clone();
+        tokio::spawn(async move { w.acquire().await })
+    };
+    eventually("the waiter to queue", || async { nodes(&observer, &path).await.len() == 2 }).await;
+    let old = waiter_zk.session().await.unwrap();
+    expire_session(old.client(), &server.connect_string()).await.unwrap();
+    eventually("the waiter to queue again on its new session", || async {
+        waiter_zk.generation() > old.generation() && nodes(&observer, &path).await.len() == 2
+    })
+    .await;
+    guard.release().await.unwrap();
+    let theirs = tokio::time::timeout(timing().wait(), waiting).await.unwrap().unwrap().unwrap();
+    assert_eq!(theirs.session().generation(), old.generation() + 1);
+    theirs.release().await.unwrap();
+    no_nodes_left(&observer, &path).await;
+}
+
+#[tokio::test]
+async fn server_restart_while_holding_and_waiting() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("restart");
+    let zk_a = ZkClient::builder(server.connect_string())
+        .session_timeout(timing().multiple(Duration::from_secs(10)))
+        .connect()
+        .await
+        .unwrap();
+    let zk_b = ZkClient::builder(server.connect_string())
+        .session_timeout(timing().multiple(Duration::from_secs(10)))
+        .connect()
+        .await
+        .unwrap();
+    let a = InterProcessMutex::new(&zk_a, &path).unwrap();
+    let b = InterProcessMutex::new(&zk_b, &path).unwrap();
+    let guard = a.acquire().await.unwrap();
+    let waiting = {
+        let b = b.clone();
+        tokio::spawn(async move { b.acquire().await })
+    };
+    let observer = raw(&server.connect_string()).await;
+    eventually("b to queue", || async { nodes(&observer, &path).await.len() == 2 }).await;
+    drop(observer);
+
+    server.restart().await.unwrap();
+    // The standard error policy counts Suspended as losing the lock; the node survives, so b
+    // still waits until a releases.
+    tokio::time::timeout(timing().wait(), guard.lost()).await.expect("Suspended marks the lock lost");
+    assert!(!waiting.is_finished());
+    assert!(matches!(guard.release().await, Err(LockError::Lost { .. })));
+    let theirs = tokio::time::timeout(timing().wait(), waiting).await.unwrap().unwrap().unwrap();
+    theirs.release().await.unwrap();
+    no_nodes_left(&raw(&server.connect_string()).await, &path).await;
+}
+
+#[tokio::test]
+async fn leader_kill_while_holding_and_waiting() {
+    let cluster = TestingCluster::start(3).await.unwrap();
+    let path = unique_root("leader-kill");
+    let session = timing().multiple(Duration::from_secs(10));
+    let zk_a = ZkClient::builder(cluster.connect_string()).session_timeout(session).connect().await.unwrap();
+    let zk_b = ZkClient::builder(cluster.connect_string()).session_timeout(session).connect().await.unwrap();
+    let a = InterProcessMutex::new(&zk_a, &path).unwrap();
+    let b = InterProcessMutex::new(&zk_b, &path).unwrap();
+    let guard = a.acquire().await.unwrap();
+    let waiting = {
+        let b = b.clone();
+        tokio::spawn(async move { b.acquire().await })
+    };
+    let observer = raw(&cluster.connect_string()).await;
+    eventually("b to queue", || async { nodes(&observer, &path).await.len() == 2 }).await;
+
+    cluster.kill(cluster.leader().await.expect("a leader")).unwrap();
+    let _ = tokio::time::timeout(timing().wait(), guard.lost()).await;
+    let _ = guard.release().await;
+    let theirs = tokio::time::timeout(timing().wait(), waiting).await.unwrap().unwrap().unwrap();
+    theirs.release().await.unwrap();
+    no_nodes_left(&observer, &path).await;
+}
+
+#[tokio::test]
+async fn a_lost_create_reply_leaves_exactly_one_node_and_the_lock_is_taken() {
+    let server = shared_server().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let path = unique_root("lost-reply");
+    let zk = builder(&proxy.connect_string()).connect().await.unwrap();
+    zk.create_parents(&format!("{path}/x")).await.unwrap();
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    let observer = raw(&server.connect_string()).await;
+
+    proxy.hold_replies();
+    let acquiring = {
+        let m = mutex.clone();
+        tokio::spawn(async move { m.acquire().await })
+    };
+    eventually("the create to reach the server", || async { !nodes(&observer, &path).await.is_empty() })
+        .await;
+    proxy.cut();
+    proxy.heal();
+    let guard = tokio::time::timeout(timing().wait(), acquiring).await.unwrap().unwrap().unwrap();
+    assert_eq!(
+        nodes(&observer, &path).await,
+        vec![zkr_connection::path::node_name(guard.node_path()).to_string()]
+    );
+    guard.release().await.unwrap();
+    no_nodes_left(&observer, &path).await;
+}
+
+#[tokio::test]
+async fn guarded_writes_stop_when_the_lock_node_is_gone() {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("guarded");
+    let data = format!("{path}-data");
+    let zk = connect(&server.connect_string()).await;
+    zk.create(&data, b"0", CreateMode::Persistent).await.unwrap();
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    guard.set_data(&data, b"1", None).await.unwrap();
+    let (created, _) = guard.create(&format!("{data}/child"), b"", CreateMode::Persistent).await.unwrap();
+    assert_eq!(created, format!("{data}/child"));
+
+    // Someone deletes our lock node (an operator "breaking" the lock).
+    raw(&server.connect_string()).await.delete(guard.node_path(), None).await.unwrap();
+    let reason = tokio::time::timeout(timing().wait(), guard.lost()).await.unwrap();
+    assert_eq!(reason, LostReason::NodeDeleted);
+    let err = guard.set_data(&data, b"2", None).await.unwrap_err();
+    assert!(matches!(err, LockError::Lost { reason: LostReason::NodeDeleted, .. }), "{err}");
+    let (value, _) = zk
+        .retry(|s| {
+            let d = data.clone();
+            async move { s.client().get_data(&d).await }
+        })
+        .await
+        .unwrap();
+    assert_eq!(value, b"1", "the guarded write after the loss was not applied");
+    let _ = guard.release().await;
+}
+
+#[tokio::test]
+async fn fencing_tokens_grow_with_every_holder() {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("fencing");
+    let mut last = i64::MIN;
+    for _ in 0..5 {
+        let zk = connect(&server.connect_string()).await;
+        let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+        let guard = mutex.acquire().await.unwrap();
+        assert!(guard.fencing_token() > last);
+        last = guard.fencing_token();
+        guard.release().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn the_kazoo_driver_names_nodes_like_kazoo_and_excludes() {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("kazoo-driver");
+    let zk = connect(&server.connect_string()).await;
+    let mutex = InterProcessMutex::with_driver(&zk, &path, KazooLockDriver).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    let name = zkr_connection::path::node_name(guard.node_path()).to_string();
+    assert_eq!(name.len(), 32 + "__lock__".len() + 10, "{name}");
+    assert!(
+        name[..32].bytes().all(|b| b.is_ascii_hexdigit()) && name[32..].starts_with("__lock__0"),
+        "{name}"
+    );
+    guard.release().await.unwrap();
+    let mutexes = (0..4)
+        .map(|_| InterProcessMutex::with_driver(&zk, &path, KazooLockDriver).unwrap())
+        .collect::<Vec<_>>();
+    let inside = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for m in mutexes {
+        let inside = inside.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..5 {
+                let g = m.acquire().await.unwrap();
+                assert!(!inside.swap(true, Ordering::SeqCst));
+                tokio::task::yield_now().await;
+                inside.store(false, Ordering::SeqCst);
+                g.release().await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn planted_nodes_never_become_the_holder() {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("planted");
+    let observer = raw(&server.connect_string()).await;
+    let zk = connect(&server.connect_string()).await;
+    zk.create_parents(&format!("{path}/x")).await.unwrap();
+    for name in ["0000000000", "lock-", "aaa", "lock-99999999999", "_c_-lock-x"] {
+        observer
+            .create(
+                &format!("{path}/{name}"),
+                b"",
+                &CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()),
+            )
+            .await
+            .unwrap();
+    }
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    let guard = tokio::time::timeout(timing().wait(), mutex.acquire())
+        .await
+        .expect("planted nodes do not block")
+        .unwrap();
+    assert_eq!(mutex.participant_nodes().await.unwrap(), vec![guard.node_path().to_string()]);
+    guard.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn bad_input_gives_typed_errors() {
+    let server = shared_server().await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    assert!(matches!(InterProcessMutex::new(&zk, "/"), Err(LockError::InvalidLockPath { .. })));
+    for bad in ["", "relative", "/a/", "/a//b", "/a/../b"] {
+        let err = InterProcessMutex::new(&zk, bad).unwrap_err();
+        assert!(
+            matches!(err, LockError::Connection(zkr_connection::Error::InvalidPath { .. })),
+            "{bad:?}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn participant_nodes_list_the_holder_first() {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("participants");
+    let zk = connect(&server.connect_string()).await;
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    assert!(mutex.participant_nodes().await.unwrap().is_empty());
+    let guard = mutex.acquire().await.unwrap();
+    let waiter = {
+        let m = mutex.clone();
+        tokio::spawn(async move { m.acquire().await.unwrap().release().await.unwrap() })
+    };
+    let observer = raw(&server.connect_string()).await;
+    eventually("the waiter to queue", || async { nodes(&observer, &path).await.len() == 2 }).await;
+    let participants = mutex.participant_nodes().await.unwrap();
+    assert_eq!(participants.len(), 2);
+    assert_eq!(participants[0], guard.node_path());
+    guard.release().await.unwrap();
+    waiter.await.unwrap();
+}
