@@ -1,0 +1,140 @@
+//! zkr's InterProcessMutex and the peers it claims to share locks with, each a real process:
+//! Apache Curator 5.4's InterProcessMutex (Java) with the standard driver, and kazoo 2.8's Lock
+//! (Python) with the kazoo driver.
+
+use std::time::Duration;
+
+use zkr_integration_tests::{connect, timing, unique_root};
+use zkr_recipes::locks::{InterProcessMutex, KazooLockDriver, LockInternalsDriver};
+use zkr_testing::peers::{CuratorTool, KazooTool, PeerProcess};
+use zkr_testing::shared_server;
+
+/// Microseconds of CLOCK_MONOTONIC, the clock the peers print (Java's nanoTime, Python's
+/// monotonic_ns), so intervals from every process share one timeline.
+fn monotonic_us() -> i64 {
+    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC");
+    now.tv_sec() * 1_000_000 + now.tv_nsec() / 1000
+}
+
+enum Peer {
+    Curator(CuratorTool),
+    Kazoo(KazooTool),
+}
+
+impl Peer {
+    fn spawn(&self, args: &[&str]) -> PeerProcess {
+        match self {
+            Peer::Curator(tool) => tool.spawn(args),
+            Peer::Kazoo(tool) => tool.spawn(args),
+        }
+        .expect("spawn the peer")
+    }
+}
+
+/// The peer holds the lock: zkr cannot take it; once the peer releases, zkr can; while zkr
+/// holds it, the peer cannot; once zkr releases, the peer can.
+async fn exclusion_both_ways<D: LockInternalsDriver + Default>(peer: Peer) {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("interop");
+    let cs = server.connect_string();
+    let zk = connect(&cs).await;
+    let mutex = InterProcessMutex::with_driver(&zk, &path, D::default()).unwrap();
+
+    let mut holder = peer.spawn(&["hold", &cs, &path]);
+    let held = holder.expect_line("HELD").await.unwrap();
+    assert!(mutex.try_acquire().await.unwrap().is_none(), "zkr took a lock the peer holds ({held})");
+    assert!(mutex.acquire_timeout(Duration::from_millis(300)).await.unwrap().is_none());
+    holder.send_line("release").await.unwrap();
+    holder.expect_line("RELEASED").await.unwrap();
+    let guard = mutex.acquire_timeout(timing().wait()).await.unwrap().expect("free after the peer released");
+
+    let mut tryer = peer.spawn(&["try", &cs, &path, "300"]);
+    assert_eq!(tryer.next_line().await.unwrap().as_deref(), Some("NOT_ACQUIRED"));
+    guard.release().await.unwrap();
+    let mut tryer = peer.spawn(&["try", &cs, &path, "10000"]);
+    assert_eq!(tryer.next_line().await.unwrap().as_deref(), Some("ACQUIRED"));
+}
+
+/// zkr and the peer each take the lock `rounds` times, holding it a few milliseconds: no zkr
+/// interval overlaps a peer interval.
+async fn rounds_never_overlap<D: LockInternalsDriver + Default>(peer: Peer, rounds: usize) {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("interop-rounds");
+    let cs = server.connect_string();
+    let zk = connect(&cs).await;
+    let mutex = InterProcessMutex::with_driver(&zk, &path, D::default()).unwrap();
+
+    let rounds_arg = rounds.to_string();
+    let mut other = peer.spawn(&["lock", &cs, &path, &rounds_arg, "2"]);
+    other.set_line_timeout(timing().wait() * 4);
+    let ours = tokio::spawn(async move {
+        let mut intervals = Vec::new();
+        for _ in 0..rounds {
+            let guard = mutex.acquire().await.unwrap();
+            let start = monotonic_us();
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            let end = monotonic_us();
+            guard.release().await.unwrap();
+            intervals.push((start, end));
+        }
+        intervals
+    });
+    let mut theirs = Vec::new();
+    let mut start = None;
+    loop {
+        let line = other.next_line().await.unwrap().expect("the peer prints DONE");
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields.as_slice() {
+            ["ACQUIRED", _, t] => start = Some(t.parse::<i64>().unwrap()),
+            ["RELEASING", _, t] => {
+                theirs.push((start.take().expect("ACQUIRED first"), t.parse::<i64>().unwrap()))
+            }
+            ["DONE"] => break,
+            _ => panic!("unexpected line {line:?}"),
+        }
+    }
+    let ours = ours.await.unwrap();
+    assert_eq!(theirs.len(), rounds);
+    assert_eq!(ours.len(), rounds);
+    for (s1, e1) in &ours {
+        for (s2, e2) in &theirs {
+            assert!(e1 <= s2 || e2 <= s1, "zkr held [{s1}, {e1}] while the peer held [{s2}, {e2}]");
+        }
+    }
+    // They really contended: the lock changed hands between zkr and the peer many times.
+    let mut timeline: Vec<(i64, bool)> =
+        ours.iter().map(|(s, _)| (*s, true)).chain(theirs.iter().map(|(s, _)| (*s, false))).collect();
+    timeline.sort();
+    let handovers = timeline.windows(2).filter(|w| w[0].1 != w[1].1).count();
+    assert!(
+        handovers >= rounds / 4,
+        "only {handovers} handovers between zkr and the peer in {rounds} rounds each"
+    );
+}
+
+#[tokio::test]
+async fn curator_and_zkr_exclude_each_other() {
+    exclusion_both_ways::<zkr_recipes::locks::StandardLockInternalsDriver>(Peer::Curator(
+        CuratorTool::locate().unwrap(),
+    ))
+    .await;
+}
+
+#[tokio::test]
+async fn curator_and_zkr_rounds_never_overlap() {
+    rounds_never_overlap::<zkr_recipes::locks::StandardLockInternalsDriver>(
+        Peer::Curator(CuratorTool::locate().unwrap()),
+        100,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn kazoo_and_zkr_exclude_each_other() {
+    exclusion_both_ways::<KazooLockDriver>(Peer::Kazoo(KazooTool::locate().unwrap())).await;
+}
+
+#[tokio::test]
+async fn kazoo_and_zkr_rounds_never_overlap() {
+    rounds_never_overlap::<KazooLockDriver>(Peer::Kazoo(KazooTool::locate().unwrap()), 100).await;
+}
