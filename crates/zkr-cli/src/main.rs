@@ -27,7 +27,7 @@ enum Command {
 fn init_tracing(verbose: u8) {
     let level = match verbose {
         // zookeeper-client warns on every failed connection attempt; that is our retry loop's job.
-        0 => "warn,zookeeper_client=error",
+        0 => "warn,zookeeper_client=error,zkr_connection=error",
         1 => "debug",
         _ => "trace",
     };
