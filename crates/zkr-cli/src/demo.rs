@@ -1,10 +1,12 @@
 //! `zkr demo`: the seeds' ticket seller, done properly, on an embedded ZooKeeper.
 //!
 //! Several sellers, each with its own ZooKeeper session, sell from one stock kept in ZooKeeper
-//! under one `InterProcessMutex`. Each sale is a read of the stock and a *guarded* write (it
-//! applies only while the seller's lock node exists). Midway, one seller's session is killed
-//! on the server while it sells: its guard reports the lock lost, its write is refused, and it
-//! carries on with a new session. At the end: sold == stock, nothing oversold, lock waits.
+//! under one `InterProcessMutex`. Each sale is a read of the stock and one *guarded* multi-op
+//! (it applies only while the seller's lock node exists): decrement the stock at the version
+//! read, and create the order node. When a sale's reply is lost (the connection broke), the
+//! seller looks for its order node to learn whether the sale happened: no sale is counted
+//! twice or lost. Midway, one seller's session is killed on the server while it sells; it
+//! carries on with a new session. At the end: orders == stock sold, nothing oversold.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -33,6 +35,7 @@ struct SellerReport {
     sold: u32,
     waits: Vec<Duration>,
     refused_after_loss: u32,
+    confirmed_after_lost_reply: u32,
     sessions: u64,
 }
 
@@ -49,9 +52,11 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<i32> {
     println!("ZooKeeper at {connect}");
     let root = format!("/zkr-demo-{}", std::process::id());
     let stock_path = format!("{root}/stock");
+    let orders_path = format!("{root}/orders");
     let lock_path = format!("{root}/lock");
     let admin = ZkClient::builder(&connect).connect().await.context("connecting")?;
     admin.create(&stock_path, args.tickets.to_string().as_bytes(), CreateMode::Persistent).await?;
+    admin.create(&orders_path, b"", CreateMode::Persistent).await?;
     println!(
         "{} tickets in stock at {stock_path}; {} sellers, one session each, one lock at {lock_path}",
         args.tickets, args.sellers
@@ -64,9 +69,9 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<i32> {
         let zk = ZkClient::builder(&connect).session_timeout(Duration::from_secs(4)).connect().await?;
         clients.push(zk.clone());
         let mutex = InterProcessMutex::new(&zk, &lock_path)?;
-        let stock_path = stock_path.clone();
+        let paths = (stock_path.clone(), orders_path.clone());
         let sold_total = sold_total.clone();
-        sellers.push(tokio::spawn(async move { sell(id, zk, mutex, stock_path, sold_total).await }));
+        sellers.push(tokio::spawn(async move { sell(id, mutex, paths, sold_total).await }));
     }
 
     // Progress, and the fault: kill seller 0's session on the server when a third is sold.
@@ -99,6 +104,12 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<i32> {
         .await?;
     let left: u32 = String::from_utf8_lossy(&left).parse().context("stock value")?;
     let sold: u32 = reports.values().map(|r| r.sold).sum();
+    let orders = admin
+        .retry(|s| {
+            let p = orders_path.clone();
+            async move { s.client().list_children(&p).await }
+        })
+        .await?;
     let mut waits: Vec<Duration> = reports.values().flat_map(|r| r.waits.iter().copied()).collect();
     waits.sort();
     let pct = |p: f64| {
@@ -115,7 +126,11 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<i32> {
             r.sold, r.sessions, r.refused_after_loss
         );
     }
-    println!("  sold {sold} of {}; {left} left in ZooKeeper", args.tickets);
+    println!(
+        "  sold {sold} of {}; {} orders and {left} tickets left in ZooKeeper",
+        args.tickets,
+        orders.len()
+    );
     println!(
         "  lock wait p50 {:.1} ms, p99 {:.1} ms over {} acquisitions",
         ms(pct(0.5)),
@@ -127,8 +142,11 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<i32> {
             let r0 = &reports[&0];
             println!(
                 "  seller 0's session was killed on the server after {at} sales: it went on with session #{}; \
-                 {} of its writes were refused because its lock was gone",
-                r0.sessions, r0.refused_after_loss
+                 {} of its writes were refused because its lock was gone; {} sales had a lost reply and were \
+                 confirmed by their order node",
+                r0.sessions,
+                r0.refused_after_loss,
+                reports.values().map(|r| r.confirmed_after_lost_reply).sum::<u32>()
             );
         }
         None => println!("  (sold out before the session kill)"),
@@ -140,7 +158,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<i32> {
         })
         .await
         .unwrap_or_default();
-    let ok = sold == args.tickets && left == 0 && lock_nodes.is_empty();
+    let ok = sold == args.tickets && orders.len() == sold as usize && left == 0 && lock_nodes.is_empty();
     println!(
         "  {}: every ticket sold exactly once, none oversold, no lock node left ({} found)",
         if ok { "OK" } else { "FAILED" },
@@ -155,12 +173,12 @@ fn ms(d: Duration) -> f64 {
 
 async fn sell(
     id: usize,
-    _zk: ZkClient,
     mutex: InterProcessMutex,
-    stock_path: String,
+    (stock_path, orders_path): (String, String),
     sold_total: Arc<AtomicUsize>,
 ) -> anyhow::Result<SellerReport> {
     let mut report = SellerReport::default();
+    let mut attempt = 0u64;
     loop {
         let asked = Instant::now();
         let guard = mutex.acquire().await.with_context(|| format!("seller {id} acquiring"))?;
@@ -176,14 +194,50 @@ async fn sell(
             let _ = guard.release().await;
             return Ok(report);
         }
-        // A seller that has lost its lock must not sell: the write checks our lock node.
-        match guard.set_data(&stock_path, (stock - 1).to_string().as_bytes(), Some(stat.version)).await {
-            Ok(_) => {
-                report.sold += 1;
-                sold_total.fetch_add(1, Ordering::SeqCst);
+        // One guarded multi-op: applies only while our lock node exists, and only if nobody
+        // changed the stock since we read it.
+        attempt += 1;
+        let order = format!("{orders_path}/order-{id}-{attempt}");
+        let outcome = async {
+            let mut sale = guard.check_writer()?;
+            sale.add_set_data(&stock_path, (stock - 1).to_string().as_bytes(), Some(stat.version))
+                .map_err(LockError::from)?;
+            sale.add_create(
+                &order,
+                b"",
+                &CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()),
+            )
+            .map_err(LockError::from)?;
+            sale.commit().await.map_err(|e| LockError::from(zookeeper_client::Error::from(e)))
+        }
+        .await;
+        let sold = match outcome {
+            Ok(_) => true,
+            Err(LockError::Connection(zkr_connection::Error::Zk(
+                zookeeper_client::Error::RuntimeInconsistent,
+            ))) => {
+                report.refused_after_loss += 1;
+                false
             }
-            Err(LockError::Lost { .. }) => report.refused_after_loss += 1,
-            Err(_) => {}
+            Err(e) if e.is_ambiguous() => {
+                // The reply was lost: did the sale happen? Its order node says.
+                let confirmed = mutex
+                    .internals()
+                    .zk()
+                    .retry(|s| {
+                        let o = order.clone();
+                        async move { s.client().check_stat(&o).await }
+                    })
+                    .await;
+                let happened = matches!(confirmed, Ok(Some(_)));
+                report.confirmed_after_lost_reply += u32::from(happened);
+                happened
+            }
+            Err(_) => false,
+        };
+        if sold {
+            report.sold += 1;
+            sold_total.fetch_add(1, Ordering::SeqCst);
         }
         let _ = guard.release().await;
     }

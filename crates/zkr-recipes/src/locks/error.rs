@@ -63,4 +63,22 @@ impl LockError {
     pub(crate) fn zk(error: zookeeper_client::Error) -> Self {
         LockError::Connection(zkr_connection::Error::Zk(error))
     }
+
+    /// Might the failed operation have been applied all the same? True when its reply was lost
+    /// (connection loss, a broken connection, an operation timeout, or the session ending while
+    /// it was in flight): look at ZooKeeper to learn the outcome.
+    pub fn is_ambiguous(&self) -> bool {
+        match self {
+            LockError::Connection(e) => {
+                e.zk().is_some_and(|z| zkr_connection::is_retryable(z) || zkr_connection::is_session_error(z))
+            }
+            _ => false,
+        }
+    }
+}
+
+impl From<zookeeper_client::Error> for LockError {
+    fn from(error: zookeeper_client::Error) -> Self {
+        LockError::zk(error)
+    }
 }
