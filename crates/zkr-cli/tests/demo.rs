@@ -16,7 +16,7 @@ fn the_demo_sells_every_ticket_once_and_exits_zero() {
         "zkr demo failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(stdout.contains("sold 90 of 90; 0 left in ZooKeeper"), "{stdout}");
+    assert!(stdout.contains("sold 90 of 90; 90 orders and 0 tickets left in ZooKeeper"), "{stdout}");
     assert!(stdout.contains("OK: every ticket sold exactly once"), "{stdout}");
 }
 
