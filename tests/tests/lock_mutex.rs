@@ -528,3 +528,26 @@ async fn participant_nodes_list_the_holder_first() {
     guard.release().await.unwrap();
     waiter.await.unwrap();
 }
+
+#[tokio::test]
+async fn acquire_timeout_is_a_real_deadline_even_with_the_server_down() {
+    let server = TestingServer::start().await.unwrap();
+    let path = unique_root("deadline");
+    let zk = ZkClient::builder(server.connect_string())
+        .session_timeout(timing().multiple(Duration::from_secs(20)))
+        .connect()
+        .await
+        .unwrap();
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    server.stop().unwrap();
+    let started = std::time::Instant::now();
+    let outcome = mutex.acquire_timeout(Duration::from_millis(800)).await;
+    let took = started.elapsed();
+    assert!(matches!(outcome, Ok(None)), "{outcome:?}");
+    // The bound holds within scheduling noise, not within the 20 s session or retry sleeps.
+    assert!(took < Duration::from_secs(5), "acquire_timeout(800ms) took {took:?}");
+    server.restart().await.unwrap();
+    let guard = mutex.acquire_timeout(timing().wait()).await.unwrap().expect("works again");
+    guard.release().await.unwrap();
+    no_nodes_left(&raw(&server.connect_string()).await, &path).await;
+}

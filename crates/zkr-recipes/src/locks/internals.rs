@@ -1,5 +1,6 @@
 //! [`LockInternals`]: the lock algorithm every lock recipe shares.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -118,9 +119,9 @@ impl LockNode {
 
 type Listing = Shared<BoxFuture<'static, Result<Arc<Vec<String>>, zookeeper_client::Error>>>;
 
-/// One children listing shared by every local waiter that needs one sent after a given moment:
-/// 10,000 waiters arriving at once cost a handful of listings, not 10,000 (each a list of up to
-/// 10,000 names).
+/// One sorted children listing shared by every local waiter that needs one sent after a given
+/// moment: waiters that arrive together cost a handful of listings and one sort each, not one
+/// listing of the whole queue (and one sort of it) per waiter.
 #[derive(Default)]
 struct Lister {
     state: Mutex<ListerState>,
@@ -139,18 +140,24 @@ impl std::fmt::Debug for Lister {
 }
 
 impl Lister {
-    /// A mark: listings issued from now on have an id at least this.
+    /// A mark: listings issued from now on have an id at least this. Take it before sending the
+    /// request whose effect a listing must show (requests of one session are applied in order).
     fn mark(&self) -> u64 {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).issued + 1
     }
 
-    /// Children of `base` from a listing issued at or after `not_before` on `session`.
-    async fn list(
+    /// The contenders under `base`, sorted by `sort`, from a listing issued at or after
+    /// `not_before` on `session`.
+    async fn list<F>(
         &self,
         session: &Session,
         base: &str,
         not_before: u64,
-    ) -> Result<Arc<Vec<String>>, zookeeper_client::Error> {
+        sort: F,
+    ) -> Result<Arc<Vec<String>>, zookeeper_client::Error>
+    where
+        F: FnOnce(Vec<String>) -> Vec<String> + Send + 'static,
+    {
         let listing = {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
             match &state.latest {
@@ -163,8 +170,14 @@ impl Lister {
                     state.issued += 1;
                     let client = session.client().clone();
                     let base = base.to_string();
-                    let listing =
-                        async move { client.list_children(&base).await.map(Arc::new) }.boxed().shared();
+                    let listing = async move {
+                        client.list_children(&base).await.map(|children| Arc::new(sort(children)))
+                    }
+                    .boxed()
+                    .shared();
+                    // Poll once now, under the lock: the request is sent at its first poll, so
+                    // its id orders it after every mark taken so far.
+                    let _ = listing.clone().now_or_never();
                     state.latest = Some((state.issued, session.generation(), listing.clone()));
                     listing
                 }
@@ -200,6 +213,29 @@ impl Drop for NodeCleanup {
     }
 }
 
+/// Counts this process's attempts on one lock that are under way.
+struct AttemptCount<'a> {
+    count: &'a AtomicUsize,
+    before: usize,
+}
+
+impl<'a> AttemptCount<'a> {
+    fn enter(count: &'a AtomicUsize) -> Self {
+        let before = count.fetch_add(1, Ordering::SeqCst);
+        AttemptCount { count, before }
+    }
+
+    fn alone(&self) -> bool {
+        self.before == 0 && self.count.load(Ordering::SeqCst) == 1
+    }
+}
+
+impl Drop for AttemptCount<'_> {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 enum WaitError {
     /// Our node is gone (session expired or deleted): start over.
     NodeMissing,
@@ -229,10 +265,11 @@ pub struct LockInternals<D> {
     zk: ZkClient,
     base_path: String,
     lock_name: String,
-    driver: D,
+    driver: Arc<D>,
     max_leases: usize,
     node_data: Vec<u8>,
     lister: Lister,
+    attempts: AtomicUsize,
 }
 
 impl<D: LockInternalsDriver> LockInternals<D> {
@@ -260,10 +297,11 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             zk: zk.clone(),
             base_path: base_path.to_string(),
             lock_name: lock_name.to_string(),
-            driver,
+            driver: Arc::new(driver),
             max_leases: max_leases.max(1),
             node_data: Vec::new(),
             lister: Lister::default(),
+            attempts: AtomicUsize::new(0),
         })
     }
 
@@ -297,6 +335,12 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         &self.driver
     }
 
+    fn sorter(&self) -> impl FnOnce(Vec<String>) -> Vec<String> + Send + 'static {
+        let driver = self.driver.clone();
+        let lock_name = self.lock_name.clone();
+        move |children| driver.sort_children(&children, &lock_name)
+    }
+
     /// How many contenders hold the lock at once.
     pub fn max_leases(&self) -> usize {
         self.max_leases
@@ -314,13 +358,18 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         let start = Instant::now();
         let policy = self.zk.retry_policy().clone();
         let mut retries = 0u32;
+        let attempts = AttemptCount::enter(&self.attempts);
         loop {
             let error_epoch = self.zk.error_epoch();
             let spec = self.driver.contender(&self.lock_name);
+            // Alone, the first listing rides with the create (one round trip). With other local
+            // attempts under way, share their listings instead: N waiters arriving at once must
+            // not each download the whole queue.
+            let not_before = self.lister.mark();
             let mut request = ProtectedCreate::new(&self.base_path, &spec.name, spec.mode)
                 .tag(spec.tag)
                 .data(&self.node_data)
-                .list_siblings(true);
+                .list_siblings(attempts.alone());
             if let Wait::Until(deadline) = wait {
                 let remaining = deadline.saturating_duration_since(Instant::now());
                 request = request.retry_options(RetryOptions::default().deadline(remaining));
@@ -335,8 +384,14 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                 path: Some(node.path.clone()),
                 generation: node.session.generation(),
             };
-            let first_listing = node.siblings.clone();
-            match self.wait_for_lock(&node.session, &node.name, first_listing, error_epoch, wait).await {
+            let first_listing = node
+                .siblings
+                .clone()
+                .map(|children| Arc::new(self.driver.sort_children(&children, &self.lock_name)));
+            match self
+                .wait_for_lock(&node.session, &node.name, first_listing, not_before, error_epoch, wait)
+                .await
+            {
                 Ok(Some(error_epoch)) => {
                     cleanup.disarm();
                     return Ok(Some(LockNode {
@@ -378,19 +433,19 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         &self,
         session: &Session,
         our_name: &str,
-        first_listing: Option<Vec<String>>,
-        mut epoch: u64,
+        first_listing: Option<Arc<Vec<String>>>,
+        mut not_before: u64,
+        epoch: u64,
         wait: Wait,
     ) -> Result<Option<u64>, WaitError> {
         let client = session.client();
         let policy = self.zk.retry_policy().clone();
         let started = Instant::now();
         let mut retries = 0u32;
-        let mut listing = first_listing.map(Arc::new);
-        if listing.is_none() {
-            epoch = self.zk.error_epoch();
-        }
-        let mut not_before = self.lister.mark();
+        let mut listing = first_listing;
+        // A disruption before the listing that proves our place does not make the new holder's
+        // lock doubtful (the session survived: the generation says so); one after it does.
+        let mut epoch = if listing.is_some() { epoch } else { self.zk.error_epoch() };
         loop {
             if self.zk.generation() != session.generation() {
                 return Err(WaitError::NodeMissing);
@@ -399,10 +454,9 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                 let children = match listing.take() {
                     Some(children) => children,
                     // `not_before` and `epoch` were taken together, when we learnt we need a listing.
-                    None => self.lister.list(session, &self.base_path, not_before).await?,
+                    None => self.lister.list(session, &self.base_path, not_before, self.sorter()).await?,
                 };
-                let sorted = self.driver.sort_children(&children, &self.lock_name);
-                drop(children);
+                let sorted = children;
                 let predicate = match self.driver.gets_the_lock(&sorted, our_name, self.max_leases) {
                     Ok(p) => p,
                     Err(_) => return Ok(None),
@@ -454,13 +508,14 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                     // tells which).
                     epoch = self.zk.error_epoch();
                     not_before = self.lister.mark();
-                    let children = match self.lister.list(session, &self.base_path, not_before).await {
-                        Ok(c) => c,
-                        Err(e) => {
-                            self.on_wait_error(e, session, &policy, &mut retries, started).await?;
-                            continue;
-                        }
-                    };
+                    let children =
+                        match self.lister.list(session, &self.base_path, not_before, self.sorter()).await {
+                            Ok(c) => c,
+                            Err(e) => {
+                                self.on_wait_error(e, session, &policy, &mut retries, started).await?;
+                                continue;
+                            }
+                        };
                     if !children.iter().any(|c| c == our_name) {
                         return Err(WaitError::NodeMissing);
                     }
