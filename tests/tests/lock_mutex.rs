@@ -330,7 +330,12 @@ async fn server_restart_while_holding_and_waiting() {
     assert!(!waiting.is_finished());
     assert!(matches!(guard.release().await, Err(LockError::Lost { .. })));
     let theirs = tokio::time::timeout(timing().wait(), waiting).await.unwrap().unwrap().unwrap();
-    theirs.release().await.unwrap();
+    // b got the lock after the restart; a reconnect flap of a freshly restarted server may
+    // still mark it lost later (the standard policy), which release reports.
+    match theirs.release().await {
+        Ok(()) | Err(LockError::Lost { reason: LostReason::ConnectionState, .. }) => {}
+        Err(e) => panic!("release failed: {e}"),
+    }
     no_nodes_left(&raw(&server.connect_string()).await, &path).await;
 }
 

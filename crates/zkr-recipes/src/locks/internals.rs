@@ -1,5 +1,6 @@
 //! [`LockInternals`]: the lock algorithm every lock recipe shares.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -270,6 +271,10 @@ pub struct LockInternals<D> {
     node_data: Vec<u8>,
     lister: Lister,
     attempts: AtomicUsize,
+    /// Nodes this process released while they held the lock. A local waiter whose node ahead
+    /// is one of them knows it is now first without listing the queue again, so a local queue
+    /// drains in one round trip per hand-over instead of one listing of the whole queue.
+    released_heads: Mutex<VecDeque<String>>,
 }
 
 impl<D: LockInternalsDriver> LockInternals<D> {
@@ -302,6 +307,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             node_data: Vec::new(),
             lister: Lister::default(),
             attempts: AtomicUsize::new(0),
+            released_heads: Mutex::new(VecDeque::new()),
         })
     }
 
@@ -493,7 +499,11 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                 match event.event_type {
                     // The node ahead was the head: with it gone, we are first (unless the
                     // connection was disrupted meanwhile: then list again to be sure).
-                    EventType::NodeDeleted if ahead_is_head && epoch == watched_at => Ok(Some(true)),
+                    EventType::NodeDeleted
+                        if (ahead_is_head || self.was_released_head(&ahead)) && epoch == watched_at =>
+                    {
+                        Ok(Some(true))
+                    }
                     EventType::Session => Err(zookeeper_client::Error::SessionExpired),
                     // Deleted (not the head) or changed: list again.
                     _ => Ok(None),
@@ -569,6 +579,13 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         if self.zk.generation() != node.session.generation() {
             return Ok(());
         }
+        if self.max_leases == 1 {
+            let mut heads = self.released_heads.lock().unwrap_or_else(|p| p.into_inner());
+            if heads.len() >= 1024 {
+                heads.pop_front();
+            }
+            heads.push_back(node.name.clone());
+        }
         match node.session.client().delete(&node.path, None).await {
             Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
             Err(e) if is_retryable(&e) => {
@@ -577,6 +594,22 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             }
             Err(e) if is_session_error(&e) => Ok(()),
             Err(e) => Err(LockError::zk(e)),
+        }
+    }
+
+    /// Was `name` released by this process while it held the lock (consumed by the asking
+    /// waiter)?
+    fn was_released_head(&self, name: &str) -> bool {
+        if self.max_leases != 1 {
+            return false;
+        }
+        let mut heads = self.released_heads.lock().unwrap_or_else(|p| p.into_inner());
+        match heads.iter().position(|h| h == name) {
+            Some(i) => {
+                heads.remove(i);
+                true
+            }
+            None => false,
         }
     }
 
