@@ -27,6 +27,7 @@
 //! `LockClient`: dropping it would send a second (failing) delete in the background each cycle.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -171,6 +172,16 @@ async fn run(options: BenchOptions) -> anyhow::Result<()> {
         REQUEST_CYCLES
     );
 
+    // A fresh server JVM is about twice as slow until the JIT has compiled its request path:
+    // without this, whichever library runs first pays for it.
+    let server_warmup = if options.quick { 2.0 } else { 8.0 };
+    eprintln!("[lock bench] warming up the server for {server_warmup} s");
+    let _ = floor_uncontended(cs.clone(), "/zkr-bench-server-warmup".to_string(), server_warmup).await;
+    println!(
+        "- server warm-up: {server_warmup} s of create + delete churn (plus 1 s) before the first measurement, \
+         so that no library measures a cold server JVM"
+    );
+
     let mut bench = Bench { options, server, cs, curator, ratios: Vec::new() };
     if bench.options.runs("uncontended") {
         bench.uncontended().await;
@@ -207,15 +218,6 @@ struct Bench {
 }
 
 impl Bench {
-    /// How long a measurement of one window may take in all.
-    fn limit(&self) -> Duration {
-        WARMUP + Duration::from_secs_f64(self.options.seconds) + GRACE
-    }
-
-    fn seconds_arg(&self) -> String {
-        self.options.seconds.to_string()
-    }
-
     /// Runs one measurement, reporting progress on stderr and a failure on stdout.
     async fn step<T>(
         &self,
@@ -237,47 +239,105 @@ impl Bench {
         self.curator.as_ref().map_err(|e| anyhow!("Curator unavailable: {e}"))
     }
 
-    /// Runs a Curator benchmark command and parses its `RESULT` line.
-    async fn curator_bench(&self, args: &[&str]) -> anyhow::Result<Measurement> {
-        let mut peer = self.curator_tool()?.spawn(args)?;
-        peer.set_line_timeout(self.limit());
-        let line = peer.expect_line("RESULT").await?;
-        let status = peer.wait().await?;
-        ensure!(status.success(), "CuratorTool exited with {status}");
-        Measurement::from_result_line(&line).map_err(anyhow::Error::msg)
+    /// Measures every job in `ROUNDS` rounds of `seconds / ROUNDS` each, the order reversed in
+    /// every other round, and combines each job's rounds: the server keeps getting faster for a
+    /// while (JIT, caches), and a fixed order would hand that drift to whoever runs last.
+    async fn alternating(&self, scenario: &str, jobs: Vec<(&'static str, Job)>) -> Vec<Option<Measurement>> {
+        let per_round = self.options.seconds / ROUNDS as f64;
+        let mut parts: Vec<Vec<Measurement>> = vec![Vec::new(); jobs.len()];
+        let mut failed = vec![false; jobs.len()];
+        for round in 0..ROUNDS {
+            let order: Vec<usize> =
+                if round % 2 == 0 { (0..jobs.len()).collect() } else { (0..jobs.len()).rev().collect() };
+            for i in order {
+                if failed[i] {
+                    continue;
+                }
+                let (label, job) = &jobs[i];
+                let label = format!("{label} (round {} of {ROUNDS})", round + 1);
+                match self.step(scenario, &label, job(per_round)).await {
+                    Some(m) => parts[i].push(m),
+                    None => failed[i] = true,
+                }
+            }
+        }
+        parts
+            .into_iter()
+            .zip(failed)
+            .map(|(p, failed)| if failed || p.is_empty() { None } else { Some(Measurement::combine(&p)) })
+            .collect()
+    }
+
+    fn curator_job(&self, args: Vec<String>, seconds_index: usize) -> Job {
+        let tool = self.curator.clone();
+        Box::new(move |seconds| {
+            let tool = tool.clone();
+            let mut args = args.clone();
+            args[seconds_index] = seconds.to_string();
+            Box::pin(async move {
+                let tool = tool.map_err(|e| anyhow!("Curator unavailable: {e}"))?;
+                let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+                let mut peer = tool.spawn(&argv)?;
+                peer.set_line_timeout(limit_for(seconds));
+                let line = peer.expect_line("RESULT").await?;
+                let status = peer.wait().await?;
+                ensure!(status.success(), "CuratorTool exited with {status}");
+                Measurement::from_result_line(&line).map_err(anyhow::Error::msg)
+            })
+        })
     }
 
     async fn uncontended(&mut self) {
         let scenario = "uncontended";
-        let (cs, s, limit, secs) = (self.cs.clone(), self.options.seconds, self.limit(), self.seconds_arg());
-        let zkr = self
-            .step(
-                scenario,
-                ZKR,
-                measure(limit, zkr_uncontended(cs.clone(), "/bench/uncontended/zkr".into(), s)),
-            )
-            .await;
-        let curator = self
-            .step(
-                scenario,
+        let cs = self.cs.clone();
+        let jobs: Vec<(&'static str, Job)> = vec![
+            (ZKR, {
+                let cs = cs.clone();
+                Box::new(move |s| {
+                    Box::pin(measure(
+                        limit_for(s),
+                        zkr_uncontended(cs.clone(), "/bench/uncontended/zkr".into(), s),
+                    ))
+                })
+            }),
+            (
                 CURATOR,
-                self.curator_bench(&["bench-uncontended", &cs, "/bench/uncontended/curator", &secs]),
-            )
-            .await;
-        let zkclient = self
-            .step(
-                scenario,
-                ZKCLIENT,
-                measure(limit, zkclient_uncontended(cs.clone(), "/bench/uncontended/zkclient".into(), s)),
-            )
-            .await;
-        let floor = self
-            .step(
-                scenario,
-                FLOOR,
-                measure(limit, floor_uncontended(cs.clone(), "/bench/uncontended/floor".into(), s)),
-            )
-            .await;
+                self.curator_job(
+                    vec![
+                        "bench-uncontended".into(),
+                        cs.clone(),
+                        "/bench/uncontended/curator".into(),
+                        String::new(),
+                    ],
+                    3,
+                ),
+            ),
+            (ZKCLIENT, {
+                let cs = cs.clone();
+                Box::new(move |s| {
+                    Box::pin(measure(
+                        limit_for(s),
+                        zkclient_uncontended(cs.clone(), "/bench/uncontended/zkclient".into(), s),
+                    ))
+                })
+            }),
+            (FLOOR, {
+                let cs = cs.clone();
+                Box::new(move |s| {
+                    Box::pin(measure(
+                        limit_for(s),
+                        floor_uncontended(cs.clone(), "/bench/uncontended/floor".into(), s),
+                    ))
+                })
+            }),
+        ];
+        let mut results = self.alternating(scenario, jobs).await.into_iter();
+        let (zkr, curator, zkclient, floor) = (
+            results.next().flatten(),
+            results.next().flatten(),
+            results.next().flatten(),
+            results.next().flatten(),
+        );
 
         println!("\n## uncontended: one session, acquire + release cycles\n");
         let mut table = Table::new(&["library", "cycles/s", "p50 cycle", "p99 cycle", "cycles counted"]);
@@ -306,35 +366,48 @@ impl Bench {
 
     async fn contended(&mut self) {
         let scenario = "contended";
-        let (cs, s, limit, secs) = (self.cs.clone(), self.options.seconds, self.limit(), self.seconds_arg());
-        let sessions = CONTENDED_SESSIONS.to_string();
-        let zkr = self
-            .step(
-                scenario,
-                ZKR,
-                measure(
-                    limit,
-                    zkr_contended(cs.clone(), "/bench/contended/zkr".into(), CONTENDED_SESSIONS, s),
-                ),
-            )
-            .await;
-        let curator = self
-            .step(
-                scenario,
+        let cs = self.cs.clone();
+        let jobs: Vec<(&'static str, Job)> = vec![
+            (ZKR, {
+                let cs = cs.clone();
+                Box::new(move |s| {
+                    Box::pin(measure(
+                        limit_for(s),
+                        zkr_contended(cs.clone(), "/bench/contended/zkr".into(), CONTENDED_SESSIONS, s),
+                    ))
+                })
+            }),
+            (
                 CURATOR,
-                self.curator_bench(&["bench-contended", &cs, "/bench/contended/curator", &sessions, &secs]),
-            )
-            .await;
-        let zkclient = self
-            .step(
-                scenario,
-                ZKCLIENT,
-                measure(
-                    limit,
-                    zkclient_contended(cs.clone(), "/bench/contended/zkclient".into(), CONTENDED_SESSIONS, s),
+                self.curator_job(
+                    vec![
+                        "bench-contended".into(),
+                        cs.clone(),
+                        "/bench/contended/curator".into(),
+                        CONTENDED_SESSIONS.to_string(),
+                        String::new(),
+                    ],
+                    4,
                 ),
-            )
-            .await;
+            ),
+            (ZKCLIENT, {
+                let cs = cs.clone();
+                Box::new(move |s| {
+                    Box::pin(measure(
+                        limit_for(s),
+                        zkclient_contended(
+                            cs.clone(),
+                            "/bench/contended/zkclient".into(),
+                            CONTENDED_SESSIONS,
+                            s,
+                        ),
+                    ))
+                })
+            }),
+        ];
+        let mut results = self.alternating(scenario, jobs).await.into_iter();
+        let (zkr, curator, zkclient) =
+            (results.next().flatten(), results.next().flatten(), results.next().flatten());
         println!(
             "\n## contended: {CONTENDED_SESSIONS} sessions on one lock (one client and one task or thread per session)\n"
         );
@@ -348,32 +421,48 @@ impl Bench {
 
     async fn inprocess(&mut self) {
         let scenario = "inprocess";
-        let (cs, s, limit, secs) = (self.cs.clone(), self.options.seconds, self.limit(), self.seconds_arg());
-        let tasks = INPROCESS_TASKS.to_string();
-        let zkr = self
-            .step(
-                scenario,
-                ZKR,
-                measure(limit, zkr_inprocess(cs.clone(), "/bench/inprocess/zkr".into(), INPROCESS_TASKS, s)),
-            )
-            .await;
-        let curator = self
-            .step(
-                scenario,
+        let cs = self.cs.clone();
+        let jobs: Vec<(&'static str, Job)> = vec![
+            (ZKR, {
+                let cs = cs.clone();
+                Box::new(move |s| {
+                    Box::pin(measure(
+                        limit_for(s),
+                        zkr_inprocess(cs.clone(), "/bench/inprocess/zkr".into(), INPROCESS_TASKS, s),
+                    ))
+                })
+            }),
+            (
                 CURATOR,
-                self.curator_bench(&["bench-inprocess", &cs, "/bench/inprocess/curator", &tasks, &secs]),
-            )
-            .await;
-        let zkclient = self
-            .step(
-                scenario,
-                ZKCLIENT,
-                measure(
-                    limit,
-                    zkclient_inprocess(cs.clone(), "/bench/inprocess/zkclient".into(), INPROCESS_TASKS, s),
+                self.curator_job(
+                    vec![
+                        "bench-inprocess".into(),
+                        cs.clone(),
+                        "/bench/inprocess/curator".into(),
+                        INPROCESS_TASKS.to_string(),
+                        String::new(),
+                    ],
+                    4,
                 ),
-            )
-            .await;
+            ),
+            (ZKCLIENT, {
+                let cs = cs.clone();
+                Box::new(move |s| {
+                    Box::pin(measure(
+                        limit_for(s),
+                        zkclient_inprocess(
+                            cs.clone(),
+                            "/bench/inprocess/zkclient".into(),
+                            INPROCESS_TASKS,
+                            s,
+                        ),
+                    ))
+                })
+            }),
+        ];
+        let mut results = self.alternating(scenario, jobs).await.into_iter();
+        let (zkr, curator, zkclient) =
+            (results.next().flatten(), results.next().flatten(), results.next().flatten());
         println!(
             "\n## inprocess: {INPROCESS_TASKS} tasks (Curator: threads) sharing one mutex on one session\n"
         );
@@ -810,6 +899,18 @@ fn measurement_row(
 }
 
 /// Runs `work` as a task of its own, bounded by `limit` (the task is aborted when it runs out).
+/// One library's measurement for a given window (seconds): a fresh future per round.
+type Job =
+    Box<dyn Fn(f64) -> Pin<Box<dyn Future<Output = anyhow::Result<Measurement>> + Send>> + Send + Sync>;
+
+/// Rounds per scenario (the library order alternates between rounds).
+const ROUNDS: usize = 2;
+
+/// How long one measurement of `seconds` may take before it counts as failed.
+fn limit_for(seconds: f64) -> Duration {
+    WARMUP + Duration::from_secs_f64(seconds) + GRACE
+}
+
 async fn measure<T: Send + 'static>(
     limit: Duration,
     work: impl Future<Output = anyhow::Result<T>> + Send + 'static,

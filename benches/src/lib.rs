@@ -293,6 +293,19 @@ pub struct Measurement {
 }
 
 impl Measurement {
+    /// Combines measurements of the same thing taken in several rounds: operations and windows
+    /// add up (so the rate is over all rounds), and the percentiles are the means of the
+    /// rounds' percentiles (the raw latencies of a peer process are not available).
+    pub fn combine(parts: &[Measurement]) -> Measurement {
+        let n = parts.len().max(1) as u32;
+        Measurement {
+            ops: parts.iter().map(|m| m.ops).sum(),
+            seconds: parts.iter().map(|m| m.seconds).sum(),
+            p50: parts.iter().map(|m| m.p50).sum::<Duration>() / n,
+            p99: parts.iter().map(|m| m.p99).sum::<Duration>() / n,
+        }
+    }
+
     /// Operations per second.
     pub fn per_second(&self) -> f64 {
         if self.seconds > 0.0 {
