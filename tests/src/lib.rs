@@ -27,6 +27,16 @@ pub async fn connect(connect_string: &str) -> ZkClient {
     builder(connect_string).connect().await.expect("connect")
 }
 
+/// Connects with a session timeout of `secs` seconds (scaled by [`Timing`]): for tests whose
+/// faults must not expire the session.
+pub async fn connect_with_session(connect_string: impl Into<String>, secs: u64) -> ZkClient {
+    ZkClient::builder(connect_string)
+        .session_timeout(timing().multiple(Duration::from_secs(secs)))
+        .connect()
+        .await
+        .expect("connect")
+}
+
 /// Reads `expected.len()` states from `stream` and asserts they are `expected`, in order,
 /// failing after [`Timing::wait`] per state.
 pub async fn expect_states(stream: &mut ConnectionStateStream, expected: &[ConnectionState]) {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use zkr_connection::{ConnectionState::*, Error, RetryOptions, ZkClient};
 use zkr_integration_tests::{
-    builder, connect, eventually, expect_no_state, expect_states, timing, unique_root,
+    builder, connect, connect_with_session, eventually, expect_no_state, expect_states, timing, unique_root,
 };
 use zkr_testing::{expire_session, shared_server, FaultProxy, TestingCluster, TestingServer};
 use zookeeper_client::{Acls, Client, CreateMode};
@@ -221,15 +221,20 @@ async fn namespaces_are_isolated() {
     assert_eq!(observer.get_data(&format!("/{ns}/b/x")).await.unwrap().0, b"from b");
 }
 
-#[tokio::test]
-async fn a_protected_create_whose_reply_is_lost_finds_its_node_and_leaves_exactly_one() {
-    let server = shared_server().await.unwrap();
-    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
-    let root = unique_root("protected");
+/// A protected create through `proxy` whose request has reached the server while its reply is
+/// held: the test then loses or cancels it.
+struct HeldCreate {
+    zk: ZkClient,
+    observer: Client,
+    root: String,
+    creating: tokio::task::JoinHandle<zkr_connection::Result<zkr_connection::ProtectedNode>>,
+}
+
+async fn held_protected_create(server: &TestingServer, proxy: &FaultProxy, name: &str) -> HeldCreate {
+    let root = unique_root(name);
     let zk = builder(&proxy.connect_string()).build().unwrap();
     zk.create_parents(&format!("{root}/x")).await.unwrap();
     let observer = raw(&server.connect_string()).await;
-
     proxy.hold_replies();
     let creating = {
         let zk = zk.clone();
@@ -242,6 +247,15 @@ async fn a_protected_create_whose_reply_is_lost_finds_its_node_and_leaves_exactl
         !observer.list_children(&root).await.unwrap().is_empty()
     })
     .await;
+    HeldCreate { zk, observer, root, creating }
+}
+
+#[tokio::test]
+async fn a_protected_create_whose_reply_is_lost_finds_its_node_and_leaves_exactly_one() {
+    let server = shared_server().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let HeldCreate { observer, root, creating, .. } =
+        held_protected_create(server, &proxy, "protected").await;
     proxy.cut();
     proxy.heal();
     let node = creating.await.unwrap().expect("the protected create succeeds");
@@ -255,23 +269,8 @@ async fn a_protected_create_whose_reply_is_lost_finds_its_node_and_leaves_exactl
 async fn a_cancelled_protected_create_leaves_no_node() {
     let server = shared_server().await.unwrap();
     let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
-    let root = unique_root("cancelled");
-    let zk = builder(&proxy.connect_string()).build().unwrap();
-    zk.create_parents(&format!("{root}/x")).await.unwrap();
-    let observer = raw(&server.connect_string()).await;
-
-    proxy.hold_replies();
-    let creating = {
-        let zk = zk.clone();
-        let root = root.clone();
-        tokio::spawn(async move {
-            zk.create_protected(&root, "lock-", b"", CreateMode::EphemeralSequential).await
-        })
-    };
-    eventually("the create to reach the server", || async {
-        !observer.list_children(&root).await.unwrap().is_empty()
-    })
-    .await;
+    let HeldCreate { zk, observer, root, creating } =
+        held_protected_create(server, &proxy, "cancelled").await;
     creating.abort();
     assert!(creating.await.unwrap_err().is_cancelled());
     proxy.heal();
@@ -351,11 +350,7 @@ async fn guaranteed_delete_finishes_after_a_partition_heals() {
     let server = shared_server().await.unwrap();
     let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
     let root = unique_root("gdelete");
-    let zk = ZkClient::builder(proxy.connect_string())
-        .session_timeout(timing().multiple(Duration::from_secs(10)))
-        .connect()
-        .await
-        .unwrap();
+    let zk = connect_with_session(proxy.connect_string(), 10).await;
     zk.create(&root, b"", CreateMode::Persistent).await.unwrap();
     let mut states = zk.state_changes();
 

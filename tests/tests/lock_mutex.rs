@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use rand::Rng;
 use zkr_connection::ZkClient;
-use zkr_integration_tests::{builder, connect, eventually, timing, unique_root};
-use zkr_recipes::locks::{InterProcessMutex, KazooLockDriver, LockError, LostReason};
+use zkr_integration_tests::{builder, connect, connect_with_session, eventually, timing, unique_root};
+use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard, KazooLockDriver, LockError, LostReason};
 use zkr_testing::{expire_session, shared_server, FaultProxy, TestingCluster, TestingServer};
 use zookeeper_client::{Client, CreateMode};
 
@@ -298,30 +298,31 @@ async fn a_killed_session_while_waiting_starts_over_and_gets_the_lock() {
     no_nodes_left(&observer, &path).await;
 }
 
+/// Two sessions of their own: one holds the lock at `path`, the other is queued behind it.
+struct HolderAndWaiter {
+    _clients: (ZkClient, ZkClient),
+    guard: InterProcessMutexGuard,
+    waiting: tokio::task::JoinHandle<Result<InterProcessMutexGuard, LockError>>,
+}
+
+async fn holder_and_waiter(connect_string: String, path: &str) -> HolderAndWaiter {
+    let zk_a = connect_with_session(connect_string.clone(), 10).await;
+    let zk_b = connect_with_session(connect_string.clone(), 10).await;
+    let a = InterProcessMutex::new(&zk_a, path).unwrap();
+    let b = InterProcessMutex::new(&zk_b, path).unwrap();
+    let guard = a.acquire().await.unwrap();
+    let waiting = tokio::spawn(async move { b.acquire().await });
+    let observer = raw(&connect_string).await;
+    eventually("the waiter to queue", || async { nodes(&observer, path).await.len() == 2 }).await;
+    HolderAndWaiter { _clients: (zk_a, zk_b), guard, waiting }
+}
+
 #[tokio::test]
 async fn server_restart_while_holding_and_waiting() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("restart");
-    let zk_a = ZkClient::builder(server.connect_string())
-        .session_timeout(timing().multiple(Duration::from_secs(10)))
-        .connect()
-        .await
-        .unwrap();
-    let zk_b = ZkClient::builder(server.connect_string())
-        .session_timeout(timing().multiple(Duration::from_secs(10)))
-        .connect()
-        .await
-        .unwrap();
-    let a = InterProcessMutex::new(&zk_a, &path).unwrap();
-    let b = InterProcessMutex::new(&zk_b, &path).unwrap();
-    let guard = a.acquire().await.unwrap();
-    let waiting = {
-        let b = b.clone();
-        tokio::spawn(async move { b.acquire().await })
-    };
-    let observer = raw(&server.connect_string()).await;
-    eventually("b to queue", || async { nodes(&observer, &path).await.len() == 2 }).await;
-    drop(observer);
+    let HolderAndWaiter { _clients, guard, waiting } =
+        holder_and_waiter(server.connect_string(), &path).await;
 
     server.restart().await.unwrap();
     // The standard error policy counts Suspended as losing the lock; the node survives, so b
@@ -343,18 +344,9 @@ async fn server_restart_while_holding_and_waiting() {
 async fn leader_kill_while_holding_and_waiting() {
     let cluster = TestingCluster::start(3).await.unwrap();
     let path = unique_root("leader-kill");
-    let session = timing().multiple(Duration::from_secs(10));
-    let zk_a = ZkClient::builder(cluster.connect_string()).session_timeout(session).connect().await.unwrap();
-    let zk_b = ZkClient::builder(cluster.connect_string()).session_timeout(session).connect().await.unwrap();
-    let a = InterProcessMutex::new(&zk_a, &path).unwrap();
-    let b = InterProcessMutex::new(&zk_b, &path).unwrap();
-    let guard = a.acquire().await.unwrap();
-    let waiting = {
-        let b = b.clone();
-        tokio::spawn(async move { b.acquire().await })
-    };
+    let HolderAndWaiter { _clients, guard, waiting } =
+        holder_and_waiter(cluster.connect_string(), &path).await;
     let observer = raw(&cluster.connect_string()).await;
-    eventually("b to queue", || async { nodes(&observer, &path).await.len() == 2 }).await;
 
     cluster.kill(cluster.leader().await.expect("a leader")).unwrap();
     let _ = tokio::time::timeout(timing().wait(), guard.lost()).await;
@@ -538,11 +530,7 @@ async fn participant_nodes_list_the_holder_first() {
 async fn acquire_timeout_is_a_real_deadline_even_with_the_server_down() {
     let server = TestingServer::start().await.unwrap();
     let path = unique_root("deadline");
-    let zk = ZkClient::builder(server.connect_string())
-        .session_timeout(timing().multiple(Duration::from_secs(20)))
-        .connect()
-        .await
-        .unwrap();
+    let zk = connect_with_session(server.connect_string(), 20).await;
     let mutex = InterProcessMutex::new(&zk, &path).unwrap();
     server.stop().unwrap();
     let started = std::time::Instant::now();
