@@ -10,4 +10,5 @@ demo: deps
 test: deps
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy -p zkr-connection --features tls -- -D warnings
 	cargo test --workspace
