@@ -450,6 +450,7 @@ enum SessionEnd {
     Closed,
 }
 
+#[tracing::instrument(name = "zk.supervisor", skip_all, fields(connect = %shared.config.connect_string))]
 async fn supervise(shared: Arc<Shared>) {
     loop {
         let client = tokio::select! {

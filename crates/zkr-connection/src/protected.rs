@@ -271,6 +271,7 @@ impl ZkClient {
     ///
     /// # Cancel safety
     /// As [`create_protected`](Self::create_protected).
+    #[tracing::instrument(level = "debug", name = "zk.create_protected", skip_all, fields(parent = request.parent, name = request.name))]
     pub async fn create_protected_ext(&self, request: ProtectedCreate<'_>) -> Result<ProtectedNode> {
         let ProtectedCreate { parent, name, mode, data, tag, list_siblings, options } = request;
         path::validate_path(parent)?;

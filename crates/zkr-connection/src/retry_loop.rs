@@ -96,6 +96,7 @@ impl ZkClient {
     ///
     /// # Cancel safety
     /// As [`retry`](Self::retry).
+    #[tracing::instrument(level = "debug", name = "zk.retry", skip_all)]
     pub async fn retry_with<T, F, Fut>(&self, options: RetryOptions, mut op: F) -> Result<T>
     where
         F: FnMut(Session) -> Fut,

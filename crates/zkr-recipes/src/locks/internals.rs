@@ -360,6 +360,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     ///
     /// # Cancel safety
     /// Cancel safe: a dropped attempt leaves no node behind.
+    #[tracing::instrument(level = "debug", name = "lock.attempt", skip_all, fields(path = %self.base_path))]
     pub async fn attempt_lock(&self, wait: Wait) -> Result<Option<LockNode>, LockError> {
         let start = Instant::now();
         let policy = self.zk.retry_policy().clone();
