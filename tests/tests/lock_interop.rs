@@ -67,6 +67,9 @@ async fn rounds_never_overlap<D: LockInternalsDriver + Default>(peer: Peer, roun
     let rounds_arg = rounds.to_string();
     let mut other = peer.spawn(&["lock", &cs, &path, &rounds_arg, "2"]);
     other.set_line_timeout(timing().wait() * 4);
+    // Start our rounds once the peer (a JVM or a Python process, slower to start) holds the lock
+    // for the first time, so both really contend.
+    let first = other.expect_line("ACQUIRED").await.unwrap();
     let ours = tokio::spawn(async move {
         let mut intervals = Vec::new();
         for _ in 0..rounds {
@@ -80,7 +83,7 @@ async fn rounds_never_overlap<D: LockInternalsDriver + Default>(peer: Peer, roun
         intervals
     });
     let mut theirs = Vec::new();
-    let mut start = None;
+    let mut start = first.split_whitespace().nth(2).map(|t| t.parse::<i64>().unwrap());
     loop {
         let line = other.next_line().await.unwrap().expect("the peer prints DONE");
         let fields: Vec<&str> = line.split_whitespace().collect();
