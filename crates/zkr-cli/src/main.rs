@@ -1,8 +1,13 @@
 //! `zkr`: run commands under ZooKeeper locks, hand out IDs, get/set/watch config, and run a
 //! local ZooKeeper for development. All logic lives in the zkr libraries; this is the shell.
 
+mod connect;
 mod demo;
+mod lock;
 mod server;
+
+/// Exit code for bad arguments (clap's own).
+pub(crate) const EXIT_USAGE: i32 = 2;
 
 use clap::{Parser, Subcommand};
 
@@ -12,12 +17,19 @@ struct Cli {
     /// More output (tracing at debug level); twice for trace.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
+    #[command(flatten)]
+    connect: connect::ConnectArgs,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a command while holding a lock (the InterProcessMutex Apache Curator also takes at
+    /// that path). Exit: the command's status; 3 not acquired; 4 lock lost while it ran; 2 usage.
+    Lock(lock::LockArgs),
+    /// Show the holder of a lock and who waits for it.
+    LockInfo(lock::LockInfoArgs),
     /// Run a real local ZooKeeper (1 or 3 servers) in the foreground until Ctrl-C.
     Server(server::ServerArgs),
     /// The demo: an embedded ZooKeeper and zkr's recipes at work.
@@ -48,6 +60,8 @@ fn main() {
     };
     let code = runtime.block_on(async {
         let result = match cli.command {
+            Command::Lock(args) => lock::run(&cli.connect, args).await,
+            Command::LockInfo(args) => lock::info(&cli.connect, args).await,
             Command::Server(args) => server::run(args).await,
             Command::Demo(args) => demo::run(args).await,
         };

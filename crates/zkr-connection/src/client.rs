@@ -308,6 +308,9 @@ impl ZkClient {
     }
 
     /// Stops the manager and closes the session. Every handle sees [`Error::Closed`] afterwards.
+    /// It waits (at most 2 s) until the session is closed on the server, which happens once the
+    /// last `Session` handle in the process is dropped, so ephemeral nodes are gone when it
+    /// returns.
     ///
     /// # Cancel safety
     /// Cancel safe: the manager is stopped at the first poll; only the wait for the supervisor
@@ -473,6 +476,11 @@ async fn supervise(shared: Arc<Shared>) {
         shared.session.send_replace(None);
         drop(client);
         if let SessionEnd::Closed = end {
+            // The session closes on the server (and its ephemeral nodes go) once the last
+            // handle is dropped; give handles that are finishing a request a moment, so that a
+            // process exiting right after `close()` leaves nothing behind.
+            let closed = async { while !watcher.changed().await.is_terminated() {} };
+            let _ = tokio::time::timeout(Duration::from_secs(2), closed).await;
             break;
         }
         tracing::info!(generation, "rebuilding the session");

@@ -1,0 +1,155 @@
+//! `zkr lock` and `zkr lock-info` against a real server, as a user runs them.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+use zkr_connection::ZkClient;
+use zkr_recipes::locks::InterProcessMutex;
+use zkr_testing::{shared_server, Timing};
+
+fn zkr(connect: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zkr"));
+    cmd.env("ZK_CONNECT", connect).env_remove("ZKR_AUTH").kill_on_drop(true);
+    cmd
+}
+
+fn unique(name: &str) -> String {
+    format!(
+        "/cli-{name}-{}-{}",
+        std::process::id(),
+        Timing::from_env().multiplier().to_bits() ^ rand_suffix()
+    )
+}
+
+fn rand_suffix() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(1);
+    h.finish()
+}
+
+#[tokio::test]
+async fn lock_processes_never_overlap() {
+    let server = shared_server().await.unwrap();
+    let path = unique("overlap");
+    let log = tempfile_path("overlap");
+    let script = format!("echo start $$ >> {log}; sleep 0.1; echo end $$ >> {log}");
+    let mut children = Vec::new();
+    for _ in 0..4 {
+        children.push(
+            zkr(&server.connect_string()).args(["lock", &path, "--", "sh", "-c", &script]).spawn().unwrap(),
+        );
+    }
+    for mut child in children {
+        assert!(child.wait().await.unwrap().success());
+    }
+    let lines = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = lines.lines().collect();
+    assert_eq!(lines.len(), 8, "{lines:?}");
+    for pair in lines.chunks(2) {
+        let (start, end) = (pair[0], pair[1]);
+        assert!(start.starts_with("start ") && end.starts_with("end "), "interleaved: {lines:?}");
+        assert_eq!(start[6..], end[4..], "interleaved: {lines:?}");
+    }
+    let _ = std::fs::remove_file(log);
+}
+
+fn tempfile_path(name: &str) -> String {
+    std::env::temp_dir()
+        .join(format!("zkr-cli-{name}-{}-{}", std::process::id(), rand_suffix()))
+        .display()
+        .to_string()
+}
+
+#[tokio::test]
+async fn not_acquired_exits_3_and_the_command_status_passes_through() {
+    let server = shared_server().await.unwrap();
+    let path = unique("held");
+    let zk = ZkClient::connect(server.connect_string()).await.unwrap();
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+
+    let out =
+        zkr(&server.connect_string()).args(["lock", "--try", &path, "--", "true"]).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not acquired"));
+    let out = zkr(&server.connect_string())
+        .args(["lock", "--timeout", "300ms", &path, "--", "true"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+
+    let info = zkr(&server.connect_string()).args(["lock-info", "--json", &path]).output().await.unwrap();
+    let info = String::from_utf8_lossy(&info.stdout);
+    assert!(info.contains("\"role\":\"holder\"") && info.contains(guard.node_path()), "{info}");
+    assert!(info.contains(&format!("\"fencing_token\":{}", guard.fencing_token())), "{info}");
+    guard.release().await.unwrap();
+
+    let out = zkr(&server.connect_string())
+        .args(["lock", &path, "--", "sh", "-c", "exit 7"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7));
+}
+
+#[tokio::test]
+async fn bad_arguments_exit_2() {
+    let server = shared_server().await.unwrap();
+    let missing_command = zkr(&server.connect_string()).args(["lock", "/x"]).output().await.unwrap();
+    assert_eq!(missing_command.status.code(), Some(2));
+    let root = zkr(&server.connect_string()).args(["lock", "/", "--", "true"]).output().await.unwrap();
+    assert_eq!(root.status.code(), Some(2));
+    let bad_timeout = zkr(&server.connect_string())
+        .args(["lock", "--timeout", "soon", "/x", "--", "true"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(bad_timeout.status.code(), Some(2));
+}
+
+#[tokio::test]
+async fn a_lost_lock_stops_the_command_and_exits_4() {
+    let server = shared_server().await.unwrap();
+    let path = unique("lost");
+    let mut child = zkr(&server.connect_string())
+        .args([
+            "lock",
+            "--grace",
+            "2s",
+            &path,
+            "--",
+            "sh",
+            "-c",
+            "echo $ZKR_LOCK_NODE $ZKR_FENCING_TOKEN; exec sleep 60",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line =
+        tokio::time::timeout(Timing::from_env().wait(), lines.next_line()).await.unwrap().unwrap().unwrap();
+    let mut fields = line.split_whitespace();
+    let node = fields.next().unwrap().to_string();
+    let token: i64 = fields.next().unwrap().parse().unwrap();
+    assert!(node.starts_with(&format!("{path}/_c_")), "{line}");
+    assert!(token > 0);
+
+    // An operator breaks the lock: the command must be stopped and zkr must say so.
+    let admin = zookeeper_client::Client::connect(&server.connect_string()).await.unwrap();
+    admin.delete(&node, None).await.unwrap();
+    let status = tokio::time::timeout(Timing::from_env().wait(), child.wait()).await.unwrap().unwrap();
+    assert_eq!(status.code(), Some(4));
+}
+
+#[tokio::test]
+async fn lock_info_on_a_free_lock() {
+    let server = shared_server().await.unwrap();
+    let out = zkr(&server.connect_string()).args(["lock-info", &unique("free")]).output().await.unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("free"));
+    let _ = Duration::ZERO;
+}
