@@ -153,3 +153,29 @@ async fn lock_info_on_a_free_lock() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("free"));
     let _ = Duration::ZERO;
 }
+
+#[tokio::test]
+async fn ctrl_c_is_forwarded_and_the_lock_released() {
+    let server = shared_server().await.unwrap();
+    let path = unique("sigint");
+    let mut child = zkr(&server.connect_string())
+        .args(["lock", &path, "--", "sh", "-c", "trap 'exit 42' INT; echo ready; sleep 60 & wait"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line =
+        tokio::time::timeout(Timing::from_env().wait(), lines.next_line()).await.unwrap().unwrap().unwrap();
+    assert_eq!(line, "ready");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id().unwrap() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = tokio::time::timeout(Timing::from_env().wait(), child.wait()).await.unwrap().unwrap();
+    assert_eq!(status.code(), Some(42), "the command's own exit status after its INT trap");
+    // Released: the lock is free at once for someone else.
+    let out =
+        zkr(&server.connect_string()).args(["lock", "--try", &path, "--", "true"]).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}
