@@ -85,9 +85,8 @@ pub(crate) async fn run(connect: &ConnectArgs, args: LockArgs) -> anyhow::Result
     match (outcome, released) {
         (Outcome::Lost, _) => Ok(EXIT_LOST),
         (Outcome::Exited(status), Ok(())) => Ok(exit_code(status)),
-        (Outcome::Exited(status), Err(LockError::Lost { reason, .. })) => {
+        (Outcome::Exited(_), Err(LockError::Lost { reason, .. })) => {
             eprintln!("zkr: the lock {} was lost ({reason}) before the command finished", args.path);
-            let _ = status;
             Ok(EXIT_LOST)
         }
         (Outcome::Exited(status), Err(e)) => {
