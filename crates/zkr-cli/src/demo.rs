@@ -221,15 +221,25 @@ async fn sell(
             }
             Err(e) if e.is_ambiguous() => {
                 // The reply was lost: did the sale happen? Its order node says.
-                let confirmed = mutex
-                    .internals()
-                    .zk()
-                    .retry(|s| {
-                        let o = order.clone();
-                        async move { s.client().check_stat(&o).await }
-                    })
-                    .await;
-                let happened = matches!(confirmed, Ok(Some(_)));
+                // Read on whatever session is current: ours may just have expired.
+                let zk = mutex.internals().zk();
+                let options = zkr_connection::RetryOptions::default().across_sessions(true);
+                let confirmed = loop {
+                    let read = zk
+                        .retry_with(options.clone(), |s| {
+                            let o = order.clone();
+                            async move { s.client().check_stat(&o).await }
+                        })
+                        .await;
+                    match read {
+                        Ok(stat) => break stat,
+                        Err(zkr_connection::Error::Closed) => {
+                            anyhow::bail!("seller {id}: the connection closed")
+                        }
+                        Err(_) => continue,
+                    }
+                };
+                let happened = confirmed.is_some();
                 report.confirmed_after_lost_reply += u32::from(happened);
                 happened
             }

@@ -200,6 +200,19 @@ impl NodeCleanup {
     fn disarm(&mut self) {
         self.path = None;
     }
+
+    /// Deletes the node now (one attempt on its own session), so that a caller told "not
+    /// acquired" finds it gone; a failed attempt leaves the background delete to `Drop`.
+    async fn delete_now(mut self, session: &Session) {
+        let Some(path) = self.path.as_deref() else { return };
+        if self.zk.generation() != self.generation {
+            self.path = None;
+            return;
+        }
+        if let Ok(()) | Err(zookeeper_client::Error::NoNode) = session.client().delete(path, None).await {
+            self.path = None;
+        }
+    }
 }
 
 impl Drop for NodeCleanup {
@@ -409,7 +422,10 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                         error_epoch,
                     }));
                 }
-                Ok(None) => return Ok(None),
+                Ok(None) => {
+                    cleanup.delete_now(&node.session).await;
+                    return Ok(None);
+                }
                 Err(WaitError::Failed(e)) => return Err(e),
                 Err(WaitError::NodeMissing) => {
                     drop(cleanup);
