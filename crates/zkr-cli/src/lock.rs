@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::Context as _;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
+use zkr_connection::ZkClient;
 use zkr_recipes::locks::{InterProcessMutex, LockError};
 
 use crate::connect::{parse_duration, ConnectArgs};
@@ -34,15 +35,21 @@ pub(crate) struct LockArgs {
     command: Vec<String>,
 }
 
-pub(crate) async fn run(connect: &ConnectArgs, args: LockArgs) -> anyhow::Result<i32> {
+/// Connects and makes the mutex at `path`; `None` (after saying why) for a path that cannot be
+/// a lock, which is a usage error.
+async fn open(connect: &ConnectArgs, path: &str) -> anyhow::Result<Option<(ZkClient, InterProcessMutex)>> {
     let zk = connect.connect().await?;
-    let mutex = match InterProcessMutex::new(&zk, &args.path) {
-        Ok(m) => m,
+    match InterProcessMutex::new(&zk, path) {
+        Ok(mutex) => Ok(Some((zk, mutex))),
         Err(e) => {
             eprintln!("zkr: {e}");
-            return Ok(crate::EXIT_USAGE);
+            Ok(None)
         }
-    };
+    }
+}
+
+pub(crate) async fn run(connect: &ConnectArgs, args: LockArgs) -> anyhow::Result<i32> {
+    let Some((zk, mutex)) = open(connect, &args.path).await? else { return Ok(crate::EXIT_USAGE) };
     let acquired = if args.try_only {
         mutex.try_acquire().await
     } else if let Some(timeout) = args.timeout {
@@ -130,14 +137,7 @@ pub(crate) struct LockInfoArgs {
 }
 
 pub(crate) async fn info(connect: &ConnectArgs, args: LockInfoArgs) -> anyhow::Result<i32> {
-    let zk = connect.connect().await?;
-    let mutex = match InterProcessMutex::new(&zk, &args.path) {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("zkr: {e}");
-            return Ok(crate::EXIT_USAGE);
-        }
-    };
+    let Some((zk, mutex)) = open(connect, &args.path).await? else { return Ok(crate::EXIT_USAGE) };
     let nodes = mutex.participant_nodes().await?;
     let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
     if !args.json {
