@@ -17,6 +17,16 @@ async fn raw(connect_string: &str) -> Client {
     Client::connect(connect_string).await.expect("raw client")
 }
 
+/// Two sessions of their own, each with a mutex at `path`.
+async fn two_contenders(
+    connect_string: &str,
+    path: &str,
+) -> (ZkClient, ZkClient, InterProcessMutex, InterProcessMutex) {
+    let (zk_a, zk_b) = (connect(connect_string).await, connect(connect_string).await);
+    let (a, b) = (InterProcessMutex::new(&zk_a, path).unwrap(), InterProcessMutex::new(&zk_b, path).unwrap());
+    (zk_a, zk_b, a, b)
+}
+
 /// Lock nodes left under `path` (none must remain after every test's work is done).
 async fn nodes(observer: &Client, path: &str) -> Vec<String> {
     match observer.list_children(path).await {
@@ -181,10 +191,7 @@ async fn a_guard_released_from_another_task_releases_its_owner() {
 async fn a_timeout_or_failed_try_leaves_no_node() {
     let server = shared_server().await.unwrap();
     let path = unique_root("timeout");
-    let holder_zk = connect(&server.connect_string()).await;
-    let waiter_zk = connect(&server.connect_string()).await;
-    let holder = InterProcessMutex::new(&holder_zk, &path).unwrap();
-    let waiter = InterProcessMutex::new(&waiter_zk, &path).unwrap();
+    let (_holder_zk, _waiter_zk, holder, waiter) = two_contenders(&server.connect_string(), &path).await;
     let observer = raw(&server.connect_string()).await;
     let guard = holder.acquire().await.unwrap();
 
@@ -273,10 +280,7 @@ async fn a_killed_session_while_holding_fires_lost_and_frees_the_lock() {
 async fn a_killed_session_while_waiting_starts_over_and_gets_the_lock() {
     let server = shared_server().await.unwrap();
     let path = unique_root("killed-waiter");
-    let holder_zk = connect(&server.connect_string()).await;
-    let waiter_zk = connect(&server.connect_string()).await;
-    let holder = InterProcessMutex::new(&holder_zk, &path).unwrap();
-    let waiter = InterProcessMutex::new(&waiter_zk, &path).unwrap();
+    let (_holder_zk, waiter_zk, holder, waiter) = two_contenders(&server.connect_string(), &path).await;
     let observer = raw(&server.connect_string()).await;
 
     let guard = holder.acquire().await.unwrap();

@@ -14,6 +14,11 @@ fn zkr(connect: &str) -> Command {
     cmd
 }
 
+/// Runs `zkr ARGS` to completion.
+async fn run_zkr(connect: &str, args: &[&str]) -> std::process::Output {
+    zkr(connect).args(args).output().await.expect("run zkr")
+}
+
 fn unique(name: &str) -> String {
     format!(
         "/cli-{name}-{}-{}",
@@ -70,43 +75,31 @@ async fn not_acquired_exits_3_and_the_command_status_passes_through() {
     let mutex = InterProcessMutex::new(&zk, &path).unwrap();
     let guard = mutex.acquire().await.unwrap();
 
-    let out =
-        zkr(&server.connect_string()).args(["lock", "--try", &path, "--", "true"]).output().await.unwrap();
+    let out = run_zkr(&server.connect_string(), &["lock", "--try", &path, "--", "true"]).await;
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not acquired"));
-    let out = zkr(&server.connect_string())
-        .args(["lock", "--timeout", "300ms", &path, "--", "true"])
-        .output()
-        .await
-        .unwrap();
+    let out = run_zkr(&server.connect_string(), &["lock", "--timeout", "300ms", &path, "--", "true"]).await;
     assert_eq!(out.status.code(), Some(3));
 
-    let info = zkr(&server.connect_string()).args(["lock-info", "--json", &path]).output().await.unwrap();
+    let info = run_zkr(&server.connect_string(), &["lock-info", "--json", &path]).await;
     let info = String::from_utf8_lossy(&info.stdout);
     assert!(info.contains("\"role\":\"holder\"") && info.contains(guard.node_path()), "{info}");
     assert!(info.contains(&format!("\"fencing_token\":{}", guard.fencing_token())), "{info}");
     guard.release().await.unwrap();
 
-    let out = zkr(&server.connect_string())
-        .args(["lock", &path, "--", "sh", "-c", "exit 7"])
-        .output()
-        .await
-        .unwrap();
+    let out = run_zkr(&server.connect_string(), &["lock", &path, "--", "sh", "-c", "exit 7"]).await;
     assert_eq!(out.status.code(), Some(7));
 }
 
 #[tokio::test]
 async fn bad_arguments_exit_2() {
     let server = shared_server().await.unwrap();
-    let missing_command = zkr(&server.connect_string()).args(["lock", "/x"]).output().await.unwrap();
+    let missing_command = run_zkr(&server.connect_string(), &["lock", "/x"]).await;
     assert_eq!(missing_command.status.code(), Some(2));
-    let root = zkr(&server.connect_string()).args(["lock", "/", "--", "true"]).output().await.unwrap();
+    let root = run_zkr(&server.connect_string(), &["lock", "/", "--", "true"]).await;
     assert_eq!(root.status.code(), Some(2));
-    let bad_timeout = zkr(&server.connect_string())
-        .args(["lock", "--timeout", "soon", "/x", "--", "true"])
-        .output()
-        .await
-        .unwrap();
+    let bad_timeout =
+        run_zkr(&server.connect_string(), &["lock", "--timeout", "soon", "/x", "--", "true"]).await;
     assert_eq!(bad_timeout.status.code(), Some(2));
 }
 
@@ -147,7 +140,7 @@ async fn a_lost_lock_stops_the_command_and_exits_4() {
 #[tokio::test]
 async fn lock_info_on_a_free_lock() {
     let server = shared_server().await.unwrap();
-    let out = zkr(&server.connect_string()).args(["lock-info", &unique("free")]).output().await.unwrap();
+    let out = run_zkr(&server.connect_string(), &["lock-info", &unique("free")]).await;
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("free"));
 }
@@ -173,7 +166,6 @@ async fn ctrl_c_is_forwarded_and_the_lock_released() {
     let status = tokio::time::timeout(Timing::from_env().wait(), child.wait()).await.unwrap().unwrap();
     assert_eq!(status.code(), Some(42), "the command's own exit status after its INT trap");
     // Released: the lock is free at once for someone else.
-    let out =
-        zkr(&server.connect_string()).args(["lock", "--try", &path, "--", "true"]).output().await.unwrap();
+    let out = run_zkr(&server.connect_string(), &["lock", "--try", &path, "--", "true"]).await;
     assert_eq!(out.status.code(), Some(0));
 }
