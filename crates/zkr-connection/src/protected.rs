@@ -393,9 +393,23 @@ impl ZkClient {
         }
     }
 
-    /// Deletes every child of `parent` whose name starts with `prefix`, retrying until done or
-    /// the manager closes (Curator's `FindAndDeleteProtectedNodeInBackground`).
-    pub(crate) async fn find_and_delete_protected(&self, parent: &str, prefix: &str) {
+    /// Deletes every child of `parent` whose name starts with `prefix`, retrying through
+    /// connection loss and session rebuilds until done, `parent` is gone, or the manager closes
+    /// (Curator's `FindAndDeleteProtectedNodeInBackground`). Recipes call it, usually in a
+    /// spawned task, after a create whose outcome is unknown: with a unique prefix it finds what
+    /// that create left behind.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: nodes are deleted or not; call it again to finish.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) {
+    /// zk.find_and_delete_protected("/ids/orders/epoch-0000000000", "3f0c9e4be1d24c0f8e8f2c52b6a1f0aa-").await;
+    /// # }
+    /// ```
+    pub async fn find_and_delete_protected(&self, parent: &str, prefix: &str) {
         let mut delay = std::time::Duration::from_millis(20);
         loop {
             if self.is_closed() {

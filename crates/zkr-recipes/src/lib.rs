@@ -20,4 +20,5 @@
 //! # Ok(()) }
 //! ```
 
+pub mod id;
 pub mod locks;

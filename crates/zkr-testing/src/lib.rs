@@ -46,5 +46,5 @@ pub use install::{Installation, INSTALL_COMMAND};
 pub use options::ServerOptions;
 pub use proxy::{FaultProxy, ProxyMode};
 pub use server::{shared_server, TestingServer};
-pub use session::expire_session;
+pub use session::{expire_session, expire_session_id};
 pub use timing::{Timing, TIMING_MULTIPLIER_ENV};

@@ -135,6 +135,84 @@ async fn read_frame(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
     Ok(body)
 }
 
+/// Expires session `session_id` (of any process) on the server at `connect_string`, as
+/// [`expire_session`] does, without a client of that session at hand: for sessions of child
+/// processes, which print their session id. Returns once the server has closed it.
+///
+/// # Errors
+/// [`Error::Io`] when no server could be reached, or the session's owner kept taking it back.
+///
+/// # Cancel safety
+/// Cancel safe, but the session may or may not have been closed when the future is dropped.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(connect_string: &str) -> Result<(), Box<dyn std::error::Error>> {
+/// zkr_testing::expire_session_id(0x1000a2b3c4d0000, std::time::Duration::from_secs(4), connect_string).await?;
+/// # Ok(()) }
+/// ```
+pub async fn expire_session_id(
+    session_id: i64,
+    session_timeout: Duration,
+    connect_string: &str,
+) -> Result<()> {
+    tracing::debug!(session = format!("{session_id:#x}"), "expiring session by id");
+    close_session(session_id, session_timeout, connect_string, || false).await
+}
+
+async fn close_session(
+    session_id: i64,
+    session_timeout: Duration,
+    connect_string: &str,
+    gone: impl Fn() -> bool,
+) -> Result<()> {
+    let hosts: Vec<&str> = connect_string
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .split(',')
+        .map(|h| h.trim().trim_start_matches("tcp://"))
+        .filter(|h| !h.is_empty())
+        .collect();
+    let bound = Timing::from_env().wait();
+    let deadline = tokio::time::Instant::now() + bound;
+    let mut last_error = None;
+    'attempts: loop {
+        if gone() {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let source = last_error
+                .unwrap_or_else(|| std::io::Error::other("the client kept taking its session back"));
+            return Err(Error::io(
+                format!("closing session {session_id:#x} through {connect_string}"),
+                source,
+            ));
+        }
+        for host in &hosts {
+            let attempt = tokio::time::timeout(
+                Duration::from_secs(5),
+                close_session_on_server(host, session_id, session_timeout),
+            )
+            .await
+            .unwrap_or_else(|_| {
+                Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer within 5 s"))
+            });
+            match attempt {
+                Ok(Attempt::Closed | Attempt::AlreadyGone) => break 'attempts,
+                Ok(Attempt::Raced) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue 'attempts;
+                }
+                Err(e) => last_error = Some(e),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
 /// Expires `client`'s session on the server and returns once `client` has seen
 /// [`SessionState::Expired`].
 ///
@@ -166,51 +244,13 @@ pub async fn expire_session(client: &Client, connect_string: &str) -> Result<()>
     if watcher.state() == SessionState::Expired {
         return Ok(());
     }
-    let session_id = client.session_id().0;
     tracing::debug!(session = %client.session_id(), "expiring session");
-    let hosts: Vec<&str> = connect_string
-        .split('/')
-        .next()
-        .unwrap_or_default()
-        .split(',')
-        .map(|h| h.trim().trim_start_matches("tcp://"))
-        .filter(|h| !h.is_empty())
-        .collect();
+    let session_id = client.session_id().0;
+    close_session(session_id, client.session_timeout(), connect_string, || {
+        client.state() == SessionState::Expired
+    })
+    .await?;
     let bound = Timing::from_env().wait();
-    let deadline = tokio::time::Instant::now() + bound;
-    let mut last_error = None;
-    'attempts: loop {
-        if client.state() == SessionState::Expired {
-            return Ok(());
-        }
-        if tokio::time::Instant::now() >= deadline {
-            let source = last_error
-                .unwrap_or_else(|| std::io::Error::other("the client kept taking its session back"));
-            return Err(Error::io(
-                format!("closing session {session_id:#x} through {connect_string}"),
-                source,
-            ));
-        }
-        for host in &hosts {
-            let attempt = tokio::time::timeout(
-                Duration::from_secs(5),
-                close_session_on_server(host, session_id, client.session_timeout()),
-            )
-            .await
-            .unwrap_or_else(|_| {
-                Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer within 5 s"))
-            });
-            match attempt {
-                Ok(Attempt::Closed | Attempt::AlreadyGone) => break 'attempts,
-                Ok(Attempt::Raced) => {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue 'attempts;
-                }
-                Err(e) => last_error = Some(e),
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
     let waited = tokio::time::timeout(bound, async {
         loop {
             if watcher.changed().await == SessionState::Expired {

@@ -1,0 +1,490 @@
+//! IDs from ZooKeeper sequence nodes, without the seeds' leaks and wrap.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
+use zkr_connection::{path, Session, ZkClient};
+use zookeeper_client::{Acls, CreateMode, MultiWriteError, MultiWriteResult};
+
+use super::{IdError, IdGenerator};
+
+/// How many creates go in one multi-op (well under ZooKeeper's 1 MB request limit).
+const OPS_PER_MULTI: usize = 1000;
+/// The largest `next_batch`.
+pub const MAX_BATCH: usize = 100_000;
+/// Bits of an ID that hold the sequence within an epoch.
+pub const SEQUENCE_BITS: u32 = 31;
+/// The default number of sequences used per epoch node: ZooKeeper's 31-bit counter minus a
+/// margin of 2^24 for creates still in flight when the first generator sees the limit.
+pub const DEFAULT_EPOCH_CAPACITY: u32 = (1 << 31) - (1 << 24);
+const EPOCH_PREFIX: &str = "epoch-";
+
+/// Composes an ID from an epoch and a sequence within it: `epoch << 31 | sequence`.
+///
+/// IDs compare like `(epoch, sequence)` pairs, so they increase with ZooKeeper's sequence
+/// within an epoch and jump past every earlier epoch when a new one starts.
+///
+/// # Examples
+///
+/// ```
+/// use zkr_recipes::id::sequential::{compose, decompose};
+/// assert_eq!(compose(0, 7), 7);
+/// assert_eq!(compose(1, 0), 1 << 31);
+/// assert_eq!(decompose(compose(42, 9)), (42, 9));
+/// ```
+pub fn compose(epoch: u32, sequence: u32) -> u64 {
+    debug_assert!(sequence < (1 << SEQUENCE_BITS));
+    (u64::from(epoch) << SEQUENCE_BITS) | u64::from(sequence & ((1 << SEQUENCE_BITS) - 1))
+}
+
+/// Splits an ID into `(epoch, sequence)`; the inverse of [`compose`].
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(zkr_recipes::id::sequential::decompose((3 << 31) | 5), (3, 5));
+/// ```
+pub fn decompose(id: u64) -> (u32, u32) {
+    ((id >> SEQUENCE_BITS) as u32, (id & ((1 << SEQUENCE_BITS) - 1)) as u32)
+}
+
+/// The epoch node's name: `epoch-` and ten digits, so names sort like numbers.
+fn epoch_name(epoch: u32) -> String {
+    format!("{EPOCH_PREFIX}{epoch:010}")
+}
+
+fn parse_epoch(name: &str) -> Option<u32> {
+    name.strip_prefix(EPOCH_PREFIX).filter(|d| d.len() == 10).and_then(|d| d.parse().ok())
+}
+
+/// A sequence usable as an ID: in `0..capacity`. ZooKeeper's counter is a signed 32-bit
+/// number that wraps to negative values; those, and everything past the capacity, are not.
+fn usable_sequence(sequence: i64, capacity: u32) -> Option<u32> {
+    u32::try_from(sequence).ok().filter(|s| *s < capacity)
+}
+
+/// IDs from ZooKeeper sequence nodes: what the seeds do (create an ephemeral sequential node
+/// and take its suffix), done so that it scales and never repeats.
+///
+/// - **Unique** across every generator on the same path, in any process: ZooKeeper's leader
+///   assigns each sequence once.
+/// - **Ordered globally**: an ID handed out after another was handed out (anywhere) is larger.
+///   In particular IDs are monotonic per generator, in the order calls were made.
+/// - **Not dense**: ZooKeeper's counter counts every child created under the epoch node, so
+///   lost replies, other generators and epoch switches skip numbers.
+/// - **Nothing left behind**: ID nodes are ephemeral and deleted right after their sequence is
+///   read (in the background, one multi-op per batch); a create whose reply was lost is found
+///   by its unique prefix and deleted.
+/// - **No wrap**: ZooKeeper's counter is a signed 32-bit number per parent that wraps at
+///   2147483647. IDs live under epoch nodes `<path>/epoch-NNNNNNNNNN`; when a generator sees a
+///   sequence at the epoch's capacity it moves every generator on to the next epoch, and the ID
+///   is `epoch << 31 | sequence` (see [`compose`]), 63 bits in all.
+/// - **Fast by batching**: concurrent `next()` calls and [`next_batch`](IdGenerator::next_batch)
+///   share multi-ops of up to 1000 creates: two ZooKeeper transactions (create, delete) per
+///   batch instead of one per ID.
+///
+/// Cost: each batch is two quorum writes. For IDs that need no ZooKeeper round trip use
+/// [`SegmentIdGenerator`](super::SegmentIdGenerator) or
+/// [`SnowflakeIdGenerator`](super::SnowflakeIdGenerator).
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::id::IdError> {
+/// use zkr_recipes::id::{IdGenerator, SequentialIdGenerator};
+///
+/// let ids = SequentialIdGenerator::new(&zk, "/ids/orders")?;
+/// let a = ids.next().await?;
+/// let batch = ids.next_batch(100).await?;
+/// assert!(batch.iter().all(|b| *b > a));
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct SequentialIdGenerator {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    zk: ZkClient,
+    path: String,
+    capacity: u32,
+    /// The epoch in use, once known.
+    epoch: Mutex<Option<u32>>,
+    /// The batcher's queue, started by the first call.
+    queue: OnceLock<mpsc::UnboundedSender<Request>>,
+}
+
+#[derive(Debug)]
+struct Request {
+    count: usize,
+    reply: oneshot::Sender<Result<Vec<u64>, IdError>>,
+}
+
+impl SequentialIdGenerator {
+    /// A generator whose epoch nodes live under `path`.
+    ///
+    /// # Errors
+    /// [`IdError::Connection`] with an invalid path (or `/`).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::id::IdError> {
+    /// let ids = zkr_recipes::id::SequentialIdGenerator::new(&zk, "/ids/orders")?;
+    /// # Ok(()) }
+    /// ```
+    pub fn new(zk: &ZkClient, path: &str) -> Result<Self, IdError> {
+        Self::with_epoch_capacity(zk, path, DEFAULT_EPOCH_CAPACITY)
+    }
+
+    /// A generator that moves to the next epoch after `capacity` sequences (at most
+    /// [`DEFAULT_EPOCH_CAPACITY`]); small values let tests see epoch switches. Every generator
+    /// on a path should use the same capacity; mixed capacities stay unique but lose the
+    /// global order around a switch.
+    ///
+    /// # Errors
+    /// [`IdError::Connection`] with an invalid path; [`IdError::InvalidArgument`] for a capacity
+    /// of 0 or over the default.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::id::IdError> {
+    /// let ids = zkr_recipes::id::SequentialIdGenerator::with_epoch_capacity(&zk, "/ids/test", 100)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_epoch_capacity(zk: &ZkClient, path: &str, capacity: u32) -> Result<Self, IdError> {
+        path::validate_node_path(path)?;
+        if capacity == 0 || capacity > DEFAULT_EPOCH_CAPACITY {
+            return Err(IdError::InvalidArgument(format!(
+                "epoch capacity must be in 1..={DEFAULT_EPOCH_CAPACITY}, not {capacity}"
+            )));
+        }
+        Ok(SequentialIdGenerator {
+            inner: Arc::new(Inner {
+                zk: zk.clone(),
+                path: path.to_owned(),
+                capacity,
+                epoch: Mutex::new(None),
+                queue: OnceLock::new(),
+            }),
+        })
+    }
+
+    /// The path the generator's epoch nodes live under.
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    async fn request(&self, count: usize) -> Result<Vec<u64>, IdError> {
+        if count > MAX_BATCH {
+            return Err(IdError::InvalidArgument(format!("a batch is at most {MAX_BATCH} IDs, not {count}")));
+        }
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let queue = self.inner.queue.get_or_init(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            tokio::spawn(Arc::clone(&self.inner).run(rx));
+            tx
+        });
+        let (reply, answer) = oneshot::channel();
+        queue.send(Request { count, reply }).map_err(|_| IdError::Closed)?;
+        answer.await.map_err(|_| IdError::Closed)?
+    }
+}
+
+#[async_trait::async_trait]
+impl IdGenerator for SequentialIdGenerator {
+    /// One ID.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the batch it joined is drawn and cleaned up by the generator's background
+    /// task whether or not anyone waits for it; a dropped call's ID is simply never used.
+    async fn next(&self) -> Result<u64, IdError> {
+        let ids = self.request(1).await?;
+        ids.first().copied().ok_or(IdError::Closed)
+    }
+
+    /// `n` IDs (at most [`MAX_BATCH`]), increasing, in as few round trips as possible.
+    ///
+    /// # Cancel safety
+    /// As [`next`](IdGenerator::next).
+    async fn next_batch(&self, n: usize) -> Result<Vec<u64>, IdError> {
+        self.request(n).await
+    }
+}
+
+impl Inner {
+    /// The batcher: takes every request waiting, draws their IDs together, hands them out in
+    /// order. Runs until every generator handle is dropped.
+    async fn run(self: Arc<Self>, mut queue: mpsc::UnboundedReceiver<Request>) {
+        while let Some(first) = queue.recv().await {
+            let mut total = first.count;
+            let mut requests = vec![first];
+            while total < OPS_PER_MULTI {
+                match queue.try_recv() {
+                    Ok(r) => {
+                        total += r.count;
+                        requests.push(r);
+                    }
+                    Err(_) => break,
+                }
+            }
+            requests.retain(|r| !r.reply.is_closed());
+            let total: usize = requests.iter().map(|r| r.count).sum();
+            if total == 0 {
+                continue;
+            }
+            match self.draw(total).await {
+                Ok(ids) => {
+                    let mut ids = ids.into_iter();
+                    for r in requests {
+                        let _ = r.reply.send(Ok(ids.by_ref().take(r.count).collect()));
+                    }
+                }
+                Err(e) => {
+                    for r in requests {
+                        let _ = r.reply.send(Err(e.clone()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Draws `n` IDs, in order, moving to a new epoch when the current one is full.
+    async fn draw(&self, n: usize) -> Result<Vec<u64>, IdError> {
+        let mut ids = Vec::with_capacity(n);
+        while ids.len() < n {
+            let epoch = self.current_epoch().await?;
+            let parent = path::join(&self.path, &epoch_name(epoch));
+            let wanted = n - ids.len();
+            let drawn = self
+                .zk
+                .retry(|s| {
+                    let parent = &parent;
+                    async move { self.attempt(&s, parent, wanted).await }
+                })
+                .await;
+            let sequences = match drawn {
+                Ok(sequences) => sequences,
+                Err(e) if e.is_no_node() => {
+                    // The epoch node is gone (deleted by an administrator): look again.
+                    *self.epoch.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let mut full = false;
+            for sequence in sequences {
+                match usable_sequence(sequence, self.capacity) {
+                    Some(s) if !full => ids.push(compose(epoch, s)),
+                    _ => full = true,
+                }
+            }
+            if full {
+                self.next_epoch(epoch).await?;
+            }
+        }
+        Ok(ids)
+    }
+
+    /// One multi-op per [`OPS_PER_MULTI`] creates, all pipelined; deletes the nodes in the
+    /// background. Returns the sequences in order.
+    async fn attempt(
+        &self,
+        session: &Session,
+        parent: &str,
+        n: usize,
+    ) -> Result<Vec<i64>, zookeeper_client::Error> {
+        let client = session.client();
+        let prefix = format!("{}-", Uuid::new_v4().simple());
+        let node = path::join(parent, &prefix);
+        let acls = self.zk.acl_for_path(&node);
+        let options = CreateMode::EphemeralSequential.with_acls(Acls::new(&acls));
+        let mut commits = Vec::new();
+        let mut left = n;
+        while left > 0 {
+            let chunk = left.min(OPS_PER_MULTI);
+            let mut writer = client.new_multi_writer();
+            for _ in 0..chunk {
+                writer.add_create(&node, &[], &options)?;
+            }
+            commits.push(writer.commit());
+            left -= chunk;
+        }
+        let mut paths = Vec::with_capacity(n);
+        let mut failure = None;
+        for commit in commits {
+            match commit.await {
+                Ok(results) => paths.extend(results.into_iter().filter_map(|r| match r {
+                    MultiWriteResult::Create { path, .. } => Some(path),
+                    _ => None,
+                })),
+                Err(e) => failure = failure.or(Some(e)),
+            }
+        }
+        // A multi-op that failed on one of its operations changed nothing; one whose reply was
+        // lost may have created its nodes: find them by the prefix.
+        let unknown = matches!(failure, Some(MultiWriteError::RequestFailed { .. }));
+        self.delete_in_background(session, parent, &prefix, paths.clone(), unknown);
+        if let Some(failure) = failure {
+            return Err(failure.into());
+        }
+        Ok(paths.iter().filter_map(|p| p.strip_prefix(&node)).filter_map(|s| s.parse().ok()).collect())
+    }
+
+    /// Deletes the ID nodes just created: one multi-op; if that fails (or a create's outcome is
+    /// unknown), by listing the epoch node for our prefix until they are gone.
+    fn delete_in_background(
+        &self,
+        session: &Session,
+        parent: &str,
+        prefix: &str,
+        paths: Vec<String>,
+        search: bool,
+    ) {
+        let zk = self.zk.clone();
+        let session = session.clone();
+        let parent = parent.to_owned();
+        let prefix = prefix.to_owned();
+        tokio::spawn(async move {
+            let mut search = search;
+            for chunk in paths.chunks(OPS_PER_MULTI) {
+                let mut writer = session.client().new_multi_writer();
+                for p in chunk {
+                    if writer.add_delete(p, None).is_err() {
+                        search = true;
+                    }
+                }
+                if let Err(e) = writer.commit().await {
+                    tracing::debug!(error = %e, parent, "batch delete of ID nodes failed; searching");
+                    search = true;
+                }
+            }
+            if search {
+                if zk.generation() > session.generation() {
+                    return; // The session ended, and its ephemeral ID nodes with it.
+                }
+                zk.find_and_delete_protected(&parent, &prefix).await;
+            }
+        });
+    }
+
+    /// The epoch to draw from: cached, or the newest epoch node (created if there is none).
+    async fn current_epoch(&self) -> Result<u32, IdError> {
+        if let Some(epoch) = *self.epoch.lock().unwrap_or_else(|p| p.into_inner()) {
+            return Ok(epoch);
+        }
+        let newest = self.newest_epoch().await?;
+        let epoch = match newest {
+            Some(e) => e,
+            None => {
+                self.create_epoch(0).await?;
+                0
+            }
+        };
+        self.set_epoch(epoch);
+        Ok(epoch)
+    }
+
+    /// Moves on from a full epoch: to the newest epoch if someone already started a later one,
+    /// else to `full + 1`, which every generator that saw `full` fill up creates under the same
+    /// name, so they all agree on it.
+    async fn next_epoch(&self, full: u32) -> Result<(), IdError> {
+        let next = full.checked_add(1).ok_or_else(|| IdError::Exhausted { path: self.path.clone() })?;
+        let newest = self.newest_epoch().await?.unwrap_or(0);
+        let epoch = if newest > full {
+            newest
+        } else {
+            self.create_epoch(next).await?;
+            next
+        };
+        tracing::info!(path = %self.path, epoch, "sequential ID generator moved to a new epoch");
+        self.set_epoch(epoch);
+        Ok(())
+    }
+
+    fn set_epoch(&self, epoch: u32) {
+        let mut current = self.epoch.lock().unwrap_or_else(|p| p.into_inner());
+        *current = Some(current.map_or(epoch, |c| c.max(epoch)));
+    }
+
+    async fn newest_epoch(&self) -> Result<Option<u32>, IdError> {
+        let path = &self.path;
+        let children = self
+            .zk
+            .retry(|s| async move {
+                match s.client().list_children(path).await {
+                    Err(zookeeper_client::Error::NoNode) => Ok(Vec::new()),
+                    other => other,
+                }
+            })
+            .await?;
+        Ok(children.iter().filter_map(|c| parse_epoch(c)).max())
+    }
+
+    async fn create_epoch(&self, epoch: u32) -> Result<(), IdError> {
+        // Persistent, never a container: a recreated epoch node would restart the counter.
+        let node = path::join(&self.path, &epoch_name(epoch));
+        self.zk.create_if_absent(&node, &[], CreateMode::Persistent).await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn epoch_names_sort_like_numbers() {
+        assert_eq!(epoch_name(0), "epoch-0000000000");
+        assert_eq!(epoch_name(u32::MAX), "epoch-4294967295");
+        assert_eq!(parse_epoch("epoch-0000000012"), Some(12));
+        assert_eq!(parse_epoch("epoch-12"), None);
+        assert_eq!(parse_epoch("lock-0000000012"), None);
+    }
+
+    #[test]
+    fn wrapped_and_overfull_sequences_are_not_ids() {
+        assert_eq!(usable_sequence(0, 10), Some(0));
+        assert_eq!(usable_sequence(9, 10), Some(9));
+        assert_eq!(usable_sequence(10, 10), None);
+        assert_eq!(usable_sequence(-2_147_483_648, DEFAULT_EPOCH_CAPACITY), None);
+        assert_eq!(usable_sequence(2_147_483_647, DEFAULT_EPOCH_CAPACITY), None);
+        assert_eq!(
+            usable_sequence(i64::from(DEFAULT_EPOCH_CAPACITY) - 1, DEFAULT_EPOCH_CAPACITY),
+            Some(DEFAULT_EPOCH_CAPACITY - 1)
+        );
+    }
+
+    #[test]
+    fn ids_fit_63_bits() {
+        assert_eq!(compose(u32::MAX, DEFAULT_EPOCH_CAPACITY - 1) >> 63, 0);
+    }
+
+    proptest! {
+        #[test]
+        fn compose_round_trips(epoch in any::<u32>(), sequence in 0u32..(1 << 31)) {
+            prop_assert_eq!(decompose(compose(epoch, sequence)), (epoch, sequence));
+        }
+
+        #[test]
+        fn ids_order_like_epoch_then_sequence(a in (any::<u32>(), 0u32..(1 << 31)), b in (any::<u32>(), 0u32..(1 << 31))) {
+            prop_assert_eq!(compose(a.0, a.1).cmp(&compose(b.0, b.1)), a.cmp(&b));
+        }
+
+        #[test]
+        fn usable_sequences_are_below_capacity(sequence in any::<i64>(), capacity in 1u32..=DEFAULT_EPOCH_CAPACITY) {
+            if let Some(s) = usable_sequence(sequence, capacity) {
+                prop_assert!(s < capacity);
+                prop_assert_eq!(i64::from(s), sequence);
+            } else {
+                prop_assert!(sequence < 0 || sequence >= i64::from(capacity));
+            }
+        }
+    }
+}

@@ -1,0 +1,376 @@
+//! Worker IDs leased from ZooKeeper, with a timestamp watermark recorded per worker ID.
+//!
+//! Under the generator's path:
+//! - `leases/NNNNN`: ephemeral, held by the live worker using ID `NNNNN`;
+//! - `workers/NNNNN`: persistent record `{"identity", "until_ms"}`: no ID with worker ID
+//!   `NNNNN` and a timestamp above `until_ms` was ever issued;
+//! - `identities/<identity>`: persistent `{"worker_id"}`, the ID this identity used last, which
+//!   it takes again after a restart when it is free.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use zkr_connection::{path, Session, ZkClient};
+use zookeeper_client::{Acls, CreateMode};
+
+use crate::id::IdError;
+
+/// A worker ID's persistent record.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct WorkerRecord {
+    pub(crate) identity: String,
+    pub(crate) until_ms: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct IdentityRecord {
+    worker_id: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct LeaseData<'a> {
+    identity: &'a str,
+    session: String,
+}
+
+/// Milliseconds since the Unix epoch (0 for a clock before 1970).
+pub(crate) fn unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A held worker ID.
+#[derive(Debug, Clone)]
+pub(crate) struct Lease {
+    pub(crate) worker_id: u64,
+    /// The session the lease node lives with.
+    pub(crate) session: Session,
+    /// The record's version after our last write.
+    pub(crate) record_version: i32,
+    /// Our IDs must have timestamps strictly above this (Unix ms).
+    pub(crate) after_ms: u64,
+    /// The watermark just recorded (Unix ms).
+    pub(crate) until_ms: u64,
+}
+
+/// Where a generator keeps its leases and records.
+#[derive(Debug, Clone)]
+pub(crate) struct LeasePaths {
+    pub(crate) root: String,
+    pub(crate) identity: String,
+}
+
+impl LeasePaths {
+    pub(crate) fn lease(&self, worker_id: u64) -> String {
+        format!("{}/leases/{worker_id:05}", self.root)
+    }
+
+    pub(crate) fn record(&self, worker_id: u64) -> String {
+        format!("{}/workers/{worker_id:05}", self.root)
+    }
+
+    fn identity_record(&self) -> String {
+        path::join(&path::join(&self.root, "identities"), &self.identity)
+    }
+
+    fn dir(&self, name: &str) -> String {
+        path::join(&self.root, name)
+    }
+}
+
+fn parse_worker(name: &str) -> Option<u64> {
+    (name.len() == 5).then(|| name.parse().ok()).flatten()
+}
+
+/// Settings the lease needs from the generator.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LeaseSettings {
+    pub(crate) max_worker_id: u64,
+    /// How far ahead of the clock a recorded watermark reaches.
+    pub(crate) window: Duration,
+    /// How long to wait for our identity's previous lease to go before taking another ID.
+    pub(crate) reclaim_wait: Duration,
+    /// How far behind a record the clock may be at start and still be waited out (beyond the
+    /// window, which a crashed worker's watermark may legitimately lead by).
+    pub(crate) max_backward: Duration,
+}
+
+/// Takes a worker ID: our identity's last one if free, else the lowest free one; then makes
+/// sure our clock is past the ID's record and records a new watermark.
+pub(crate) async fn acquire(
+    zk: &ZkClient,
+    paths: &LeasePaths,
+    settings: LeaseSettings,
+    previous: Option<&Lease>,
+) -> Result<Lease, IdError> {
+    for dir in ["leases", "workers", "identities"] {
+        zk.create_parents(&path::join(&paths.dir(dir), "x")).await?;
+    }
+    let preferred = match previous {
+        Some(p) => Some(p.worker_id),
+        None => read_identity(zk, paths).await?,
+    };
+    if let Some(worker_id) = preferred {
+        wait_for_lease_to_go(zk, paths, worker_id, settings.reclaim_wait).await?;
+    }
+    let leased: BTreeSet<u64> = list(zk, &paths.dir("leases")).await?;
+    let recorded: BTreeSet<u64> = list(zk, &paths.dir("workers")).await?;
+    // Preferred first, then never-used IDs, then used ones.
+    let candidates = preferred
+        .into_iter()
+        .chain((0..=settings.max_worker_id).filter(|w| !recorded.contains(w)))
+        .chain(recorded.iter().copied().filter(|w| *w <= settings.max_worker_id))
+        .filter(|w| Some(*w) == preferred || !leased.contains(w));
+    for worker_id in candidates {
+        let Some(session) = try_lease(zk, paths, worker_id).await? else { continue };
+        match settle(zk, paths, settings, worker_id, &session, previous).await {
+            Ok(lease) => {
+                write_identity(zk, paths, worker_id).await;
+                tracing::info!(worker_id, identity = %paths.identity, "leased a snowflake worker ID");
+                return Ok(lease);
+            }
+            Err(e) => {
+                release_lease(zk, paths, worker_id, &session).await;
+                return Err(e);
+            }
+        }
+    }
+    Err(IdError::NoWorkerId { path: paths.root.clone(), count: settings.max_worker_id + 1 })
+}
+
+async fn read_identity(zk: &ZkClient, paths: &LeasePaths) -> Result<Option<u64>, IdError> {
+    let node = paths.identity_record();
+    let found = zk
+        .retry(|s| {
+            let node = &node;
+            async move {
+                match s.client().get_data(node).await {
+                    Ok((data, _)) => Ok(Some(data)),
+                    Err(zookeeper_client::Error::NoNode) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            }
+        })
+        .await?;
+    Ok(found.and_then(|d| serde_json::from_slice::<IdentityRecord>(&d).ok()).map(|r| r.worker_id))
+}
+
+async fn write_identity(zk: &ZkClient, paths: &LeasePaths, worker_id: u64) {
+    let node = paths.identity_record();
+    let data = serde_json::to_vec(&IdentityRecord { worker_id }).unwrap_or_default();
+    let written = match zk.create_if_absent(&node, &data, CreateMode::Persistent).await {
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            zk.retry(|s| {
+                let (node, data) = (&node, &data);
+                async move { s.client().set_data(node, data, None).await.map(drop) }
+            })
+            .await
+        }
+        Err(e) => Err(e),
+    };
+    if let Err(e) = written {
+        // Only a preference for the next start; the lease itself is held.
+        tracing::warn!(node, error = %e, "could not record the worker ID of this identity");
+    }
+}
+
+async fn list(zk: &ZkClient, dir: &str) -> Result<BTreeSet<u64>, IdError> {
+    let children = zk
+        .retry(|s| async move {
+            match s.client().list_children(dir).await {
+                Err(zookeeper_client::Error::NoNode) => Ok(Vec::new()),
+                other => other,
+            }
+        })
+        .await?;
+    Ok(children.iter().filter_map(|c| parse_worker(c)).collect())
+}
+
+/// Waits up to `wait` for `worker_id`'s lease node to go (our previous incarnation's, after
+/// a crash, goes when its session expires).
+async fn wait_for_lease_to_go(
+    zk: &ZkClient,
+    paths: &LeasePaths,
+    worker_id: u64,
+    wait: Duration,
+) -> Result<(), IdError> {
+    if wait.is_zero() {
+        return Ok(());
+    }
+    let lease = paths.lease(worker_id);
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let session = zk.session().await?;
+        let watched = session.client().check_and_watch_stat(&lease).await;
+        let watcher = match watched {
+            Ok((None, _)) => return Ok(()),
+            Ok((Some(_), watcher)) => watcher,
+            Err(e) if zkr_connection::is_retryable(&e) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if tokio::time::timeout_at(deadline, watcher.changed()).await.is_err() {
+            return Ok(());
+        }
+    }
+}
+
+/// Creates the lease node for `worker_id`; `None` if another live worker holds it.
+async fn try_lease(zk: &ZkClient, paths: &LeasePaths, worker_id: u64) -> Result<Option<Session>, IdError> {
+    let node = paths.lease(worker_id);
+    let acls = zk.acl_for_path(&node);
+    let identity = &paths.identity;
+    let leased = zk
+        .retry(|s| {
+            let (node, acls) = (&node, &acls);
+            async move {
+                let data = serde_json::to_vec(&LeaseData { identity, session: format!("{:x}", s.id()) })
+                    .unwrap_or_default();
+                let options = CreateMode::Ephemeral.with_acls(Acls::new(acls));
+                match s.client().create(node, &data, &options).await {
+                    Ok(_) => Ok(Some(s)),
+                    Err(zookeeper_client::Error::NodeExists) => {
+                        // Ours, if an earlier attempt's reply was lost.
+                        let stat = s.client().check_stat(node).await?;
+                        Ok(stat.filter(|st| st.ephemeral_owner == s.id()).map(|_| s))
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        })
+        .await?;
+    Ok(leased)
+}
+
+/// Reads the worker ID's record, waits until our clock is past it, records a new watermark.
+async fn settle(
+    zk: &ZkClient,
+    paths: &LeasePaths,
+    settings: LeaseSettings,
+    worker_id: u64,
+    session: &Session,
+    previous: Option<&Lease>,
+) -> Result<Lease, IdError> {
+    let record = paths.record(worker_id);
+    loop {
+        let found = zk
+            .retry(|s| {
+                let record = &record;
+                async move {
+                    match s.client().get_data(record).await {
+                        Ok((data, stat)) => Ok(Some((data, stat.version))),
+                        Err(zookeeper_client::Error::NoNode) => Ok(None),
+                        Err(e) => Err(e),
+                    }
+                }
+            })
+            .await?;
+        let (after_ms, version) = match &found {
+            Some((data, version)) => {
+                let rec: WorkerRecord = serde_json::from_slice(data)
+                    .map_err(|e| IdError::CorruptState { path: record.clone(), reason: e.to_string() })?;
+                // Our own record, untouched since we wrote it: we know exactly what we issued.
+                let ours = previous.filter(|p| p.worker_id == worker_id && p.record_version == *version);
+                (ours.map_or(rec.until_ms, |p| p.after_ms), Some(*version))
+            }
+            None => (0, None),
+        };
+        let now = unix_ms();
+        if after_ms >= now {
+            let behind = Duration::from_millis(after_ms - now);
+            if behind > settings.window + settings.max_backward {
+                return Err(IdError::ClockBehindRecord { worker_id, by: behind });
+            }
+            tokio::time::sleep(behind + Duration::from_millis(1)).await;
+            continue;
+        }
+        let until_ms = unix_ms() + settings.window.as_millis() as u64;
+        let data = serde_json::to_vec(&WorkerRecord { identity: paths.identity.clone(), until_ms })
+            .unwrap_or_default();
+        let written = match version {
+            Some(v) => session.client().set_data(&record, &data, Some(v)).await.map(|st| st.version),
+            None => {
+                let acls = zk.acl_for_path(&record);
+                let options = CreateMode::Persistent.with_acls(Acls::new(&acls));
+                session.client().create(&record, &data, &options).await.map(|(st, _)| st.version)
+            }
+        };
+        match written {
+            Ok(record_version) => {
+                return Ok(Lease { worker_id, session: session.clone(), record_version, after_ms, until_ms });
+            }
+            // Someone wrote the record between our read and write: read it again.
+            Err(zookeeper_client::Error::BadVersion | zookeeper_client::Error::NodeExists) => continue,
+            Err(e) if zkr_connection::is_retryable(&e) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Extends the watermark: `Ok(Some(new version))`, `Ok(None)` if the lease is gone (the
+/// session ended, or someone else wrote the record), `Err` for a transient failure.
+pub(crate) async fn extend(
+    paths: &LeasePaths,
+    lease: &Lease,
+    until_ms: u64,
+) -> Result<Option<i32>, zookeeper_client::Error> {
+    let data =
+        serde_json::to_vec(&WorkerRecord { identity: paths.identity.clone(), until_ms }).unwrap_or_default();
+    // Written on the lease's own session: once that session has expired (and with it the
+    // lease), the write fails rather than overwrite a new holder's record.
+    match lease
+        .session
+        .client()
+        .set_data(&paths.record(lease.worker_id), &data, Some(lease.record_version))
+        .await
+    {
+        Ok(stat) => Ok(Some(stat.version)),
+        Err(zookeeper_client::Error::BadVersion | zookeeper_client::Error::NoNode) => Ok(None),
+        Err(e) if zkr_connection::is_session_error(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Records the exact last timestamp and deletes the lease node, so that this identity can
+/// take the ID again at once.
+pub(crate) async fn release(paths: &LeasePaths, lease: &Lease, last_ms: u64, zk: &ZkClient) {
+    if let Ok(Some(_)) = extend(paths, lease, last_ms).await {
+        tracing::debug!(worker_id = lease.worker_id, last_ms, "recorded the last timestamp");
+    }
+    release_lease(zk, paths, lease.worker_id, &lease.session).await;
+}
+
+async fn release_lease(zk: &ZkClient, paths: &LeasePaths, worker_id: u64, session: &Session) {
+    let done = zk.guaranteed_delete(paths.lease(worker_id), Some(session.generation()));
+    let _ = tokio::time::timeout(Duration::from_secs(5), done.wait()).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_names_are_five_digits() {
+        let p = LeasePaths { root: "/ids/snow".into(), identity: "host-a".into() };
+        assert_eq!(p.lease(7), "/ids/snow/leases/00007");
+        assert_eq!(p.record(1023), "/ids/snow/workers/01023");
+        assert_eq!(p.identity_record(), "/ids/snow/identities/host-a");
+        assert_eq!(parse_worker("01023"), Some(1023));
+        assert_eq!(parse_worker("1023"), None);
+        assert_eq!(parse_worker("x0001"), None);
+    }
+
+    #[test]
+    fn records_are_json() {
+        let r = WorkerRecord { identity: "a".into(), until_ms: 5 };
+        let json = serde_json::to_string(&r).unwrap();
+        assert_eq!(json, r#"{"identity":"a","until_ms":5}"#);
+        assert_eq!(serde_json::from_str::<WorkerRecord>(&json).unwrap(), r);
+    }
+}

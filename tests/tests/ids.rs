@@ -1,0 +1,426 @@
+//! The ID generators against real ZooKeeper servers: uniqueness and order across sessions and
+//! processes, epochs, nothing left behind, corrupt state, clocks behind records, watermarks
+//! without ZooKeeper, session expiry, server restarts and killed processes.
+
+use std::collections::HashSet;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use zkr_integration_tests::{connect, connect_with_session, eventually, timing, unique_root};
+use zkr_recipes::id::{
+    IdError, IdGenerator, SegmentIdGenerator, SequentialIdGenerator, SnowflakeIdGenerator, SnowflakeLayout,
+    StepPolicy,
+};
+use zkr_testing::{expire_session, expire_session_id, shared_server, FaultProxy, TestingServer};
+use zookeeper_client::{Client, CreateMode};
+
+fn assert_unique(ids: &[u64]) {
+    let set: HashSet<u64> = ids.iter().copied().collect();
+    assert_eq!(set.len(), ids.len(), "{} duplicate IDs", ids.len() - set.len());
+}
+
+fn assert_increasing(ids: &[u64], who: &str) {
+    for pair in ids.windows(2) {
+        assert!(pair[0] < pair[1], "{who}: {} then {}", pair[0], pair[1]);
+    }
+}
+
+async fn children(observer: &Client, path: &str) -> Vec<String> {
+    match observer.list_children(path).await {
+        Ok(children) => children,
+        Err(zookeeper_client::Error::NoNode) => Vec::new(),
+        Err(e) => panic!("listing {path}: {e}"),
+    }
+}
+
+/// Draws `n` IDs, mixing single calls and batches.
+async fn draw(generator: &dyn IdGenerator, n: usize) -> Vec<u64> {
+    let mut ids = Vec::with_capacity(n);
+    while ids.len() < n {
+        if ids.len() % 3 == 0 {
+            ids.push(generator.next().await.expect("next"));
+        } else {
+            ids.extend(generator.next_batch(7.min(n - ids.len())).await.expect("next_batch"));
+        }
+    }
+    ids
+}
+
+/// Draws from every generator at once, each in its own task; returns each one's IDs.
+async fn draw_concurrently(generators: Vec<Arc<dyn IdGenerator>>, n: usize) -> Vec<Vec<u64>> {
+    let tasks: Vec<_> =
+        generators.into_iter().map(|g| tokio::spawn(async move { draw(g.as_ref(), n).await })).collect();
+    let mut all = Vec::new();
+    for task in tasks {
+        all.push(task.await.expect("task"));
+    }
+    all
+}
+
+fn check_runs(runs: &[Vec<u64>]) -> Vec<u64> {
+    for (i, run) in runs.iter().enumerate() {
+        assert_increasing(run, &format!("generator {i}"));
+    }
+    let all: Vec<u64> = runs.concat();
+    assert_unique(&all);
+    all
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequential_ids_are_unique_globally_ordered_and_leave_no_nodes() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("seq-unique");
+    let mut generators: Vec<Arc<dyn IdGenerator>> = Vec::new();
+    let mut clients = Vec::new();
+    for _ in 0..3 {
+        let zk = connect(&server.connect_string()).await;
+        // A small epoch, so that the run crosses several epochs.
+        generators.push(Arc::new(SequentialIdGenerator::with_epoch_capacity(&zk, &root, 150).unwrap()));
+        clients.push(zk);
+    }
+    let runs = draw_concurrently(generators.clone(), 200).await;
+    let all = check_runs(&runs);
+    assert_eq!(all.len(), 600);
+
+    // Globally ordered: whoever asks later gets a larger ID.
+    let mut last = *all.iter().max().unwrap();
+    for round in 0..30 {
+        let id = generators[round % 3].next().await.unwrap();
+        assert!(id > last, "{id} after {last}");
+        last = id;
+    }
+
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let epochs = children(&observer, &root).await;
+    assert!(epochs.len() >= 3, "600 IDs at 150 per epoch span several epochs: {epochs:?}");
+    for epoch in &epochs {
+        let node = format!("{root}/{epoch}");
+        eventually("ID nodes to be deleted", || async { children(&observer, &node).await.is_empty() }).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_sequential_calls_leave_no_nodes_and_bad_input_is_refused() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("seq-cancel");
+    let zk = connect(&server.connect_string()).await;
+    let ids = SequentialIdGenerator::new(&zk, &root).unwrap();
+    let mut got = Vec::new();
+    for i in 0..40u64 {
+        // Dropped at every stage: before sending, in flight, after the reply.
+        if let Ok(batch) = tokio::time::timeout(Duration::from_micros(50 * i), ids.next_batch(3)).await {
+            got.extend(batch.unwrap());
+        }
+    }
+    let after = ids.next().await.unwrap();
+    assert!(got.iter().all(|g| *g < after), "IDs keep increasing after dropped calls");
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    for epoch in children(&observer, &root).await {
+        let node = format!("{root}/{epoch}");
+        eventually("dropped calls' ID nodes to be deleted", || async {
+            children(&observer, &node).await.is_empty()
+        })
+        .await;
+    }
+    assert!(SequentialIdGenerator::new(&zk, "no-slash").is_err());
+    assert!(SequentialIdGenerator::new(&zk, "/").is_err());
+    assert!(SequentialIdGenerator::with_epoch_capacity(&zk, &root, 0).is_err());
+    assert!(matches!(ids.next_batch(1_000_000).await, Err(IdError::InvalidArgument(_))));
+    assert_eq!(ids.next_batch(0).await.unwrap(), Vec::<u64>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn segment_generators_never_share_an_id() {
+    let server = shared_server().await.unwrap();
+    let path = format!("{}/counter", unique_root("segment"));
+    let mut generators: Vec<Arc<dyn IdGenerator>> = Vec::new();
+    let mut clients = Vec::new();
+    for _ in 0..4 {
+        let zk = connect(&server.connect_string()).await;
+        // A tiny odd step: many compare-and-set races between the four.
+        let generator = SegmentIdGenerator::builder(&zk, &path).step(StepPolicy::Fixed(37)).build().unwrap();
+        generators.push(Arc::new(generator));
+        clients.push(zk);
+    }
+    let runs = draw_concurrently(generators, 3000).await;
+    let all = check_runs(&runs);
+    assert_eq!(all.len(), 12_000);
+    assert!(*all.iter().min().unwrap() >= 1, "the first ID is 1 by default");
+
+    // The counter is Curator's DistributedAtomicLong format, past every ID handed out.
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let (data, _) = observer.get_data(&path).await.unwrap();
+    let counter = i64::from_be_bytes(data.as_slice().try_into().expect("8 bytes"));
+    assert!(counter as u64 > *all.iter().max().unwrap());
+    // Nearly dense: at most the unused rest of each generator's two buffered ranges is lost.
+    assert!(counter as u64 - 1 - all.len() as u64 <= 4 * 2 * 37, "counter {counter} after {} IDs", all.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn segment_refuses_a_corrupt_counter_and_bad_settings() {
+    let server = shared_server().await.unwrap();
+    let path = format!("{}/counter", unique_root("segment-corrupt"));
+    let zk = connect(&server.connect_string()).await;
+    zk.create(&path, b"not a number", CreateMode::Persistent).await.unwrap();
+    let ids = SegmentIdGenerator::new(&zk, &path).unwrap();
+    assert!(matches!(ids.next().await, Err(IdError::CorruptState { .. })));
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let (data, _) = observer.get_data(&path).await.unwrap();
+    assert_eq!(data, b"not a number", "a corrupt counter is left as it was");
+
+    // A good value after the corrupt one: the generator goes on from it.
+    observer.set_data(&path, &500i64.to_be_bytes(), None).await.unwrap();
+    assert_eq!(ids.next().await.unwrap(), 500);
+
+    assert!(SegmentIdGenerator::builder(&zk, &path).step(StepPolicy::Fixed(0)).build().is_err());
+    assert!(SegmentIdGenerator::builder(&zk, &path).first_id(u64::MAX).build().is_err());
+    assert!(SegmentIdGenerator::new(&zk, "bad").is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snowflake_workers_get_distinct_ids_and_an_identity_gets_its_own_back() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("snowflake");
+    let (zk_a, zk_b) = (connect(&server.connect_string()).await, connect(&server.connect_string()).await);
+    let a = SnowflakeIdGenerator::builder(&zk_a, &root).identity("a").start().await.unwrap();
+    let b = SnowflakeIdGenerator::builder(&zk_b, &root).identity("b").start().await.unwrap();
+    assert_ne!(a.worker_id(), b.worker_id());
+    let runs = draw_concurrently(vec![Arc::new(a.clone()), Arc::new(b.clone())], 20_000).await;
+    let all = check_runs(&runs);
+    let layout = a.layout();
+    for id in &runs[0] {
+        assert_eq!(layout.decompose(*id).worker_id, a.worker_id());
+        assert!(layout.decompose(*id).timestamp_ms <= a.watermark_ms());
+    }
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+    let stamp = layout.decompose(*all.iter().max().unwrap()).timestamp_ms;
+    assert!(stamp.abs_diff(now) < 5_000, "IDs carry the time: {stamp} vs {now}");
+
+    let (worker_a, last_a) = (a.worker_id(), *runs[0].last().unwrap());
+    a.close().await;
+    assert!(matches!(a.next().await, Err(IdError::Closed)));
+    let again = SnowflakeIdGenerator::builder(&zk_a, &root).identity("a").start().await.unwrap();
+    assert_eq!(again.worker_id(), worker_a, "a graceful restart takes its worker ID back");
+    assert!(again.next().await.unwrap() > last_a);
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    assert_eq!(children(&observer, &format!("{root}/leases")).await.len(), 2);
+    again.close().await;
+    b.close().await;
+    assert!(children(&observer, &format!("{root}/leases")).await.is_empty(), "close deletes the leases");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snowflake_refuses_to_start_behind_its_record_and_leaves_no_lease() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("snowflake-behind");
+    let zk = connect(&server.connect_string()).await;
+    // Two worker IDs, both recorded an hour ahead of our clock.
+    let layout = SnowflakeLayout::new(UNIX_EPOCH, 41, 1, 12).unwrap();
+    let ahead = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 3_600_000;
+    for worker in 0..2 {
+        let record = format!(r#"{{"identity":"other","until_ms":{ahead}}}"#);
+        zk.create(&format!("{root}/workers/{worker:05}"), record.as_bytes(), CreateMode::Persistent)
+            .await
+            .unwrap();
+    }
+    let started = SnowflakeIdGenerator::builder(&zk, &root).layout(layout).identity("late").start().await;
+    match started {
+        Err(IdError::ClockBehindRecord { by, .. }) => assert!(by > Duration::from_secs(3500)),
+        other => panic!("expected ClockBehindRecord, got {other:?}"),
+    }
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    eventually("the refused lease to be deleted", || async {
+        children(&observer, &format!("{root}/leases")).await.is_empty()
+    })
+    .await;
+    // With every worker ID leased, there is none to take.
+    let one = SnowflakeLayout::new(UNIX_EPOCH, 41, 1, 12).unwrap();
+    let root2 = unique_root("snowflake-full");
+    let x = SnowflakeIdGenerator::builder(&zk, &root2).layout(one).identity("x").start().await.unwrap();
+    let y = SnowflakeIdGenerator::builder(&zk, &root2).layout(one).identity("y").start().await.unwrap();
+    let z = SnowflakeIdGenerator::builder(&zk, &root2).layout(one).identity("z").start().await;
+    assert!(matches!(z, Err(IdError::NoWorkerId { count: 2, .. })), "{z:?}");
+    x.close().await;
+    y.close().await;
+    assert!(matches!(
+        SnowflakeIdGenerator::builder(&zk, &root2).identity("bad/name").start().await,
+        Err(IdError::InvalidArgument(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snowflake_goes_on_after_its_session_expires() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("snowflake-expiry");
+    let zk = connect_with_session(server.connect_string(), 3).await;
+    let ids = SnowflakeIdGenerator::builder(&zk, &root)
+        .identity("expiring")
+        .window(Duration::from_millis(800))
+        .start()
+        .await
+        .unwrap();
+    let mut all = draw(&ids, 1000).await;
+    let session = zk.session().await.unwrap();
+    expire_session(session.client(), &server.connect_string()).await.unwrap();
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    // IDs keep coming (within the old watermark, then under the new lease).
+    let deadline = tokio::time::Instant::now() + timing().wait();
+    loop {
+        match ids.next_batch(10).await {
+            Ok(more) => all.extend(more),
+            Err(IdError::WatermarkStalled { .. }) => {}
+            Err(e) => panic!("unexpected {e}"),
+        }
+        if zk.generation() > session.generation()
+            && children(&observer, &format!("{root}/leases")).await.len() == 1
+        {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no new lease after the session expired");
+    }
+    all.extend(draw(&ids, 1000).await);
+    assert_increasing(&all, "across the expiry");
+    ids.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snowflake_stops_at_its_watermark_without_zookeeper_and_resumes() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("snowflake-watermark");
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let zk = connect_with_session(proxy.connect_string(), 10).await;
+    let ids = SnowflakeIdGenerator::builder(&zk, &root)
+        .window(Duration::from_millis(400))
+        .stall_timeout(Duration::from_millis(300))
+        .start()
+        .await
+        .unwrap();
+    let mut all = draw(&ids, 100).await;
+    proxy.blackhole();
+    let stalled = loop {
+        match ids.next_batch(10).await {
+            Ok(more) => all.extend(more),
+            Err(e) => break e,
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert!(matches!(stalled, IdError::WatermarkStalled { .. }), "{stalled:?}");
+    let watermark = ids.watermark_ms();
+    assert!(all.iter().all(|id| ids.layout().decompose(*id).timestamp_ms <= watermark));
+    proxy.heal();
+    let deadline = tokio::time::Instant::now() + timing().wait();
+    let resumed = loop {
+        match ids.next().await {
+            Ok(id) => break id,
+            Err(IdError::WatermarkStalled { .. }) => {
+                assert!(tokio::time::Instant::now() < deadline, "never resumed")
+            }
+            Err(e) => panic!("unexpected {e}"),
+        }
+    };
+    assert!(resumed > *all.last().unwrap());
+    ids.close().await;
+}
+
+/// A `zkr-id-worker` process and the IDs it printed.
+struct Worker {
+    child: tokio::process::Child,
+    session: i64,
+    ids: Arc<Mutex<Vec<u64>>>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Worker {
+    async fn spawn(connect_string: &str, kind: &str, path: &str, count: usize, identity: &str) -> Worker {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_zkr-id-worker"))
+            .args([connect_string, kind, path, &count.to_string(), identity])
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn zkr-id-worker");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next_line().await.unwrap().expect("a session line");
+        let session = first.strip_prefix("session ").and_then(|s| s.parse().ok()).expect("session id");
+        let ids = Arc::new(Mutex::new(Vec::new()));
+        let sink = ids.clone();
+        let reader = tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                sink.lock().unwrap().push(line.parse().expect("an ID"));
+            }
+        });
+        Worker { child, session, ids, reader }
+    }
+
+    fn drawn(&self) -> usize {
+        self.ids.lock().unwrap().len()
+    }
+
+    async fn finish(mut self) -> Vec<u64> {
+        let status = tokio::time::timeout(timing().multiple(Duration::from_secs(60)), self.child.wait())
+            .await
+            .expect("worker finishes")
+            .unwrap();
+        assert!(status.success(), "worker failed: {status}");
+        self.reader.await.unwrap();
+        Arc::try_unwrap(self.ids).unwrap().into_inner().unwrap()
+    }
+
+    async fn kill(mut self) -> Vec<u64> {
+        self.child.kill().await.unwrap();
+        self.reader.await.unwrap();
+        Arc::try_unwrap(self.ids).unwrap().into_inner().unwrap()
+    }
+}
+
+async fn progress(workers: &[&Worker], at_least: usize) {
+    let marks: Vec<usize> = workers.iter().map(|w| w.drawn() + at_least).collect();
+    eventually("workers to draw more IDs", || {
+        let done = workers.iter().zip(&marks).all(|(w, m)| w.drawn() >= *m);
+        async move { done }
+    })
+    .await;
+}
+
+/// Three processes draw at once; the server restarts, one process's session expires, another
+/// is killed with SIGKILL and replaced by a new process of the same identity. Every ID any of
+/// them printed is unique, and each process's IDs increase.
+async fn processes_never_share_an_id(kind: &str) {
+    let server = TestingServer::start().await.unwrap();
+    let cs = server.connect_string();
+    let path = format!("{}/{kind}", unique_root("processes"));
+    let mut workers = Vec::new();
+    for i in 0..3 {
+        workers.push(Worker::spawn(&cs, kind, &path, 2500, &format!("worker-{i}")).await);
+    }
+    progress(&workers.iter().collect::<Vec<_>>(), 200).await;
+    server.restart().await.unwrap();
+    progress(&workers.iter().collect::<Vec<_>>(), 200).await;
+    expire_session_id(workers[0].session, Duration::from_secs(4), &cs).await.unwrap();
+    progress(&workers.iter().collect::<Vec<_>>(), 200).await;
+    let killed = workers.remove(1).kill().await;
+    let replacement = Worker::spawn(&cs, kind, &path, 500, "worker-1").await;
+    let mut runs = vec![killed];
+    for worker in workers {
+        runs.push(worker.finish().await);
+    }
+    runs.push(replacement.finish().await);
+    let all = check_runs(&runs);
+    assert!(all.len() >= 2 * 2500 + 500 + 600, "{} IDs", all.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequential_ids_are_unique_across_processes_and_faults() {
+    processes_never_share_an_id("sequential").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn segment_ids_are_unique_across_processes_and_faults() {
+    processes_never_share_an_id("segment").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snowflake_ids_are_unique_across_processes_and_faults() {
+    processes_never_share_an_id("snowflake").await;
+}
