@@ -3,6 +3,7 @@
 
 mod connect;
 mod demo;
+mod id;
 mod lock;
 mod server;
 
@@ -30,6 +31,8 @@ enum Command {
     Lock(lock::LockArgs),
     /// Show the holder of a lock and who waits for it.
     LockInfo(lock::LockInfoArgs),
+    /// Hand out unique IDs (sequential, segment or snowflake generators).
+    Id(id::IdArgs),
     /// Run a real local ZooKeeper (1 or 3 servers) in the foreground until Ctrl-C.
     Server(server::ServerArgs),
     /// The demo: an embedded ZooKeeper and zkr's recipes at work.
@@ -62,6 +65,7 @@ fn main() {
         let result = match cli.command {
             Command::Lock(args) => lock::run(&cli.connect, args).await,
             Command::LockInfo(args) => lock::info(&cli.connect, args).await,
+            Command::Id(args) => id::run(&cli.connect, args).await,
             Command::Server(args) => server::run(args).await,
             Command::Demo(args) => demo::run(args).await,
         };

@@ -3,36 +3,12 @@
 use std::process::Stdio;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
 use zkr_connection::ZkClient;
 use zkr_recipes::locks::InterProcessMutex;
 use zkr_testing::{shared_server, Timing};
 
-fn zkr(connect: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zkr"));
-    cmd.env("ZK_CONNECT", connect).env_remove("ZKR_AUTH").kill_on_drop(true);
-    cmd
-}
-
-/// Runs `zkr ARGS` to completion.
-async fn run_zkr(connect: &str, args: &[&str]) -> std::process::Output {
-    zkr(connect).args(args).output().await.expect("run zkr")
-}
-
-fn unique(name: &str) -> String {
-    format!(
-        "/cli-{name}-{}-{}",
-        std::process::id(),
-        Timing::from_env().multiplier().to_bits() ^ rand_suffix()
-    )
-}
-
-fn rand_suffix() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(1);
-    h.finish()
-}
+mod common;
+use common::{rand_suffix, run_zkr, unique, zkr};
 
 #[tokio::test]
 async fn lock_processes_never_overlap() {

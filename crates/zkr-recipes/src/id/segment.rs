@@ -186,6 +186,7 @@ struct Inner {
     path: String,
     first_id: u64,
     policy: StepPolicy,
+    prefetch: bool,
     buffers: Mutex<Buffers>,
     /// Held while a range is fetched, so that only one fetch runs at a time.
     fetching: tokio::sync::Mutex<FetchState>,
@@ -205,6 +206,7 @@ pub struct SegmentIdGeneratorBuilder {
     path: String,
     first_id: u64,
     policy: StepPolicy,
+    prefetch: bool,
 }
 
 impl SegmentIdGeneratorBuilder {
@@ -212,6 +214,14 @@ impl SegmentIdGeneratorBuilder {
     /// with a 15-minute target).
     pub fn step(mut self, policy: StepPolicy) -> Self {
         self.policy = policy;
+        self
+    }
+
+    /// Fetch the next range in the background once 10% of the current one is used (default
+    /// `true`). Turn it off in one-shot processes that draw a known number of IDs, so that no
+    /// range is claimed and then lost at exit.
+    pub fn prefetch(mut self, prefetch: bool) -> Self {
+        self.prefetch = prefetch;
         self
     }
 
@@ -238,6 +248,7 @@ impl SegmentIdGeneratorBuilder {
                 path: self.path,
                 first_id: self.first_id,
                 policy: self.policy,
+                prefetch: self.prefetch,
                 buffers: Mutex::new(Buffers {
                     current: 0..0,
                     current_len: 0,
@@ -273,6 +284,7 @@ impl SegmentIdGenerator {
             path: path.to_owned(),
             first_id: 1,
             policy: DEFAULT_POLICY,
+            prefetch: true,
         }
     }
 
@@ -307,7 +319,7 @@ impl SegmentIdGenerator {
     fn take(&self, n: u64) -> Option<Range<u64>> {
         let mut buffers = self.inner.lock();
         let taken = buffers.take(n);
-        if buffers.wants_prefetch() {
+        if self.inner.prefetch && buffers.wants_prefetch() {
             buffers.prefetching = true;
             drop(buffers);
             tokio::spawn(Arc::clone(&self.inner).prefetch());
