@@ -17,6 +17,7 @@
 //   bench-inprocess CONNECT PATH THREADS SECONDS    RESULT ... (wait in acquire, one shared mutex)
 //   bench-waiters CONNECT PATH N               QUEUED n= rss_kb=; RESULT drained= millis= rss_kb=
 //   bench-ids CONNECT PATH SECONDS             RESULT ... (one EPHEMERAL_SEQUENTIAL create)
+//   atomic-ids CONNECT PATH N                  ID <value> per DistributedAtomicLong.increment(); DONE
 //   bench-leader-failover CONNECT PATH         LEADER <epoch_ms> / NOT_LEADER <epoch_ms>; until stdin EOF
 //
 // Benchmarks run a 1 s warm-up that is not counted. Exit status: 0 success, 1 error (message on
@@ -41,6 +42,8 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
@@ -166,6 +169,10 @@ public final class CuratorTool {
             case "bench-ids":
                 arity(args, 4);
                 benchIds(args[1], args[2], seconds(args[3]));
+                return 0;
+            case "atomic-ids":
+                arity(args, 4);
+                atomicIds(args[1], args[2], positiveInt(args[3], "N"));
                 return 0;
             case "bench-leader-failover":
                 arity(args, 3);
@@ -334,6 +341,19 @@ public final class CuratorTool {
             }
         }
         out(result(latencies, seconds));
+    }
+
+    private static void atomicIds(String connect, String path, int n) throws Exception {
+        CuratorFramework client = connect(connect);
+        DistributedAtomicLong counter = new DistributedAtomicLong(client, path, new ExponentialBackoffRetry(10, 29));
+        for (int i = 0; i < n; i++) {
+            AtomicValue<Long> value = counter.increment();
+            if (!value.succeeded()) {
+                throw new IllegalStateException("increment did not succeed");
+            }
+            out("ID " + value.postValue());
+        }
+        out("DONE");
     }
 
     private static void benchLeaderFailover(String connect, String path) throws Exception {

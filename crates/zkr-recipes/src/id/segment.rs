@@ -96,10 +96,12 @@ fn encode(value: u64) -> [u8; 8] {
     (value as i64).to_be_bytes()
 }
 
-/// The range after `value`, unless it would pass `i64::MAX`.
+/// The `step` IDs after `value` (the last ID claimed, as `DistributedAtomicLong.add` returns
+/// its new value as the ID), unless they would pass `i64::MAX`. The counter's new value is
+/// `range.end - 1`.
 fn claim(value: u64, step: u64) -> Option<Range<u64>> {
-    let end = value.checked_add(step).filter(|e| *e <= i64::MAX as u64)?;
-    Some(value..end)
+    let last = value.checked_add(step).filter(|e| *e <= i64::MAX as u64)?;
+    Some(value + 1..last + 1)
 }
 
 /// The in-memory buffers: the range being handed out and the one fetched ahead.
@@ -152,7 +154,8 @@ impl Buffers {
 /// memory at millions per second.
 ///
 /// A counter node (8 bytes, big-endian, as Apache Curator's `DistributedAtomicLong` keeps it)
-/// holds the first ID nobody has claimed. A generator claims the next `step` IDs by a
+/// holds the last ID claimed, so that Java processes calling `increment()` on it and zkr
+/// generators never hand out the same ID. A generator claims the next `step` IDs by a
 /// compare-and-set on the node's version, hands them out from memory, and fetches the next
 /// range in the background once 10% of the current one is used (double buffering), so
 /// callers rarely wait for ZooKeeper and short outages go unnoticed.
@@ -235,12 +238,15 @@ impl SegmentIdGeneratorBuilder {
     ///
     /// # Errors
     /// [`IdError::Connection`] for an invalid path; [`IdError::InvalidArgument`] for a zero
-    /// step, `min > max`, or a first ID over `i64::MAX`.
+    /// step, `min > max`, or a first ID of 0 or over `i64::MAX`.
     pub fn build(self) -> Result<SegmentIdGenerator, IdError> {
         path::validate_node_path(&self.path)?;
         self.policy.validate()?;
-        if self.first_id > i64::MAX as u64 {
-            return Err(IdError::InvalidArgument(format!("first ID {} is over i64::MAX", self.first_id)));
+        if self.first_id == 0 || self.first_id > i64::MAX as u64 {
+            return Err(IdError::InvalidArgument(format!(
+                "first ID {} is not in 1..=i64::MAX",
+                self.first_id
+            )));
         }
         Ok(SegmentIdGenerator {
             inner: Arc::new(Inner {
@@ -378,7 +384,7 @@ impl Inner {
                         Err(reason) => return Ok(Cas::Corrupt(reason)),
                     };
                     let Some(range) = claim(value, step) else { return Ok(Cas::Exhausted) };
-                    match client.set_data(path, &encode(range.end), Some(stat.version)).await {
+                    match client.set_data(path, &encode(range.end - 1), Some(stat.version)).await {
                         Ok(_) => Ok(Cas::Won(range)),
                         Err(zookeeper_client::Error::BadVersion) => Ok(Cas::Lost),
                         Err(e) => Err(e),
@@ -393,11 +399,11 @@ impl Inner {
                 }
                 Cas::Lost => tokio::task::yield_now().await,
                 Cas::Absent => {
-                    let range = claim(self.first_id, step)
+                    let range = claim(self.first_id - 1, step)
                         .ok_or_else(|| IdError::Exhausted { path: path.clone() })?;
                     // Created by us: the first range is ours. NodeExists (someone else, or our
                     // own create whose reply was lost): read it again.
-                    if self.zk.create_if_absent(path, &encode(range.end), CreateMode::Persistent).await? {
+                    if self.zk.create_if_absent(path, &encode(range.end - 1), CreateMode::Persistent).await? {
                         state.last_fetch = Some(Instant::now());
                         return Ok(range);
                     }
@@ -470,8 +476,8 @@ mod tests {
 
     #[test]
     fn claims_stop_at_i64_max() {
-        assert_eq!(claim(1, 10), Some(1..11));
-        assert_eq!(claim(i64::MAX as u64 - 10, 10), Some(i64::MAX as u64 - 10..i64::MAX as u64));
+        assert_eq!(claim(0, 10), Some(1..11));
+        assert_eq!(claim(i64::MAX as u64 - 10, 10), Some(i64::MAX as u64 - 9..i64::MAX as u64 + 1));
         assert_eq!(claim(i64::MAX as u64 - 9, 10), None);
     }
 
