@@ -20,5 +20,6 @@
 //! # Ok(()) }
 //! ```
 
+pub mod config;
 pub mod id;
 pub mod locks;

@@ -1,0 +1,140 @@
+//! How config values are turned into bytes and back.
+
+use std::fmt::Debug;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// Decodes (and encodes, for publishing) the values of config nodes. Implement it for a
+/// format of your own; [`Json`], [`Toml`], [`Yaml`], [`Utf8`] and [`Raw`] are provided.
+///
+/// A value that fails to decode never replaces the last good one: the watcher reports a
+/// [`ConfigEvent::DecodeFailed`](super::ConfigEvent::DecodeFailed) and keeps what it had.
+///
+/// # Examples
+///
+/// ```
+/// use zkr_recipes::config::{Codec, Json};
+///
+/// #[derive(serde::Deserialize, serde::Serialize, Debug, PartialEq)]
+/// struct Db { url: String, pool: u32 }
+///
+/// let db: Db = Json.decode(br#"{"url":"postgres://db","pool":8}"#).unwrap();
+/// assert_eq!(db.pool, 8);
+/// assert!(<Json as Codec<Db>>::decode(&Json, b"{oops").is_err());
+/// ```
+pub trait Codec<T>: Send + Sync + Debug + 'static {
+    /// The value in `data`, or why it is not one.
+    ///
+    /// # Errors
+    /// A message saying what is wrong with the data.
+    fn decode(&self, data: &[u8]) -> Result<T, String>;
+
+    /// The bytes that [`decode`](Self::decode) turns back into `value`.
+    ///
+    /// # Errors
+    /// A message saying why the value cannot be encoded.
+    fn encode(&self, value: &T) -> Result<Vec<u8>, String>;
+}
+
+/// JSON through `serde_json`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Json;
+
+impl<T: Serialize + DeserializeOwned + 'static> Codec<T> for Json {
+    fn decode(&self, data: &[u8]) -> Result<T, String> {
+        serde_json::from_slice(data).map_err(|e| e.to_string())
+    }
+
+    fn encode(&self, value: &T) -> Result<Vec<u8>, String> {
+        serde_json::to_vec(value).map_err(|e| e.to_string())
+    }
+}
+
+/// TOML through the `toml` crate.
+///
+/// # Examples
+///
+/// ```
+/// use zkr_recipes::config::{Codec, Toml};
+/// let v: std::collections::BTreeMap<String, u32> = Toml.decode(b"pool = 8").unwrap();
+/// assert_eq!(v["pool"], 8);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Toml;
+
+impl<T: Serialize + DeserializeOwned + 'static> Codec<T> for Toml {
+    fn decode(&self, data: &[u8]) -> Result<T, String> {
+        let text = std::str::from_utf8(data).map_err(|e| e.to_string())?;
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    fn encode(&self, value: &T) -> Result<Vec<u8>, String> {
+        toml::to_string(value).map(String::into_bytes).map_err(|e| e.to_string())
+    }
+}
+
+/// YAML through `serde_yaml_ng`.
+///
+/// # Examples
+///
+/// ```
+/// use zkr_recipes::config::{Codec, Yaml};
+/// let v: Vec<u32> = Yaml.decode(b"- 1\n- 2\n").unwrap();
+/// assert_eq!(v, [1, 2]);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Yaml;
+
+impl<T: Serialize + DeserializeOwned + 'static> Codec<T> for Yaml {
+    fn decode(&self, data: &[u8]) -> Result<T, String> {
+        serde_yaml_ng::from_slice(data).map_err(|e| e.to_string())
+    }
+
+    fn encode(&self, value: &T) -> Result<Vec<u8>, String> {
+        serde_yaml_ng::to_string(value).map(String::into_bytes).map_err(|e| e.to_string())
+    }
+}
+
+/// UTF-8 text, as is.
+///
+/// # Examples
+///
+/// ```
+/// use zkr_recipes::config::{Codec, Utf8};
+/// assert_eq!(Utf8.decode(b"jdbc:mysql://db").unwrap(), "jdbc:mysql://db");
+/// assert!(Utf8.decode(&[0xff]).is_err());
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Utf8;
+
+impl Codec<String> for Utf8 {
+    fn decode(&self, data: &[u8]) -> Result<String, String> {
+        String::from_utf8(data.to_vec()).map_err(|e| e.to_string())
+    }
+
+    fn encode(&self, value: &String) -> Result<Vec<u8>, String> {
+        Ok(value.clone().into_bytes())
+    }
+}
+
+/// Bytes, as they are; never fails.
+///
+/// # Examples
+///
+/// ```
+/// use zkr_recipes::config::{Codec, Raw};
+/// assert_eq!(Raw.decode(&[0, 1]).unwrap(), vec![0, 1]);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Raw;
+
+impl Codec<Vec<u8>> for Raw {
+    fn decode(&self, data: &[u8]) -> Result<Vec<u8>, String> {
+        Ok(data.to_vec())
+    }
+
+    fn encode(&self, value: &Vec<u8>) -> Result<Vec<u8>, String> {
+        Ok(value.clone())
+    }
+}

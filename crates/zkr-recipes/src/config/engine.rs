@@ -1,0 +1,418 @@
+//! The engine behind both watchers: one task per watcher keeps a map of key -> latest value in
+//! step with ZooKeeper through a persistent (recursive) watch, resynchronising fully after
+//! every reconnect and every new session.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::select_all;
+use futures::FutureExt as _;
+use tokio::sync::{broadcast, watch};
+use zkr_connection::{path, Session, ZkClient};
+use zookeeper_client::{AddWatchMode, Client, EventType, OneshotWatcher, SessionState, Stat};
+
+use super::{Codec, ConfigEvent, ConfigSnapshot, Versioned};
+
+/// What a watcher covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// One node; its key is `""`.
+    Node,
+    /// Every node below the root that has data; keys are paths relative to the root.
+    Tree,
+}
+
+/// How the watcher learns of changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum WatchMode {
+    /// Persistent watches (ZooKeeper 3.6+), falling back to one-shot watches when the server
+    /// does not know them.
+    #[default]
+    Auto,
+    /// Persistent (recursive for a tree) watches only.
+    Persistent,
+    /// One-shot watches, re-set on every change, as servers before 3.6 need: every change
+    /// makes the watcher read everything again.
+    OneShot,
+}
+
+/// A node as read: its data and `Stat`.
+type Read = (Vec<u8>, Stat);
+
+pub(crate) struct Engine<T> {
+    pub(crate) zk: ZkClient,
+    pub(crate) root: String,
+    pub(crate) scope: Scope,
+    pub(crate) mode: WatchMode,
+    pub(crate) codec: Arc<dyn Codec<T>>,
+    pub(crate) snapshot: watch::Sender<Arc<ConfigSnapshot<T>>>,
+    pub(crate) events: broadcast::Sender<ConfigEvent<T>>,
+    /// Closed when the last handle of the watcher is dropped.
+    pub(crate) alive: watch::Receiver<()>,
+    /// The working copy of the snapshot's entries.
+    pub(crate) entries: BTreeMap<String, Versioned<T>>,
+    /// The `mzxid` of the newest version read per key, decoded or not, so that a bad version is
+    /// reported once.
+    pub(crate) seen: BTreeMap<String, i64>,
+}
+
+/// Resolves when the watcher's last handle is dropped.
+async fn dropped(mut alive: watch::Receiver<()>) {
+    while alive.changed().await.is_ok() {}
+}
+
+/// Why a watch loop ended.
+enum End {
+    /// The session ended: start again on the next one.
+    SessionEnded,
+    /// Nobody holds the watcher any more.
+    Dropped,
+}
+
+impl<T: Send + Sync + 'static> Engine<T> {
+    pub(crate) fn key_of(&self, node: &str) -> Option<String> {
+        match self.scope {
+            Scope::Node => (node == self.root).then(String::new),
+            Scope::Tree => {
+                let rest =
+                    if self.root == "/" { node.strip_prefix('/') } else { node.strip_prefix(&self.root) }?;
+                let key = if self.root == "/" { rest } else { rest.strip_prefix('/')? };
+                (!key.is_empty()).then(|| key.to_owned())
+            }
+        }
+    }
+
+    fn node_of(&self, key: &str) -> String {
+        if key.is_empty() {
+            self.root.clone()
+        } else {
+            path::join(&self.root, key)
+        }
+    }
+
+    /// Applies what a read of `key` found (`None`: no node, or a tree node without data).
+    /// Returns whether the entries changed.
+    pub(crate) fn apply(&mut self, key: &str, found: Option<Read>) -> bool {
+        let found = found.filter(|(data, _)| self.scope == Scope::Node || !data.is_empty());
+        match found {
+            None => match self.entries.remove(key) {
+                Some(old) => {
+                    self.seen.remove(key);
+                    let _ = self.events.send(ConfigEvent::Changed {
+                        key: key.to_owned(),
+                        old: Some(old),
+                        new: None,
+                    });
+                    true
+                }
+                None => {
+                    self.seen.remove(key);
+                    false
+                }
+            },
+            Some((data, stat)) => {
+                // Versions never go backwards: an older read than what we hold is ignored.
+                if self.seen.get(key).is_some_and(|m| *m >= stat.mzxid) {
+                    return false;
+                }
+                self.seen.insert(key.to_owned(), stat.mzxid);
+                match self.codec.decode(&data) {
+                    Ok(value) => {
+                        let new = Versioned::new(value, data, &stat);
+                        let old = self.entries.insert(key.to_owned(), new.clone());
+                        let _ = self.events.send(ConfigEvent::Changed {
+                            key: key.to_owned(),
+                            old,
+                            new: Some(new),
+                        });
+                        true
+                    }
+                    Err(error) => {
+                        tracing::warn!(node = %self.node_of(key), version = stat.version, %error, "config value does not decode; keeping the last good one");
+                        let _ = self.events.send(ConfigEvent::DecodeFailed {
+                            key: key.to_owned(),
+                            version: stat.version,
+                            mzxid: stat.mzxid,
+                            error,
+                        });
+                        false
+                    }
+                }
+            }
+        }
+    }
+
+    pub(crate) fn publish(&self, stale: bool) {
+        let snapshot = Arc::new(ConfigSnapshot { entries: self.entries.clone(), stale });
+        self.snapshot.send_replace(snapshot);
+    }
+
+    /// Replaces everything with a full read: keys missing from it are removed.
+    fn apply_all(&mut self, all: BTreeMap<String, Read>) {
+        let gone: Vec<String> = self.entries.keys().filter(|k| !all.contains_key(*k)).cloned().collect();
+        for key in gone {
+            self.apply(&key, None);
+        }
+        for (key, read) in all {
+            self.apply(&key, Some(read));
+        }
+        self.publish(false);
+    }
+
+    /// Reads the node, or the whole tree level by level with every request of a level
+    /// pipelined; with `watch`, sets one-shot watches on everything read.
+    async fn read_all(
+        &self,
+        client: &Client,
+        watch: bool,
+    ) -> Result<(BTreeMap<String, Read>, Vec<OneshotWatcher>), zookeeper_client::Error> {
+        let mut all = BTreeMap::new();
+        let mut watchers = Vec::new();
+        let mut level = vec![self.root.clone()];
+        while !level.is_empty() {
+            let mut next = Vec::new();
+            if watch {
+                let data: Vec<_> = level.iter().map(|p| client.get_and_watch_data(p)).collect();
+                let children: Vec<_> = if self.scope == Scope::Tree {
+                    level.iter().map(|p| client.get_and_watch_children(p)).collect()
+                } else {
+                    Vec::new()
+                };
+                for (node, reply) in level.iter().zip(data) {
+                    match reply.await {
+                        Ok((bytes, stat, w)) => {
+                            watchers.push(w);
+                            if let Some(key) = self.key_of(node) {
+                                all.insert(key, (bytes, stat));
+                            }
+                        }
+                        Err(zookeeper_client::Error::NoNode) => {
+                            // Watch for its creation.
+                            let (_, w) = client.check_and_watch_stat(node).await?;
+                            watchers.push(w);
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                for (node, reply) in level.iter().zip(children) {
+                    match reply.await {
+                        Ok((names, _, w)) => {
+                            watchers.push(w);
+                            next.extend(names.iter().map(|c| path::join(node, c)));
+                        }
+                        Err(zookeeper_client::Error::NoNode) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            } else {
+                let data: Vec<_> = level.iter().map(|p| client.get_data(p)).collect();
+                let children: Vec<_> = if self.scope == Scope::Tree {
+                    level.iter().map(|p| client.list_children(p)).collect()
+                } else {
+                    Vec::new()
+                };
+                for (node, reply) in level.iter().zip(data) {
+                    match reply.await {
+                        Ok(read) => {
+                            if let Some(key) = self.key_of(node) {
+                                all.insert(key, read);
+                            }
+                        }
+                        Err(zookeeper_client::Error::NoNode) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                for (node, reply) in level.iter().zip(children) {
+                    match reply.await {
+                        Ok(names) => next.extend(names.iter().map(|c| path::join(node, c))),
+                        Err(zookeeper_client::Error::NoNode) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            level = next;
+        }
+        Ok((all, watchers))
+    }
+
+    /// The first full read, for `start`: on the current session, within `timeout`.
+    pub(crate) async fn initial_sync(&mut self, timeout: Duration) -> Result<(), zkr_connection::Error> {
+        self.zk.wait_connected(timeout).await?;
+        let all = self
+            .zk
+            .retry(|s| {
+                let this = &*self;
+                async move { this.read_all(s.client(), false).await.map(|(all, _)| all) }
+            })
+            .await?;
+        self.apply_all(all);
+        Ok(())
+    }
+
+    /// Runs until every handle is dropped.
+    pub(crate) async fn run(mut self) {
+        let mut mode = self.mode;
+        let mut generation = None;
+        loop {
+            let session = tokio::select! {
+                s = self.next_session(generation) => s,
+                () = dropped(self.alive.clone()) => return,
+            };
+            let Some(session) = session else { return };
+            generation = Some(session.generation());
+            let end = match mode {
+                WatchMode::OneShot => self.one_shot(&session).await,
+                WatchMode::Auto | WatchMode::Persistent => match self.persistent(&session).await {
+                    Err(zookeeper_client::Error::Unimplemented) if mode == WatchMode::Auto => {
+                        tracing::info!(root = %self.root, "server has no persistent watches; using one-shot watches");
+                        mode = WatchMode::OneShot;
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::debug!(root = %self.root, error = %e, "config watch failed; starting again");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        generation = None;
+                        continue;
+                    }
+                    Ok(end) => end,
+                },
+            };
+            match end {
+                End::Dropped => return,
+                End::SessionEnded => self.publish(true),
+            }
+        }
+    }
+
+    /// The current session if it is newer than `after`, else the next one; `None` once the
+    /// manager is closed.
+    async fn next_session(&self, after: Option<u64>) -> Option<Session> {
+        let mut sessions = self.zk.session_watch();
+        loop {
+            let current = sessions.borrow_and_update().clone();
+            if let Some(s) = current.filter(|s| after.is_none_or(|g| s.generation() > g)) {
+                return Some(s);
+            }
+            if self.zk.is_closed() || sessions.changed().await.is_err() {
+                return None;
+            }
+        }
+    }
+
+    /// The persistent-watch loop on one session.
+    async fn persistent(&mut self, session: &Session) -> Result<End, zookeeper_client::Error> {
+        let client = session.client();
+        let mode = if self.scope == Scope::Tree {
+            AddWatchMode::PersistentRecursive
+        } else {
+            AddWatchMode::Persistent
+        };
+        // Watch first, then read: whatever changes after the read is an event.
+        let mut watcher = client.watch(&self.root, mode).await?;
+        let (all, _) = self.read_all(client, false).await?;
+        self.apply_all(all);
+        let mut disconnected = false;
+        loop {
+            let first = tokio::select! {
+                e = watcher.changed() => e,
+                () = dropped(self.alive.clone()) => return Ok(End::Dropped),
+            };
+            // Take every event already delivered, so that a burst (a multi-op, a busy writer)
+            // costs one pipelined round of reads and one new snapshot.
+            let mut batch = vec![first];
+            while !batch.last().is_some_and(|e| e.session_state.is_terminated()) {
+                match watcher.changed().now_or_never() {
+                    Some(event) => batch.push(event),
+                    None => break,
+                }
+            }
+            let mut reads: Vec<(String, String)> = Vec::new();
+            let mut changed = false;
+            for event in batch {
+                match event.event_type {
+                    EventType::Session => {
+                        changed |= self.read_keys(client, std::mem::take(&mut reads)).await?;
+                        if event.session_state.is_terminated() {
+                            if changed {
+                                self.publish(false);
+                            }
+                            return Ok(End::SessionEnded);
+                        }
+                        match event.session_state {
+                            SessionState::Disconnected => disconnected = true,
+                            SessionState::SyncConnected | SessionState::ConnectedReadOnly if disconnected => {
+                                // Events may have been lost while disconnected (ZOOKEEPER-4698).
+                                disconnected = false;
+                                let (all, _) = self.read_all(client, false).await?;
+                                self.apply_all(all);
+                            }
+                            _ => {}
+                        }
+                    }
+                    EventType::NodeCreated | EventType::NodeDataChanged | EventType::NodeDeleted => {
+                        if let Some(key) = self.key_of(&event.path) {
+                            reads.push((key, event.path));
+                        }
+                    }
+                    EventType::NodeChildrenChanged => {}
+                }
+            }
+            changed |= self.read_keys(client, reads).await?;
+            if changed {
+                self.publish(false);
+            }
+        }
+    }
+
+    /// Reads the nodes of `keys` after their events (pipelined) and applies what they hold
+    /// now, which is at least as new as the event. Returns whether anything changed.
+    async fn read_keys(
+        &mut self,
+        client: &Client,
+        keys: Vec<(String, String)>,
+    ) -> Result<bool, zookeeper_client::Error> {
+        let replies: Vec<_> = keys.iter().map(|(_, node)| client.get_data(node)).collect();
+        let mut changed = false;
+        for ((key, _), reply) in keys.iter().zip(replies) {
+            let found = match reply.await {
+                Ok(read) => Some(read),
+                Err(zookeeper_client::Error::NoNode) => None,
+                Err(e) => return Err(e),
+            };
+            changed |= self.apply(key, found);
+        }
+        Ok(changed)
+    }
+
+    /// The one-shot-watch loop on one session: read everything with watches, wait for any of
+    /// them, read again.
+    async fn one_shot(&mut self, session: &Session) -> End {
+        let client = session.client();
+        loop {
+            let (all, watchers) = match self.read_all(client, true).await {
+                Ok(read) => read,
+                Err(e) if zkr_connection::is_session_error(&e) => return End::SessionEnded,
+                Err(e) => {
+                    tracing::debug!(root = %self.root, error = %e, "config read failed; trying again");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            self.apply_all(all);
+            if watchers.is_empty() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+            let fired = select_all(watchers.into_iter().map(|w| w.changed().boxed()));
+            let event = tokio::select! {
+                (e, _, _) = fired => e,
+                () = dropped(self.alive.clone()) => return End::Dropped,
+            };
+            if event.session_state.is_terminated() {
+                return End::SessionEnded;
+            }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! Errors of the config recipes.
+
+use std::path::PathBuf;
+
+/// Errors of [`ConfigWatcher`](super::ConfigWatcher), [`ConfigTreeWatcher`](super::ConfigTreeWatcher)
+/// and [`ConfigPublisher`](super::ConfigPublisher).
+#[non_exhaustive]
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ConfigError {
+    /// The connection layer failed: an invalid path, data over the size limit, a retry policy
+    /// that gave up, a deadline, an expired session, a closed manager, or a ZooKeeper answer
+    /// such as `NoAuth`.
+    #[error(transparent)]
+    Connection(#[from] zkr_connection::Error),
+    /// `set_if_version` (or a delete with a version) found another version: someone else
+    /// published in between.
+    #[error("{path} is not at version {expected} (someone else published in between)")]
+    VersionConflict {
+        /// The node.
+        path: String,
+        /// The version the caller expected.
+        expected: i32,
+    },
+    /// `set_if_version` on a node that does not exist.
+    #[error("{path} does not exist")]
+    NotFound {
+        /// The node.
+        path: String,
+    },
+    /// The value cannot be encoded by the codec.
+    #[error("cannot encode the value for {path}: {reason}")]
+    Encode {
+        /// The node.
+        path: String,
+        /// The codec's message.
+        reason: String,
+    },
+    /// A stored value does not decode with the codec.
+    #[error("the value of {path} does not decode: {reason}")]
+    Decode {
+        /// The node.
+        path: String,
+        /// The codec's message.
+        reason: String,
+    },
+    /// ZooKeeper could not be reached at start and there is no last-known-good file to start
+    /// from.
+    #[error("ZooKeeper is unreachable and there is no last-known-good copy of {path}: {source}")]
+    Unavailable {
+        /// The watched path.
+        path: String,
+        /// Why ZooKeeper could not be reached.
+        source: zkr_connection::Error,
+    },
+    /// The last-known-good file cannot be read or written.
+    #[error("last-known-good file {file}: {reason}")]
+    CacheFile {
+        /// The file.
+        file: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// An argument is out of range (an empty batch, a capacity of 0).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+impl From<zookeeper_client::Error> for ConfigError {
+    fn from(error: zookeeper_client::Error) -> Self {
+        ConfigError::Connection(zkr_connection::Error::Zk(error))
+    }
+}

@@ -1,0 +1,261 @@
+//! Publishing config values: compare-and-set, create-if-absent, delete, atomic batches.
+
+use std::sync::Arc;
+
+use zkr_connection::{path, ZkClient};
+use zookeeper_client::{Acls, CreateMode, MultiWriteError, Stat};
+
+use super::{Codec, ConfigError, Versioned};
+
+/// How often a batch is tried again when another writer races it.
+const BATCH_ATTEMPTS: usize = 10;
+
+/// Writes config values, encoded with a codec, with ZooKeeper's versions as revision numbers.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::config::ConfigError> {
+/// use zkr_recipes::config::{ConfigPublisher, Json};
+///
+/// let publisher = ConfigPublisher::new(&zk, Json);
+/// let stat = publisher.set("/config/price", &42u32).await?;
+/// // Only if nobody published in between:
+/// publisher.set_if_version("/config/price", &43u32, stat.version).await?;
+/// # Ok(()) }
+/// ```
+pub struct ConfigPublisher<T> {
+    zk: ZkClient,
+    codec: Arc<dyn Codec<T>>,
+}
+
+impl<T> Clone for ConfigPublisher<T> {
+    fn clone(&self) -> Self {
+        ConfigPublisher { zk: self.zk.clone(), codec: self.codec.clone() }
+    }
+}
+
+impl<T> std::fmt::Debug for ConfigPublisher<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConfigPublisher").field("codec", &self.codec).finish()
+    }
+}
+
+impl<T: Send + Sync + 'static> ConfigPublisher<T> {
+    /// A publisher encoding with `codec`.
+    pub fn new(zk: &ZkClient, codec: impl Codec<T>) -> Self {
+        ConfigPublisher { zk: zk.clone(), codec: Arc::new(codec) }
+    }
+
+    fn encode(&self, path: &str, value: &T) -> Result<Vec<u8>, ConfigError> {
+        path::validate_node_path(path)?;
+        let data = self
+            .codec
+            .encode(value)
+            .map_err(|reason| ConfigError::Encode { path: path.to_owned(), reason })?;
+        path::validate_data(path, &data)?;
+        Ok(data)
+    }
+
+    /// The current value of `path` with its version; `None` if there is no such node.
+    ///
+    /// # Errors
+    /// [`ConfigError::Connection`]; [`ConfigError::Decode`] when the data does not decode.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a read.
+    pub async fn get(&self, path: &str) -> Result<Option<Versioned<T>>, ConfigError> {
+        path::validate_node_path(path)?;
+        let found = self
+            .zk
+            .retry(|s| async move {
+                match s.client().get_data(path).await {
+                    Ok(read) => Ok(Some(read)),
+                    Err(zookeeper_client::Error::NoNode) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            })
+            .await?;
+        let Some((data, stat)) = found else { return Ok(None) };
+        let value = self
+            .codec
+            .decode(&data)
+            .map_err(|reason| ConfigError::Decode { path: path.to_owned(), reason })?;
+        Ok(Some(Versioned::new(value, data, &stat)))
+    }
+
+    /// Writes `value` to `path` whatever its version, creating the node (and its parents) if
+    /// needed. Returns the new `Stat`.
+    ///
+    /// # Errors
+    /// [`ConfigError::Connection`] for an invalid path, data over the limit, or ZooKeeper;
+    /// [`ConfigError::Encode`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the value is written or not; writing it again is harmless.
+    pub async fn set(&self, path: &str, value: &T) -> Result<Stat, ConfigError> {
+        let data = self.encode(path, value)?;
+        loop {
+            let data = &data;
+            match self.zk.retry(|s| async move { s.client().set_data(path, data, None).await }).await {
+                Ok(stat) => return Ok(stat),
+                Err(e) if e.is_no_node() => match self.zk.create(path, data, CreateMode::Persistent).await {
+                    Ok((stat, _)) => return Ok(stat),
+                    // Created meanwhile (by someone else, or by us before a lost reply): set it.
+                    Err(e) if e.is_node_exists() => continue,
+                    Err(e) => return Err(e.into()),
+                },
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Writes `value` only if the node is still at `version` (compare-and-set).
+    ///
+    /// A retried write after a lost reply can find its own new version and report a conflict:
+    /// read the node to tell.
+    ///
+    /// # Errors
+    /// [`ConfigError::VersionConflict`], [`ConfigError::NotFound`], or as [`set`](Self::set).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the value is written or not.
+    pub async fn set_if_version(&self, path: &str, value: &T, version: i32) -> Result<Stat, ConfigError> {
+        let data = &self.encode(path, value)?;
+        match self.zk.retry(|s| async move { s.client().set_data(path, data, Some(version)).await }).await {
+            Ok(stat) => Ok(stat),
+            Err(e) if e.is_bad_version() => {
+                Err(ConfigError::VersionConflict { path: path.to_owned(), expected: version })
+            }
+            Err(e) if e.is_no_node() => Err(ConfigError::NotFound { path: path.to_owned() }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Creates `path` with `value` unless it exists; `true` if this call created it.
+    ///
+    /// # Errors
+    /// As [`set`](Self::set).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn create_if_absent(&self, path: &str, value: &T) -> Result<bool, ConfigError> {
+        let data = self.encode(path, value)?;
+        Ok(self.zk.create_if_absent(path, &data, CreateMode::Persistent).await?)
+    }
+
+    /// Deletes `path` (only at `version`, if given); `true` if this call deleted it.
+    ///
+    /// # Errors
+    /// [`ConfigError::VersionConflict`]; [`ConfigError::Connection`] (`NotEmpty` for a node with
+    /// children).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn delete(&self, path: &str, version: Option<i32>) -> Result<bool, ConfigError> {
+        path::validate_node_path(path)?;
+        match self.zk.retry(|s| async move { s.client().delete(path, version).await }).await {
+            Ok(()) => Ok(true),
+            Err(e) if e.is_no_node() => Ok(false),
+            Err(e) if e.is_bad_version() => {
+                Err(ConfigError::VersionConflict { path: path.to_owned(), expected: version.unwrap_or(-1) })
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Writes every `(path, value)` atomically in one multi-op: a watcher of their common root
+    /// sees all of them or none. Nodes that do not exist are created (their parents first, as
+    /// containers). Returns the new `Stat`s in order (for created nodes, as read right after:
+    /// ZooKeeper's multi-op does not return them).
+    ///
+    /// # Errors
+    /// [`ConfigError::InvalidArgument`] for an empty batch or a path given twice; as
+    /// [`set`](Self::set) for each entry; [`ConfigError::Connection`] when other writers kept
+    /// racing it for 10 attempts.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the multi-op is applied entirely or not at all (parents may have been
+    /// created).
+    pub async fn set_all(&self, values: &[(&str, &T)]) -> Result<Vec<Stat>, ConfigError> {
+        if values.is_empty() {
+            return Err(ConfigError::InvalidArgument("an empty batch".into()));
+        }
+        let mut paths: Vec<&str> = values.iter().map(|(p, _)| *p).collect();
+        paths.sort_unstable();
+        if paths.windows(2).any(|w| w[0] == w[1]) {
+            return Err(ConfigError::InvalidArgument("a path is given twice in one batch".into()));
+        }
+        let encoded: Vec<(&str, Vec<u8>)> =
+            values.iter().map(|(p, v)| self.encode(p, v).map(|d| (*p, d))).collect::<Result<_, _>>()?;
+        for (p, _) in &encoded {
+            if let Some(parent) = path::parent(p).filter(|parent| *parent != "/") {
+                self.zk.create_parents(&path::join(parent, "x")).await?;
+            }
+        }
+        let mut last = None;
+        for _ in 0..BATCH_ATTEMPTS {
+            let encoded = &encoded;
+            let outcome = self
+                .zk
+                .retry(|s| async move {
+                    let client = s.client();
+                    let stats: Vec<_> = encoded.iter().map(|(p, _)| client.check_stat(p)).collect();
+                    let mut exists = Vec::with_capacity(stats.len());
+                    for stat in stats {
+                        exists.push(stat.await?.map(|st| st.version));
+                    }
+                    let acls: Vec<_> = encoded.iter().map(|(p, _)| self.zk.acl_for_path(p)).collect();
+                    let options: Vec<_> =
+                        acls.iter().map(|a| CreateMode::Persistent.with_acls(Acls::new(a))).collect();
+                    let mut writer = client.new_multi_writer();
+                    for (((p, data), version), options) in encoded.iter().zip(&exists).zip(&options) {
+                        match version {
+                            Some(v) => writer.add_set_data(p, data, Some(*v))?,
+                            None => writer.add_create(p, data, options)?,
+                        }
+                    }
+                    match writer.commit().await {
+                        Ok(results) => Ok(Ok(results)),
+                        Err(MultiWriteError::OperationFailed { source, .. })
+                            if matches!(
+                                source,
+                                zookeeper_client::Error::BadVersion
+                                    | zookeeper_client::Error::NodeExists
+                                    | zookeeper_client::Error::NoNode
+                            ) =>
+                        {
+                            Ok(Err(source))
+                        }
+                        Err(e) => Err(zookeeper_client::Error::from(e)),
+                    }
+                })
+                .await?;
+            match outcome {
+                Ok(results) => {
+                    let mut stats: Vec<Stat> = results
+                        .into_iter()
+                        .filter_map(|r| match r {
+                            zookeeper_client::MultiWriteResult::Create { stat, .. }
+                            | zookeeper_client::MultiWriteResult::SetData { stat } => Some(stat),
+                            _ => None,
+                        })
+                        .collect();
+                    // A multi-op's create answers without a Stat: read those.
+                    for ((p, _), stat) in encoded.iter().zip(stats.iter_mut()) {
+                        if stat.mzxid < 0 {
+                            if let Some(read) =
+                                self.zk.retry(|s| async move { s.client().check_stat(p).await }).await?
+                            {
+                                *stat = read;
+                            }
+                        }
+                    }
+                    return Ok(stats);
+                }
+                Err(raced) => last = Some(raced),
+            }
+        }
+        Err(zkr_connection::Error::Zk(last.unwrap_or(zookeeper_client::Error::BadVersion)).into())
+    }
+}
