@@ -1,6 +1,7 @@
 //! `zkr`: run commands under ZooKeeper locks, hand out IDs, get/set/watch config, and run a
 //! local ZooKeeper for development. All logic lives in the zkr libraries; this is the shell.
 
+mod config;
 mod connect;
 mod demo;
 mod id;
@@ -33,6 +34,8 @@ enum Command {
     LockInfo(lock::LockInfoArgs),
     /// Hand out unique IDs (sequential, segment or snowflake generators).
     Id(id::IdArgs),
+    /// Read, publish and watch config nodes.
+    Config(config::ConfigArgs),
     /// Run a real local ZooKeeper (1 or 3 servers) in the foreground until Ctrl-C.
     Server(server::ServerArgs),
     /// The demo: an embedded ZooKeeper and zkr's recipes at work.
@@ -65,6 +68,7 @@ fn main() {
         let result = match cli.command {
             Command::Lock(args) => lock::run(&cli.connect, args).await,
             Command::LockInfo(args) => lock::info(&cli.connect, args).await,
+            Command::Config(args) => config::run(&cli.connect, args).await,
             Command::Id(args) => id::run(&cli.connect, args).await,
             Command::Server(args) => server::run(args).await,
             Command::Demo(args) => demo::run(args).await,

@@ -17,6 +17,9 @@
 //   bench-inprocess CONNECT PATH THREADS SECONDS    RESULT ... (wait in acquire, one shared mutex)
 //   bench-waiters CONNECT PATH N               QUEUED n= rss_kb=; RESULT drained= millis= rss_kb=
 //   bench-ids CONNECT PATH SECONDS             RESULT ... (one EPHEMERAL_SEQUENTIAL create)
+//   config-subscribers CONNECT PATH N          N sessions, each a CuratorCache on PATH (a number);
+//                                              READY once all are primed, then SEEN <i> <value> <t_us>
+//                                              whenever subscriber i holds a larger value; until stdin EOF
 //   atomic-ids CONNECT PATH N                  ID <value> per DistributedAtomicLong.increment(); DONE
 //   bench-leader-failover CONNECT PATH         LEADER <epoch_ms> / NOT_LEADER <epoch_ms>; until stdin EOF
 //
@@ -44,6 +47,8 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
@@ -169,6 +174,10 @@ public final class CuratorTool {
             case "bench-ids":
                 arity(args, 4);
                 benchIds(args[1], args[2], seconds(args[3]));
+                return 0;
+            case "config-subscribers":
+                arity(args, 4);
+                configSubscribers(args[1], args[2], positiveInt(args[3], "N"));
                 return 0;
             case "atomic-ids":
                 arity(args, 4);
@@ -341,6 +350,43 @@ public final class CuratorTool {
             }
         }
         out(result(latencies, seconds));
+    }
+
+    private static void configSubscribers(String connect, String path, int n) throws Exception {
+        CountDownLatch primed = new CountDownLatch(n);
+        List<CuratorCache> caches = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            final int subscriber = i;
+            final long[] held = {Long.MIN_VALUE};
+            CuratorFramework client = connect(connect);
+            CuratorCache cache = CuratorCache.build(client, path, CuratorCache.Options.SINGLE_NODE_CACHE);
+            cache.listenable().addListener(CuratorCacheListener.builder()
+                    .forCreatesAndChanges((before, after) -> {
+                        long t = micros();
+                        long value = Long.parseLong(new String(after.getData(), StandardCharsets.UTF_8).trim());
+                        synchronized (held) {
+                            if (value > held[0]) {
+                                held[0] = value;
+                                out("SEEN " + subscriber + " " + value + " " + t);
+                            }
+                        }
+                    })
+                    .forInitialized(primed::countDown)
+                    .build());
+            cache.start();
+            caches.add(cache);
+        }
+        if (!primed.await(120, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("caches not primed within 120 s");
+        }
+        out("READY");
+        BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        while (stdin.readLine() != null) {
+            // Runs until stdin closes.
+        }
+        for (CuratorCache cache : caches) {
+            cache.close();
+        }
     }
 
     private static void atomicIds(String connect, String path, int n) throws Exception {

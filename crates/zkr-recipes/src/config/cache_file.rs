@@ -92,3 +92,36 @@ pub(crate) async fn keep_writing<T: Send + Sync + 'static>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Json;
+
+    fn snapshot(entries: &[(&str, u32, i64)]) -> ConfigSnapshot<u32> {
+        let entries = entries
+            .iter()
+            .map(|(k, v, mzxid)| {
+                (k.to_string(), Versioned::from_parts(*v, v.to_string().into_bytes(), 3, *mzxid))
+            })
+            .collect();
+        ConfigSnapshot { entries, stale: false }
+    }
+
+    #[test]
+    fn a_snapshot_survives_the_file_and_only_for_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("lkg.json");
+        assert!(load::<u32>(&file, "/config", &Json).unwrap().is_none(), "no file yet");
+        store(&file, "/config", &snapshot(&[("a", 1, 10), ("b/c", 2, 11)])).unwrap();
+        let loaded = load::<u32>(&file, "/config", &Json).unwrap().unwrap();
+        assert_eq!(loaded.len(), 2);
+        assert_eq!((*loaded["b/c"].value, loaded["b/c"].version, loaded["b/c"].mzxid), (2, 3, 11));
+        assert!(matches!(load::<u32>(&file, "/other", &Json), Err(ConfigError::CacheFile { .. })));
+        // An entry that no longer decodes (the type changed) is left out, not fatal.
+        let as_text = load::<String>(&file, "/config", &Json).unwrap().unwrap();
+        assert!(as_text.is_empty());
+        std::fs::write(&file, b"garbage").unwrap();
+        assert!(matches!(load::<u32>(&file, "/config", &Json), Err(ConfigError::CacheFile { .. })));
+    }
+}

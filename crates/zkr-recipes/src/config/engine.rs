@@ -58,6 +58,19 @@ pub(crate) struct Engine<T> {
     pub(crate) seen: BTreeMap<String, i64>,
 }
 
+/// The key of `node` under `root`: `""` for the node itself in [`Scope::Node`], the relative
+/// path in [`Scope::Tree`] (where the root itself is no key); `None` for other nodes.
+pub(crate) fn key_of(scope: Scope, root: &str, node: &str) -> Option<String> {
+    match scope {
+        Scope::Node => (node == root).then(String::new),
+        Scope::Tree => {
+            let rest = if root == "/" { Some(node) } else { node.strip_prefix(root) }?;
+            let key = rest.strip_prefix('/')?;
+            (!key.is_empty()).then(|| key.to_owned())
+        }
+    }
+}
+
 /// Resolves when the watcher's last handle is dropped.
 async fn dropped(mut alive: watch::Receiver<()>) {
     while alive.changed().await.is_ok() {}
@@ -73,15 +86,7 @@ enum End {
 
 impl<T: Send + Sync + 'static> Engine<T> {
     pub(crate) fn key_of(&self, node: &str) -> Option<String> {
-        match self.scope {
-            Scope::Node => (node == self.root).then(String::new),
-            Scope::Tree => {
-                let rest =
-                    if self.root == "/" { node.strip_prefix('/') } else { node.strip_prefix(&self.root) }?;
-                let key = if self.root == "/" { rest } else { rest.strip_prefix('/')? };
-                (!key.is_empty()).then(|| key.to_owned())
-            }
-        }
+        key_of(self.scope, &self.root, node)
     }
 
     fn node_of(&self, key: &str) -> String {
@@ -414,5 +419,21 @@ impl<T: Send + Sync + 'static> Engine<T> {
                 return End::SessionEnded;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_paths_relative_to_the_root() {
+        assert_eq!(key_of(Scope::Node, "/config/a", "/config/a").as_deref(), Some(""));
+        assert_eq!(key_of(Scope::Node, "/config/a", "/config/a/b"), None);
+        assert_eq!(key_of(Scope::Tree, "/config", "/config/db/url").as_deref(), Some("db/url"));
+        assert_eq!(key_of(Scope::Tree, "/config", "/config"), None);
+        assert_eq!(key_of(Scope::Tree, "/config", "/configx/a"), None, "a sibling with the same prefix");
+        assert_eq!(key_of(Scope::Tree, "/", "/a/b").as_deref(), Some("a/b"));
+        assert_eq!(key_of(Scope::Tree, "/", "/"), None);
     }
 }
