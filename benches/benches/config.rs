@@ -26,6 +26,7 @@ use zookeeper_client::{AddWatchMode, Client, EventType};
 const ZKR: &str = "zkr ConfigWatcher";
 const RAW: &str = "zookeeper-client persistent watch + read";
 const CURATOR: &str = "Curator CuratorCache";
+const ROUNDS: usize = 4;
 const INTERVAL: Duration = Duration::from_millis(20);
 const SETTLE: Duration = Duration::from_secs(2);
 
@@ -259,11 +260,11 @@ async fn main() -> anyhow::Result<()> {
     zkr(&cs, "/bench-config/warmup", 50, &publisher, 100).await?;
     let mut ratios = Vec::new();
     for &n in &counts {
-        // zkr and the raw client alternate over two rounds (the server drifts faster while it
-        // runs, and a fixed order would hand that to whoever runs second); Curator runs once.
+        // zkr and the raw client alternate over ROUNDS rounds (the server drifts faster while
+        // it runs, and a fixed order would hand that to whoever runs second); Curator runs once.
         let mut results: Vec<(&str, Outcome)> = vec![(ZKR, Outcome::default()), (RAW, Outcome::default())];
-        for round in 0..2 {
-            let order = if round == 0 { [0, 1] } else { [1, 0] };
+        for round in 0..ROUNDS {
+            let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
             for i in order {
                 let library = results[i].0;
                 let path = format!("/bench-config/{n}/r{round}-{i}");
@@ -295,8 +296,8 @@ async fn main() -> anyhow::Result<()> {
         ratios.push((n, p99(0) / p99(1), p99(0) / p99(2)));
     }
     println!(
-        "## Config propagation ({updates} updates, {} ms apart; zkr and raw: 2 alternating rounds)\n",
-        INTERVAL.as_millis()
+        "## Config propagation ({updates} updates, {} ms apart; zkr and raw: {ROUNDS} alternating rounds)\n",
+        INTERVAL.as_millis(),
     );
     for (k, v) in machine_facts() {
         println!("- {k}: {v}");

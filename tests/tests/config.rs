@@ -32,17 +32,22 @@ async fn holds_latest(watcher: &ConfigWatcher<u64>, observer: &Client, path: &st
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn converges_under_concurrent_writers_and_versions_never_go_back() {
+async fn every_reader_converges_under_concurrent_writers_and_versions_never_go_back() {
     let server = shared_server().await.unwrap();
     let path = format!("{}/counter", unique_root("config-writers"));
     let zk = connect(&server.connect_string()).await;
     let publisher = ConfigPublisher::new(&zk, Json);
     publisher.set(&path, &0u64).await.unwrap();
-    let watcher = ConfigWatcher::<u64>::builder(&zk, &path, Json).start().await.unwrap();
-    assert_eq!(*watcher.get().unwrap().value, 0, "the initial value is there when start returns");
-    assert!(!watcher.is_stale());
-
-    let mut changes = watcher.changes();
+    // Four readers, each on its own session.
+    let mut readers = Vec::new();
+    for _ in 0..4 {
+        let session = connect(&server.connect_string()).await;
+        let watcher = ConfigWatcher::<u64>::builder(&session, &path, Json).start().await.unwrap();
+        assert_eq!(*watcher.get().unwrap().value, 0, "the initial value is there when start returns");
+        assert!(!watcher.is_stale());
+        readers.push((session, watcher));
+    }
+    let mut changes: Vec<_> = readers.iter().map(|(_, w)| w.changes()).collect();
     let writers: Vec<_> = (0..3u64)
         .map(|w| {
             let server_cs = server.connect_string();
@@ -60,17 +65,20 @@ async fn converges_under_concurrent_writers_and_versions_never_go_back() {
         w.await.unwrap();
     }
     let observer = raw(&server.connect_string()).await;
-    holds_latest(&watcher, &observer, &path).await;
-
-    // The events seen so far carry strictly increasing mzxids.
-    let mut last = 0;
-    while let Some(Some(event)) = futures::FutureExt::now_or_never(changes.next()) {
-        if let ConfigEvent::Changed { new: Some(new), .. } = event {
-            assert!(new.mzxid > last, "version went back: {} after {last}", new.mzxid);
-            last = new.mzxid;
-        }
+    for (_, watcher) in &readers {
+        holds_latest(watcher, &observer, &path).await;
     }
-    assert!(last > 0, "changes were streamed");
+    // Every reader's events carry strictly increasing mzxids.
+    for stream in &mut changes {
+        let mut last = 0;
+        while let Some(Some(event)) = futures::FutureExt::now_or_never(stream.next()) {
+            if let ConfigEvent::Changed { new: Some(new), .. } = event {
+                assert!(new.mzxid > last, "version went back: {} after {last}", new.mzxid);
+                last = new.mzxid;
+            }
+        }
+        assert!(last > 0, "changes were streamed");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
