@@ -38,8 +38,11 @@ enum Command {
     Config(config::ConfigArgs),
     /// Run a real local ZooKeeper (1 or 3 servers) in the foreground until Ctrl-C.
     Server(server::ServerArgs),
-    /// The demo: an embedded ZooKeeper and zkr's recipes at work.
+    /// The demo: an embedded 3-server ZooKeeper and zkr's recipes at work.
     Demo(demo::DemoArgs),
+    /// One seller process of the demo (started by `zkr demo`).
+    #[command(hide = true)]
+    DemoSeller(demo::SellerArgs),
 }
 
 fn init_tracing(verbose: u8) {
@@ -72,6 +75,7 @@ fn main() {
             Command::Id(args) => id::run(&cli.connect, args).await,
             Command::Server(args) => server::run(args).await,
             Command::Demo(args) => demo::run(args).await,
+            Command::DemoSeller(args) => demo::run_seller(&cli.connect, args).await,
         };
         match result {
             Ok(code) => code,

@@ -1,5 +1,5 @@
-//! The README's demo command works: `zkr demo` on an embedded ZooKeeper sells every ticket
-//! exactly once through a session kill.
+//! The README's demo command works: `zkr demo` on an embedded 3-server ensemble sells every
+//! ticket exactly once, with unique order IDs, through a price change and a leader kill.
 
 use std::process::Command;
 
@@ -18,6 +18,9 @@ fn the_demo_sells_every_ticket_once_and_exits_zero() {
     );
     assert!(stdout.contains("sold 90 of 90; 90 orders and 0 tickets left in ZooKeeper"), "{stdout}");
     assert!(stdout.contains("OK: every ticket sold exactly once"), "{stdout}");
+    assert!(stdout.contains("order IDs: 90 unique of 90"), "{stdout}");
+    assert!(stdout.contains("3 of 3 sellers saw it"), "{stdout}");
+    assert!(stdout.contains("leader kill: server"), "{stdout}");
 }
 
 #[test]

@@ -145,3 +145,57 @@ async fn ctrl_c_is_forwarded_and_the_lock_released() {
     let out = run_zkr(&server.connect_string(), &["lock", "--try", &path, "--", "true"]).await;
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// `kill -9` of a `zkr lock` holder: nothing releases the lock, but its session expires on the
+/// server and the lock node goes with it, so another `zkr lock` gets it within the session
+/// timeout (plus the server's expiry tick).
+#[tokio::test]
+async fn a_killed_holder_frees_the_lock_within_the_session_timeout() {
+    let server = shared_server().await.unwrap();
+    let path = unique("kill9");
+    let session_timeout = Timing::from_env().session();
+    let timeout_arg = format!("{}ms", session_timeout.as_millis());
+    let mut holder = zkr(&server.connect_string())
+        .args([
+            "--session-timeout",
+            &timeout_arg,
+            "lock",
+            &path,
+            "--",
+            "sh",
+            "-c",
+            "echo held $$; exec sleep 60",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
+    let line =
+        tokio::time::timeout(Timing::from_env().wait(), lines.next_line()).await.unwrap().unwrap().unwrap();
+    let command_pid: i32 = line
+        .strip_prefix("held ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("expected `held <pid>`, got {line:?}"));
+    let held = run_zkr(&server.connect_string(), &["lock", "--try", &path, "--", "true"]).await;
+    assert_eq!(held.status.code(), Some(3), "held while the holder lives");
+
+    let killed_at = std::time::Instant::now();
+    holder.start_kill().unwrap(); // SIGKILL: no release, no session close
+    holder.wait().await.unwrap();
+    let waited = format!("{}ms", (session_timeout * 4).as_millis());
+    let next = run_zkr(&server.connect_string(), &["lock", "--timeout", &waited, &path, "--", "true"]).await;
+    assert_eq!(next.status.code(), Some(0), "{}", String::from_utf8_lossy(&next.stderr));
+    let freed_after = killed_at.elapsed();
+    // The server expires a session between one and two of its ticks (500 ms) after the timeout.
+    assert!(
+        freed_after <= session_timeout * 2 + std::time::Duration::from_secs(2),
+        "freed after {freed_after:?}, session timeout {session_timeout:?}"
+    );
+    assert!(
+        freed_after >= session_timeout / 2,
+        "freed after {freed_after:?}: too soon for a session expiry, so something else released it"
+    );
+    // The command outlived its killed zkr (nothing was there to stop it); stop it now.
+    let _ =
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(command_pid), nix::sys::signal::Signal::SIGKILL);
+}
