@@ -1,5 +1,5 @@
 # The two commands of the README. Both install what is missing (see scripts/ensure-deps.sh).
-.PHONY: demo test deps
+.PHONY: demo test deps examples
 
 deps:
 	@scripts/ensure-deps.sh
@@ -12,3 +12,10 @@ test: deps
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p zkr-connection --features tls -- -D warnings
 	cargo test --workspace
+	$(MAKE) --no-print-directory examples
+
+# Every recipe's example, run against its own embedded ZooKeeper.
+examples:
+	cargo run --quiet -p zkr-recipes --example mutex
+	cargo run --quiet -p zkr-recipes --example config
+	cargo run --quiet -p zkr-recipes --example ids

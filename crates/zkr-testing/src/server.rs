@@ -201,3 +201,31 @@ static SHARED: tokio::sync::OnceCell<TestingServer> = tokio::sync::OnceCell::con
 pub async fn shared_server() -> Result<&'static TestingServer> {
     SHARED.get_or_try_init(TestingServer::start).await
 }
+
+/// The ZooKeeper named by `ZK_CONNECT`, or else a new embedded [`TestingServer`], which lives
+/// as long as the returned handle: what examples and demos use to run anywhere.
+///
+/// # Errors
+/// As [`TestingServer::start`].
+///
+/// # Cancel safety
+/// As [`TestingServer::start`].
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f() -> zkr_testing::Result<()> {
+/// let (_server, connect_string) = zkr_testing::env_or_embedded().await?;
+/// println!("ZooKeeper at {connect_string}");
+/// # Ok(()) }
+/// ```
+pub async fn env_or_embedded() -> Result<(Option<TestingServer>, String)> {
+    match std::env::var("ZK_CONNECT") {
+        Ok(cs) if !cs.trim().is_empty() => Ok((None, cs)),
+        _ => {
+            let server = TestingServer::start().await?;
+            let cs = server.connect_string();
+            Ok((Some(server), cs))
+        }
+    }
+}
