@@ -111,6 +111,32 @@ async fn write(publisher: &ConfigPublisher<u64>, path: &str, updates: usize) -> 
     Ok(sets)
 }
 
+/// Starts `n` subscribers with `start` (each records into the shared `Seen`), runs the
+/// writer, stops them, and measures.
+async fn with_subscribers<F, Fut>(
+    n: usize,
+    publisher: &ConfigPublisher<u64>,
+    path: &str,
+    updates: usize,
+    mut start: F,
+) -> anyhow::Result<Outcome>
+where
+    F: FnMut(usize, Seen) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<tokio::task::JoinHandle<()>>>,
+{
+    let seen: Seen = Arc::new(Mutex::new(vec![Vec::new(); n]));
+    let mut keep = Vec::new();
+    for i in 0..n {
+        keep.push(start(i, seen.clone()).await?);
+    }
+    let sets = write(publisher, path, updates).await?;
+    for task in &keep {
+        task.abort();
+    }
+    let seen = seen.lock().unwrap();
+    Ok(outcome(&seen, &sets))
+}
+
 async fn zkr(
     cs: &str,
     path: &str,
@@ -118,14 +144,11 @@ async fn zkr(
     publisher: &ConfigPublisher<u64>,
     updates: usize,
 ) -> anyhow::Result<Outcome> {
-    let seen: Seen = Arc::new(Mutex::new(vec![Vec::new(); n]));
-    let mut keep = Vec::new();
-    for i in 0..n {
+    with_subscribers(n, publisher, path, updates, |i, seen| async move {
         let zk = ZkClient::connect(cs).await?;
         let watcher = ConfigWatcher::<u64>::builder(&zk, path, Json).start().await?;
         let mut snapshots = watcher.snapshots();
-        let seen = seen.clone();
-        keep.push(tokio::spawn(async move {
+        Ok(tokio::spawn(async move {
             let _keep = (zk, watcher);
             loop {
                 let value = snapshots.borrow_and_update().get("").map(|v| *v.value);
@@ -136,14 +159,9 @@ async fn zkr(
                     return;
                 }
             }
-        }));
-    }
-    let sets = write(publisher, path, updates).await?;
-    for task in &keep {
-        task.abort();
-    }
-    let seen = seen.lock().unwrap();
-    Ok(outcome(&seen, &sets))
+        }))
+    })
+    .await
 }
 
 async fn raw(
@@ -153,13 +171,10 @@ async fn raw(
     publisher: &ConfigPublisher<u64>,
     updates: usize,
 ) -> anyhow::Result<Outcome> {
-    let seen: Seen = Arc::new(Mutex::new(vec![Vec::new(); n]));
-    let mut keep = Vec::new();
-    for i in 0..n {
+    with_subscribers(n, publisher, path, updates, |i, seen| async move {
         let client = Client::connect(cs).await?;
         let mut watcher = client.watch(path, AddWatchMode::Persistent).await?;
-        let seen = seen.clone();
-        keep.push(tokio::spawn(async move {
+        Ok(tokio::spawn(async move {
             loop {
                 let event = watcher.changed().await;
                 if event.event_type == EventType::Session && event.session_state.is_terminated() {
@@ -173,14 +188,9 @@ async fn raw(
                     }
                 }
             }
-        }));
-    }
-    let sets = write(publisher, path, updates).await?;
-    for task in &keep {
-        task.abort();
-    }
-    let seen = seen.lock().unwrap();
-    Ok(outcome(&seen, &sets))
+        }))
+    })
+    .await
 }
 
 async fn curator(
