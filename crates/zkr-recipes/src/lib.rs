@@ -22,4 +22,5 @@
 
 pub mod config;
 pub mod id;
+pub mod leader;
 pub mod locks;

@@ -380,8 +380,7 @@ public final class CuratorTool {
             throw new IllegalStateException("caches not primed within 120 s");
         }
         out("READY");
-        BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        while (stdin.readLine() != null) {
+        while (STDIN.readLine() != null) {
             // Runs until stdin closes.
         }
         for (CuratorCache cache : caches) {

@@ -49,6 +49,15 @@ pub enum LockError {
         /// Why.
         reason: LostReason,
     },
+    /// The recipe is not in a state that allows the call (a latch started twice, or after it
+    /// was closed).
+    #[error("{path}: {reason}")]
+    IllegalState {
+        /// The recipe's path.
+        path: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// The lock path cannot be used (for example `/`).
     #[error("invalid lock path {path:?}: {reason}")]
     InvalidLockPath {

@@ -1,0 +1,341 @@
+//! `LeaderLatch`: one leader among the participants on a path, Curator-compatible.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::Stream;
+use tokio::sync::{watch, Notify};
+use tokio_stream::wrappers::WatchStream;
+use zkr_connection::ZkClient;
+
+use crate::locks::{LockError, LockInternals, LockNode, LostReason, StandardLockInternalsDriver, Wait};
+
+/// Curator's `LeaderLatch` node name: `_c_<uuid>-latch-<seq>`.
+pub const LATCH_NAME: &str = "latch-";
+
+/// Where a latch stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LatchState {
+    /// Not started yet.
+    Latent,
+    /// In the queue (or joining it), not the leader.
+    Waiting,
+    /// The leader.
+    Leader(Leadership),
+    /// Closed: out of the election for good.
+    Closed,
+}
+
+/// This participant's term as leader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Leadership {
+    /// Our latch node.
+    pub node: String,
+    /// The node's creation zxid: grows with every new leader, so resources can refuse a
+    /// deposed leader's writes (a fencing token).
+    pub fencing_token: i64,
+}
+
+/// A participant of the election, from [`LeaderLatch::participants`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Participant {
+    /// The id the participant joined with (its node's data).
+    pub id: String,
+    /// Its latch node.
+    pub node: String,
+    /// Is it the leader (the first in the queue)?
+    pub is_leader: bool,
+}
+
+/// Leader election, Apache Curator's `LeaderLatch`: every participant queues an ephemeral
+/// sequential `latch-` node under the path; the first is the leader.
+///
+/// Built on [`LockInternals`] with the standard driver and the lock name `latch-`, so it
+/// shares its guarantees: one request to join when nobody else is there, a watch on the node
+/// ahead only (no herd), nothing left behind on cancellation. Node names and data (the id) are
+/// Curator's, so Java `LeaderLatch`es on the same path take part in the same election.
+///
+/// - Leadership is dropped as soon as the manager's error policy says the connection is in an
+///   error state (with the standard policy: `Suspended`), when the session ends, or when our
+///   node is deleted. The latch then deletes its node and joins again at the back: it regains
+///   leadership only by being first again, never by a stale node after a session expiry
+///   (CURATOR-696).
+/// - [`close`](Self::close) hands leadership to the next participant at once (our node is
+///   deleted before it returns); dropping every handle leaves the election in the background.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::locks::LockError> {
+/// use zkr_recipes::leader::LeaderLatch;
+///
+/// let latch = LeaderLatch::new(&zk, "/services/billing/leader", "billing-1")?;
+/// latch.start().await?;
+/// let term = latch.await_leadership().await?;
+/// println!("leading with fencing token {}", term.fencing_token);
+/// // ... act as the primary until latch.has_leadership() turns false ...
+/// latch.close().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct LeaderLatch {
+    inner: Arc<Inner>,
+    /// Closes the latch when the last handle goes (the participation task holds `inner`).
+    _owner: Arc<Owner>,
+}
+
+#[derive(Debug)]
+struct Owner(Arc<Inner>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.0.state.send_replace(LatchState::Closed);
+        self.0.closing.notify_one();
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    internals: LockInternals<StandardLockInternalsDriver>,
+    id: String,
+    state: watch::Sender<LatchState>,
+    closing: Notify,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl LeaderLatch {
+    /// A latch for the election at `path`, joining as `id` (stored in our node, shown by
+    /// [`participants`](Self::participants)). Nothing happens until [`start`](Self::start).
+    ///
+    /// # Errors
+    /// [`LockError::InvalidLockPath`] or [`LockError::Connection`] for an invalid path, or an
+    /// id over ZooKeeper's data limit.
+    pub fn new(zk: &ZkClient, path: &str, id: &str) -> Result<Self, LockError> {
+        let internals = LockInternals::new(zk, path, LATCH_NAME, StandardLockInternalsDriver, 1)?
+            .with_node_data(id.as_bytes().to_vec())?;
+        let inner = Arc::new(Inner {
+            internals,
+            id: id.to_owned(),
+            state: watch::channel(LatchState::Latent).0,
+            closing: Notify::new(),
+            task: Mutex::new(None),
+        });
+        Ok(LeaderLatch { _owner: Arc::new(Owner(inner.clone())), inner })
+    }
+
+    /// Joins the election (in the background).
+    ///
+    /// # Errors
+    /// [`LockError::IllegalState`] if the latch was already started or closed.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only spawns the participation task.
+    pub async fn start(&self) -> Result<(), LockError> {
+        let mut task = self.inner.task.lock().unwrap_or_else(|p| p.into_inner());
+        if task.is_some() || *self.inner.state.borrow() != LatchState::Latent {
+            return Err(LockError::IllegalState {
+                path: self.path().to_owned(),
+                reason: "the latch was already started (a closed latch cannot start again)",
+            });
+        }
+        self.inner.state.send_replace(LatchState::Waiting);
+        *task = Some(tokio::spawn(participate(self.inner.clone())));
+        Ok(())
+    }
+
+    /// The election path.
+    pub fn path(&self) -> &str {
+        self.inner.internals.base_path()
+    }
+
+    /// The id this participant joined with.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// Are we the leader now?
+    pub fn has_leadership(&self) -> bool {
+        matches!(*self.inner.state.borrow(), LatchState::Leader(_))
+    }
+
+    /// Where the latch stands now.
+    pub fn state(&self) -> LatchState {
+        self.inner.state.borrow().clone()
+    }
+
+    /// Every change of [`state`](Self::state), starting with the current one.
+    pub fn state_changes(&self) -> impl Stream<Item = LatchState> + Send + Unpin + 'static {
+        WatchStream::new(self.inner.state.subscribe())
+    }
+
+    /// Waits until we are the leader.
+    ///
+    /// # Errors
+    /// [`LockError::Lost`] with [`LostReason::SessionEnded`] if the latch is (or gets) closed
+    /// first, or was never started.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: waiting changes nothing.
+    pub async fn await_leadership(&self) -> Result<Leadership, LockError> {
+        let mut states = self.inner.state.subscribe();
+        loop {
+            match &*states.borrow_and_update() {
+                LatchState::Leader(term) => return Ok(term.clone()),
+                LatchState::Closed | LatchState::Latent => return Err(self.closed()),
+                LatchState::Waiting => {}
+            }
+            if states.changed().await.is_err() {
+                return Err(self.closed());
+            }
+        }
+    }
+
+    /// [`await_leadership`](Self::await_leadership), for at most `timeout`: `Ok(None)` if we
+    /// are not the leader by then.
+    ///
+    /// # Errors
+    /// As [`await_leadership`](Self::await_leadership).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn await_leadership_timeout(&self, timeout: Duration) -> Result<Option<Leadership>, LockError> {
+        match tokio::time::timeout(timeout, self.await_leadership()).await {
+            Ok(result) => result.map(Some),
+            Err(_) => Ok(None),
+        }
+    }
+
+    fn closed(&self) -> LockError {
+        LockError::Lost { path: self.path().to_owned(), reason: LostReason::SessionEnded }
+    }
+
+    /// Every participant in queue order, the leader first, with the id each joined with
+    /// (Curator's `getParticipants`).
+    ///
+    /// # Errors
+    /// As [`ZkClient::retry`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read-only).
+    pub async fn participants(&self) -> Result<Vec<Participant>, LockError> {
+        let nodes = self.inner.internals.participant_nodes().await?;
+        let zk = self.inner.internals.zk();
+        let mut participants = Vec::with_capacity(nodes.len());
+        for node in nodes {
+            let n = node.as_str();
+            let data = zk
+                .retry(|s| async move {
+                    match s.client().get_data(n).await {
+                        Ok((data, _)) => Ok(Some(data)),
+                        Err(zookeeper_client::Error::NoNode) => Ok(None),
+                        Err(e) => Err(e),
+                    }
+                })
+                .await?;
+            // A node that went between the listing and the read is no participant any more.
+            if let Some(data) = data {
+                let is_leader = participants.is_empty();
+                participants.push(Participant {
+                    id: String::from_utf8_lossy(&data).into_owned(),
+                    node,
+                    is_leader,
+                });
+            }
+        }
+        Ok(participants)
+    }
+
+    /// The current leader, if any (Curator's `getLeader`).
+    ///
+    /// # Errors
+    /// As [`participants`](Self::participants).
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read-only).
+    pub async fn leader(&self) -> Result<Option<Participant>, LockError> {
+        Ok(self.participants().await?.into_iter().find(|p| p.is_leader))
+    }
+
+    /// Leaves the election and stops. As the leader, our node is deleted before this returns,
+    /// so the next participant leads at once; while waiting, our node is deleted in the
+    /// background right after. Idempotent.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the participation task finishes leaving on its own.
+    pub async fn close(&self) {
+        self.inner.state.send_replace(LatchState::Closed);
+        self.inner.closing.notify_one();
+        let task = self.inner.task.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+}
+
+/// The participation loop: join, wait to be first, lead until leadership is lost, leave, join
+/// again; until closed or every handle is dropped.
+async fn participate(inner: Arc<Inner>) {
+    let path = inner.internals.base_path().to_owned();
+    let mut delay = Duration::from_millis(50);
+    loop {
+        if *inner.state.borrow() == LatchState::Closed {
+            return;
+        }
+        let attempt = tokio::select! {
+            attempt = inner.internals.attempt_lock(Wait::Forever) => attempt,
+            () = inner.closing.notified() => return,
+        };
+        let node = match attempt {
+            Ok(Some(node)) => node,
+            Ok(None) => continue,
+            Err(e) => {
+                tracing::warn!(%path, error = %e, "joining the election failed; trying again");
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    () = inner.closing.notified() => return,
+                }
+                delay = (delay * 2).min(Duration::from_secs(5));
+                continue;
+            }
+        };
+        delay = Duration::from_millis(50);
+        lead(&inner, &node).await;
+        // Leave: the node goes before we queue again, so no stale node can lead for us.
+        if let Err(e) = inner.internals.release_lock(&node).await {
+            tracing::warn!(%path, error = %e, "could not delete our latch node; the session end will");
+        }
+    }
+}
+
+/// Holds leadership until it is lost or the latch closes.
+async fn lead(inner: &Inner, node: &LockNode) {
+    let path = inner.internals.base_path();
+    let term = Leadership { node: node.path().to_owned(), fencing_token: node.fencing_token() };
+    inner.state.send_if_modified(|state| {
+        if *state == LatchState::Closed {
+            return false;
+        }
+        *state = LatchState::Leader(term);
+        true
+    });
+    if *inner.state.borrow() == LatchState::Closed {
+        return;
+    }
+    tracing::info!(path, node = node.name(), "leadership taken");
+    tokio::select! {
+        reason = node.lost(inner.internals.zk()) => {
+            tracing::warn!(path, %reason, "leadership lost");
+            inner.state.send_if_modified(|state| {
+                if *state == LatchState::Closed {
+                    return false;
+                }
+                *state = LatchState::Waiting;
+                true
+            });
+        }
+        () = inner.closing.notified() => {}
+    }
+}

@@ -1,0 +1,20 @@
+//! Leader election. Start with [`LeaderLatch`]: every participant queues a node; the first
+//! one leads, the others wait for the node ahead of them to go. Built on the lock machinery
+//! ([`LockInternals`](crate::locks::LockInternals) with the standard driver), with Apache
+//! Curator's node names, so Rust and Java participants share one election.
+//!
+//! # Examples
+//!
+//! ```no_run
+//! # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::locks::LockError> {
+//! use zkr_recipes::leader::LeaderLatch;
+//!
+//! let latch = LeaderLatch::new(&zk, "/services/billing/leader", "billing-1")?;
+//! latch.start().await?;
+//! latch.await_leadership().await?;
+//! # Ok(()) }
+//! ```
+
+pub mod latch;
+
+pub use latch::{LatchState, LeaderLatch, Leadership, Participant, LATCH_NAME};

@@ -1,0 +1,190 @@
+//! LeaderLatch against real ZooKeeper servers: one leader at a time, hand-over on close,
+//! session expiry, a ZooKeeper leader kill, dropped handles, bad use, and a shared election
+//! with Apache Curator's LeaderLatch.
+
+use std::time::Duration;
+
+use zkr_integration_tests::{connect, eventually, timing, unique_root};
+use zkr_recipes::leader::{LatchState, LeaderLatch};
+use zkr_recipes::locks::LockError;
+use zkr_testing::{expire_session, shared_server, TestingCluster};
+use zookeeper_client::Client;
+
+async fn children(observer: &Client, path: &str) -> Vec<String> {
+    match observer.list_children(path).await {
+        Ok(children) => children,
+        Err(zookeeper_client::Error::NoNode) => Vec::new(),
+        Err(e) => panic!("listing {path}: {e}"),
+    }
+}
+
+fn leaders(latches: &[LeaderLatch]) -> Vec<usize> {
+    latches.iter().enumerate().filter(|(_, l)| l.has_leadership()).map(|(i, _)| i).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_leader_at_a_time_and_close_hands_over() {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("latch");
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let mut latches = Vec::new();
+    let mut clients = Vec::new();
+    for i in 0..3 {
+        let zk = connect(&server.connect_string()).await;
+        let latch = LeaderLatch::new(&zk, &path, &format!("node-{i}")).unwrap();
+        latch.start().await.unwrap();
+        // Joined in this order: each is queued before the next starts.
+        eventually("the latch to queue", || async { children(&observer, &path).await.len() == i + 1 }).await;
+        latches.push(latch);
+        clients.push(zk);
+    }
+    let first = latches[0].await_leadership().await.unwrap();
+    assert_eq!(leaders(&latches), [0], "the first to join leads");
+    let participants = latches[2].participants().await.unwrap();
+    assert_eq!(
+        participants.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+        ["node-0", "node-1", "node-2"]
+    );
+    assert!(participants[0].is_leader && !participants[1].is_leader);
+    assert_eq!(latches[1].leader().await.unwrap().unwrap().id, "node-0");
+
+    latches[0].close().await;
+    assert_eq!(latches[0].state(), LatchState::Closed);
+    assert_eq!(children(&observer, &path).await.len(), 2, "the leader's node is gone when close returns");
+    let second = tokio::time::timeout(timing().wait(), latches[1].await_leadership()).await.unwrap().unwrap();
+    assert!(second.fencing_token > first.fencing_token, "fencing tokens grow with every leader");
+    assert_eq!(leaders(&latches), [1]);
+    assert!(matches!(latches[0].await_leadership().await, Err(LockError::Lost { .. })));
+    assert!(matches!(latches[0].start().await, Err(LockError::IllegalState { .. })));
+
+    latches[1].close().await;
+    latches[2].close().await;
+    // The leader's node is deleted before close returns; a waiting latch's right after.
+    eventually("close to leave no node behind", || async { children(&observer, &path).await.is_empty() })
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_session_expiry_the_old_leader_rejoins_behind_the_new_one() {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("latch-expiry");
+    let (zk_a, zk_b) = (connect(&server.connect_string()).await, connect(&server.connect_string()).await);
+    let a = LeaderLatch::new(&zk_a, &path, "a").unwrap();
+    let b = LeaderLatch::new(&zk_b, &path, "b").unwrap();
+    a.start().await.unwrap();
+    a.await_leadership().await.unwrap();
+    b.start().await.unwrap();
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    eventually("both to be queued", || async { children(&observer, &path).await.len() == 2 }).await;
+
+    let session = zk_a.session().await.unwrap();
+    expire_session(session.client(), &server.connect_string()).await.unwrap();
+    tokio::time::timeout(timing().wait(), b.await_leadership()).await.unwrap().unwrap();
+    eventually("a to drop leadership and queue again behind b", || async {
+        !a.has_leadership() && children(&observer, &path).await.len() == 2
+    })
+    .await;
+    let participants = a.participants().await.unwrap();
+    assert_eq!(participants.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(), ["b", "a"]);
+    assert_eq!(leaders(&[a.clone(), b.clone()]), [1], "exactly one leader");
+
+    // And a leads again when b leaves.
+    b.close().await;
+    tokio::time::timeout(timing().wait(), a.await_leadership()).await.unwrap().unwrap();
+    a.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zookeeper_leader_kill_leaves_exactly_one_latch_leader() {
+    let cluster = TestingCluster::start(3).await.unwrap();
+    let path = "/elections/primary";
+    let mut latches = Vec::new();
+    let mut clients = Vec::new();
+    for i in 0..3 {
+        let zk = connect(&cluster.connect_string()).await;
+        let latch = LeaderLatch::new(&zk, path, &format!("p{i}")).unwrap();
+        latch.start().await.unwrap();
+        latches.push(latch);
+        clients.push(zk);
+    }
+    eventually("a latch leader", || {
+        let n = leaders(&latches).len();
+        async move { n == 1 }
+    })
+    .await;
+    let zk_leader = cluster.leader().await.expect("a ZooKeeper leader");
+    cluster.kill(zk_leader).unwrap();
+    // Leadership may move (a latch whose connection was suspended lets go), but settles on
+    // exactly one, which the queue confirms.
+    eventually("exactly one latch leader, the head of the queue", || async {
+        let now = leaders(&latches);
+        if now.len() != 1 {
+            return false;
+        }
+        match latches[now[0]].leader().await {
+            Ok(Some(head)) => head.id == format!("p{}", now[0]),
+            _ => false,
+        }
+    })
+    .await;
+    for latch in &latches {
+        latch.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_every_handle_leaves_the_election() {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("latch-drop");
+    let zk = connect(&server.connect_string()).await;
+    let never_started = LeaderLatch::new(&zk, &path, "idle").unwrap();
+    assert!(matches!(never_started.await_leadership().await, Err(LockError::Lost { .. })));
+    let latch = LeaderLatch::new(&zk, &path, "x").unwrap();
+    latch.start().await.unwrap();
+    let copy = latch.clone();
+    copy.await_leadership().await.unwrap();
+    drop(latch);
+    assert!(copy.has_leadership(), "a clone keeps the latch");
+    drop(copy);
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    eventually("the node of a dropped latch to go", || async { children(&observer, &path).await.is_empty() })
+        .await;
+    assert!(LeaderLatch::new(&zk, "/", "x").is_err());
+    assert!(LeaderLatch::new(&zk, "no-slash", "x").is_err());
+}
+
+/// zkr and Curator latches on one path take part in one election.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_zkr_latches_share_one_election() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let path = unique_root("latch-curator");
+    let zk = connect(&cs).await;
+    let ours = LeaderLatch::new(&zk, &path, "zkr-1").unwrap();
+    ours.start().await.unwrap();
+    ours.await_leadership().await.unwrap();
+
+    let tool = zkr_testing::peers::CuratorTool::locate().unwrap();
+    let mut java = tool.spawn(&["bench-leader-failover", &cs, &path]).unwrap();
+    java.set_line_timeout(timing().wait());
+    let observer = Client::connect(&cs).await.unwrap();
+    eventually("Curator's latch to queue", || async { children(&observer, &path).await.len() == 2 }).await;
+    let participants = ours.participants().await.unwrap();
+    assert_eq!(participants.len(), 2);
+    assert_eq!(participants[0].id, "zkr-1", "zkr leads; Curator waits behind it");
+
+    ours.close().await;
+    let line = java.expect_line("LEADER").await.unwrap();
+    assert!(line.starts_with("LEADER "), "{line}");
+
+    let second = LeaderLatch::new(&zk, &path, "zkr-2").unwrap();
+    second.start().await.unwrap();
+    assert!(
+        second.await_leadership_timeout(Duration::from_millis(500)).await.unwrap().is_none(),
+        "Curator leads"
+    );
+    java.close_stdin();
+    assert!(java.wait().await.unwrap().success());
+    tokio::time::timeout(timing().wait(), second.await_leadership()).await.unwrap().unwrap();
+    second.close().await;
+}
