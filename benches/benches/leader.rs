@@ -52,7 +52,13 @@ fn peer(library: Library, tool: &CuratorTool, cs: &str, path: &str) -> anyhow::R
 }
 
 /// One failover: a leader, a follower queued behind it, then the leader killed or closed.
-async fn failover(library: Library, kill: bool, tool: &CuratorTool, cs: &str, path: &str) -> anyhow::Result<Duration> {
+async fn failover(
+    library: Library,
+    kill: bool,
+    tool: &CuratorTool,
+    cs: &str,
+    path: &str,
+) -> anyhow::Result<Duration> {
     let mut leader = peer(library, tool, cs, path)?;
     leader.expect_line("LEADER").await?;
     let mut follower = peer(library, tool, cs, path)?;
@@ -112,7 +118,11 @@ async fn main() -> anyhow::Result<()> {
             for i in order {
                 let library = results[i].0;
                 let path = format!("/bench-leader/{}/{}/{round}", u8::from(kill), i);
-                eprintln!("[leader bench] {scenario}, round {} of {rounds}, {}", round + 1, ["zkr", "Curator"][i]);
+                eprintln!(
+                    "[leader bench] {scenario}, round {} of {rounds}, {}",
+                    round + 1,
+                    ["zkr", "Curator"][i]
+                );
                 let took = failover(library, kill, &tool, &cs, &path).await?;
                 results[i].1.push(took);
             }
@@ -132,13 +142,18 @@ async fn main() -> anyhow::Result<()> {
         }
         medians.push((scenario, zkr_median, curator_median));
     }
-    println!("## Leader failover ({rounds} rounds per scenario and library, session timeout {SESSION_MS} ms)\n");
+    println!(
+        "## Leader failover ({rounds} rounds per scenario and library, session timeout {SESSION_MS} ms)\n"
+    );
     for (k, v) in machine_facts() {
         println!("- {k}: {v}");
     }
     println!("\n{}", table.render());
     for (scenario, zkr, curator) in medians {
-        println!("- {scenario}: zkr median / Curator median = {:.2}x", zkr.as_secs_f64() / curator.as_secs_f64().max(1e-9));
+        println!(
+            "- {scenario}: zkr median / Curator median = {:.2}x",
+            zkr.as_secs_f64() / curator.as_secs_f64().max(1e-9)
+        );
     }
     Ok(())
 }
