@@ -188,3 +188,28 @@ async fn curator_and_zkr_latches_share_one_election() {
     tokio::time::timeout(timing().wait(), second.await_leadership()).await.unwrap().unwrap();
     second.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_the_connection_manager_closes_the_latch() {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("latch-zk-closed");
+    let zk = connect(&server.connect_string()).await;
+    let latch = LeaderLatch::new(&zk, &path, "x").unwrap();
+    latch.start().await.unwrap();
+    latch.await_leadership().await.unwrap();
+    zk.close().await;
+    let mut states = latch.state_changes();
+    let closed = tokio::time::timeout(timing().wait(), async {
+        use futures::StreamExt as _;
+        while let Some(state) = states.next().await {
+            if state == LatchState::Closed {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .unwrap();
+    assert!(closed, "a latch whose manager closed ends Closed");
+    assert!(matches!(latch.await_leadership().await, Err(LockError::Lost { .. })));
+}

@@ -291,6 +291,11 @@ async fn participate(inner: Arc<Inner>) {
         let node = match attempt {
             Ok(Some(node)) => node,
             Ok(None) => continue,
+            Err(LockError::Connection(zkr_connection::Error::Closed)) => {
+                // The connection manager was closed: no session will come back.
+                inner.state.send_replace(LatchState::Closed);
+                return;
+            }
             Err(e) => {
                 tracing::warn!(%path, error = %e, "joining the election failed; trying again");
                 tokio::select! {
