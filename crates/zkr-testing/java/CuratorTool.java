@@ -11,6 +11,8 @@
 //
 //   lock CONNECT PATH ROUNDS HOLD_MS           ACQUIRED <r> <t_us>, RELEASING <r> <t_us> per round; DONE
 //   hold CONNECT PATH                          HELD <own lock node>; on stdin `release` or EOF: RELEASED
+//   hold-rw CONNECT PATH read|write            InterProcessReadWriteLock: HELD once held; on stdin
+//                                              `release` or EOF: RELEASED
 //   try CONNECT PATH TIMEOUT_MS                ACQUIRED | NOT_ACQUIRED
 //   bench-uncontended CONNECT PATH SECONDS     RESULT ops= seconds= p50_us= p99_us= (acquire+release)
 //   bench-contended CONNECT PATH SESSIONS SECONDS   RESULT ... (wait in acquire, one client per thread)
@@ -52,6 +54,7 @@ import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.CreateMode;
@@ -151,6 +154,10 @@ public final class CuratorTool {
                 arity(args, 3);
                 hold(args[1], args[2]);
                 return 0;
+            case "hold-rw":
+                arity(args, 4);
+                holdReadWrite(args[1], args[2], args[3]);
+                return 0;
             case "try":
                 arity(args, 4);
                 tryLock(args[1], args[2], nonNegativeInt(args[3], "TIMEOUT_MS"));
@@ -206,6 +213,29 @@ public final class CuratorTool {
             mutex.release();
         }
         out("DONE");
+    }
+
+    private static void holdReadWrite(String connect, String path, String side) throws Exception {
+        CuratorFramework client = connect(connect);
+        InterProcessReadWriteLock lock = new InterProcessReadWriteLock(client, path);
+        InterProcessMutex mutex;
+        if (side.equals("read")) {
+            mutex = lock.readLock();
+        } else if (side.equals("write")) {
+            mutex = lock.writeLock();
+        } else {
+            throw new UsageException("hold-rw takes read or write, not `" + side + "`");
+        }
+        mutex.acquire();
+        out("HELD");
+        String line;
+        while ((line = STDIN.readLine()) != null) {
+            if (line.trim().equals("release")) {
+                break;
+            }
+        }
+        mutex.release();
+        out("RELEASED");
     }
 
     private static void hold(String connect, String path) throws Exception {

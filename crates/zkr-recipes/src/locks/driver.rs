@@ -87,6 +87,16 @@ pub trait LockInternalsDriver: Send + Sync + fmt::Debug + 'static {
         keyed.into_iter().map(|(_, c)| c.clone()).collect()
     }
 
+    /// Does the deletion of the node we watch, when that node was the holder, mean that we now
+    /// hold the lock? True for a queue where each contender watches the one just ahead (the
+    /// default [`gets_the_lock`](Self::gets_the_lock)): [`LockInternals`](super::LockInternals)
+    /// then takes the lock without listing again. A driver whose contenders watch some other
+    /// node (the read side of a read-write lock watches the first writer), or whose queue can
+    /// gain nodes ahead of waiting ones (a read-write lock's downgrade), returns `false`.
+    fn head_release_grants(&self) -> bool {
+        true
+    }
+
     /// Do we hold the lock, and if not, whom do we watch? Curator's `getsTheLock`: we hold it
     /// when we are among the first `max_leases` contenders; otherwise we watch the contender
     /// `max_leases` places ahead of us.

@@ -491,7 +491,8 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                 if wait == Wait::NoWait {
                     return Ok(Some(false));
                 }
-                let ahead_is_head = self.max_leases == 1 && sorted.first() == Some(&ahead);
+                let shortcut = self.max_leases == 1 && self.driver.head_release_grants();
+                let ahead_is_head = shortcut && sorted.first() == Some(&ahead);
                 drop(sorted);
                 // A data watch, not an exists watch: no watch is left on a node that is
                 // already gone (CURATOR-107).
@@ -517,7 +518,8 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                     // The node ahead was the head: with it gone, we are first (unless the
                     // connection was disrupted meanwhile: then list again to be sure).
                     EventType::NodeDeleted
-                        if (ahead_is_head || self.was_released_head(&ahead)) && epoch == watched_at =>
+                        if (ahead_is_head || (shortcut && self.was_released_head(&ahead)))
+                            && epoch == watched_at =>
                     {
                         Ok(Some(true))
                     }

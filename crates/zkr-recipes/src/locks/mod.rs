@@ -7,12 +7,14 @@
 //! | `LockInternals` | [`LockInternals`] |
 //! | `LockInternalsDriver`, `StandardLockInternalsDriver` | [`LockInternalsDriver`], [`StandardLockInternalsDriver`] |
 //! | kazoo's `Lock` naming | [`KazooLockDriver`] |
+//! | `InterProcessReadWriteLock` | [`InterProcessReadWriteLock`] (readers share, one writer, downgrade, no upgrade) |
 
 mod driver;
 mod error;
 mod internals;
 mod mutex;
 mod owner;
+mod read_write;
 
 pub use driver::{
     sequence_key, ContenderSpec, KazooLockDriver, LockInternalsDriver, PredicateResults,
@@ -22,3 +24,6 @@ pub use error::{LockError, LostReason};
 pub use internals::{LockInternals, LockNode, Wait};
 pub use mutex::{InterProcessMutex, InterProcessMutexGuard, LOCK_NAME};
 pub use owner::LockOwner;
+pub use read_write::{
+    InterProcessReadWriteLock, ReadLockDriver, WriteLockDriver, READ_LOCK_NAME, WRITE_LOCK_NAME,
+};

@@ -229,6 +229,14 @@ impl<D: LockInternalsDriver> InterProcessMutex<D> {
         self.inner.holders.iter().any(|e| e.value().hold().node.is_some())
     }
 
+    /// The name of the lock node the current task holds, if it holds the lock.
+    pub fn owned_node_name(&self) -> Option<String> {
+        self.inner
+            .holders
+            .get(&LockOwner::current())
+            .and_then(|s| s.hold().node.as_ref().map(|n| n.name().to_owned()))
+    }
+
     /// Does the current task (or thread, outside tasks) hold the lock?
     pub fn is_owned_by_current_task(&self) -> bool {
         self.inner.holders.get(&LockOwner::current()).is_some_and(|s| s.hold().node.is_some())

@@ -1,0 +1,271 @@
+//! `InterProcessReadWriteLock`: many readers or one writer, on two `InterProcessMutex`es with
+//! their own drivers over one path (Apache Curator's layout).
+
+use zkr_connection::ZkClient;
+use zookeeper_client::CreateMode;
+
+use super::driver::{sequence_key, ContenderSpec, LockInternalsDriver, PredicateResults};
+use super::{InterProcessMutex, InterProcessMutexGuard, LockError, LockInternals};
+
+/// Curator's read-lock node name.
+pub const READ_LOCK_NAME: &str = "__READ__";
+/// Curator's write-lock node name.
+pub const WRITE_LOCK_NAME: &str = "__WRIT__";
+
+/// The sort key of a read or write node: the sequence after `__READ__` or `__WRIT__` (Curator's
+/// `SortingLockInternalsDriver` strips both, hence names of equal length).
+fn read_write_key(name: &str) -> Option<&str> {
+    let at = name.rfind(READ_LOCK_NAME).or_else(|| name.rfind(WRITE_LOCK_NAME))?;
+    let suffix = &name[at + READ_LOCK_NAME.len()..];
+    sequence_key(suffix).map(|_| suffix)
+}
+
+fn protected_tag() -> String {
+    zkr_connection::protected::protected_prefix(&uuid::Uuid::new_v4())
+}
+
+/// The write side: a standard queue over read and write nodes alike (a writer waits for every
+/// node ahead of it).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteLockDriver;
+
+impl LockInternalsDriver for WriteLockDriver {
+    fn contender(&self, lock_name: &str) -> ContenderSpec {
+        ContenderSpec {
+            tag: protected_tag(),
+            name: lock_name.to_owned(),
+            mode: CreateMode::EphemeralSequential,
+        }
+    }
+
+    fn fix_for_sorting<'a>(&self, name: &'a str, _lock_name: &str) -> Option<&'a str> {
+        read_write_key(name)
+    }
+
+    /// A downgrade puts a read node at its writer's (old) place, ahead of writers already
+    /// queued: the holder's deletion does not prove we are first, so list again.
+    fn head_release_grants(&self) -> bool {
+        false
+    }
+}
+
+/// The read side: a reader holds the lock when no writer is ahead of it, or when its task holds
+/// the write lock (a downgrade); otherwise it watches the first writer.
+#[derive(Debug, Clone)]
+pub struct ReadLockDriver {
+    write: InterProcessMutex<WriteLockDriver>,
+}
+
+impl LockInternalsDriver for ReadLockDriver {
+    fn contender(&self, lock_name: &str) -> ContenderSpec {
+        // A task that holds the write lock puts its read node at its write node's place in the
+        // queue (a plain ephemeral node with that sequence, as Curator does), so that writers
+        // queued behind our write node stay behind our read node when we downgrade.
+        let at_writer = self
+            .write
+            .owned_node_name()
+            .and_then(|w| read_write_key(&w).map(str::to_owned))
+            .map(|sequence| format!("{lock_name}{sequence}"));
+        match at_writer {
+            Some(name) => ContenderSpec { tag: protected_tag(), name, mode: CreateMode::Ephemeral },
+            None => ContenderSpec {
+                tag: protected_tag(),
+                name: lock_name.to_owned(),
+                mode: CreateMode::EphemeralSequential,
+            },
+        }
+    }
+
+    fn fix_for_sorting<'a>(&self, name: &'a str, _lock_name: &str) -> Option<&'a str> {
+        read_write_key(name)
+    }
+
+    fn head_release_grants(&self) -> bool {
+        false
+    }
+
+    fn gets_the_lock(
+        &self,
+        sorted_children: &[String],
+        our_node: &str,
+        _max_leases: usize,
+    ) -> Result<PredicateResults, LockError> {
+        if self.write.is_owned_by_current_task() {
+            return Ok(PredicateResults { gets_the_lock: true, path_to_watch: None });
+        }
+        let mut first_writer: Option<usize> = None;
+        for (index, child) in sorted_children.iter().enumerate() {
+            if child == our_node {
+                return Ok(match first_writer {
+                    None => PredicateResults { gets_the_lock: true, path_to_watch: None },
+                    Some(w) => PredicateResults {
+                        gets_the_lock: false,
+                        path_to_watch: Some(sorted_children[w].clone()),
+                    },
+                });
+            }
+            if first_writer.is_none() && child.contains(WRITE_LOCK_NAME) {
+                first_writer = Some(index);
+            }
+        }
+        Err(LockError::NodeVanished { path: String::new(), node: our_node.to_owned() })
+    }
+}
+
+/// Apache Curator's `InterProcessReadWriteLock`: any number of readers, or one writer.
+///
+/// - Both sides are reentrant per tokio task (each is an [`InterProcessMutex`]).
+/// - A task holding the write lock may take the read lock (a downgrade), then release the
+///   write lock: writers that queued meanwhile still wait for its read lock.
+/// - A task holding only the read lock cannot take the write lock: [`write`](Self::write)
+///   fails at once with [`LockError::IllegalState`] instead of deadlocking.
+/// - Node names are Curator's (`_c_<uuid>-__READ__<seq>`, `_c_<uuid>-__WRIT__<seq>`), so Java
+///   processes using Curator's `InterProcessReadWriteLock` on the same path share the lock.
+/// - Readers wait on the first writer ahead of them; writers on the node just ahead.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::locks::LockError> {
+/// use zkr_recipes::locks::InterProcessReadWriteLock;
+///
+/// let lock = InterProcessReadWriteLock::new(&zk, "/locks/catalog")?;
+/// let reading = lock.read().await?;   // shared with other readers
+/// reading.release().await?;
+/// let writing = lock.write().await?;  // exclusive
+/// let downgraded = lock.read().await?; // still exclusive of writers
+/// writing.release().await?;
+/// downgraded.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct InterProcessReadWriteLock {
+    read: InterProcessMutex<ReadLockDriver>,
+    write: InterProcessMutex<WriteLockDriver>,
+}
+
+impl InterProcessReadWriteLock {
+    /// A read-write lock at `path`.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidLockPath`] for `/`; [`LockError::Connection`] for an invalid path.
+    pub fn new(zk: &ZkClient, path: &str) -> Result<Self, LockError> {
+        let write = InterProcessMutex::from_internals(LockInternals::new(
+            zk,
+            path,
+            WRITE_LOCK_NAME,
+            WriteLockDriver,
+            1,
+        )?)?;
+        let driver = ReadLockDriver { write: write.clone() };
+        let read = InterProcessMutex::from_internals(LockInternals::new(
+            zk,
+            path,
+            READ_LOCK_NAME,
+            driver,
+            usize::MAX,
+        )?)?;
+        Ok(InterProcessReadWriteLock { read, write })
+    }
+
+    /// Takes the read lock, waiting as long as it takes.
+    ///
+    /// # Errors
+    /// As [`InterProcessMutex::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped call leaves no node behind.
+    pub async fn read(&self) -> Result<InterProcessMutexGuard<ReadLockDriver>, LockError> {
+        self.read.acquire().await
+    }
+
+    /// Takes the read lock if it can within `timeout`.
+    ///
+    /// # Errors
+    /// As [`InterProcessMutex::acquire_timeout`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn read_timeout(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<Option<InterProcessMutexGuard<ReadLockDriver>>, LockError> {
+        self.read.acquire_timeout(timeout).await
+    }
+
+    /// Takes the write lock, waiting as long as it takes.
+    ///
+    /// # Errors
+    /// [`LockError::IllegalState`] when the current task holds the read lock (no upgrades);
+    /// otherwise as [`InterProcessMutex::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped call leaves no node behind.
+    pub async fn write(&self) -> Result<InterProcessMutexGuard<WriteLockDriver>, LockError> {
+        self.refuse_upgrade()?;
+        self.write.acquire().await
+    }
+
+    /// Takes the write lock if it can within `timeout`.
+    ///
+    /// # Errors
+    /// As [`write`](Self::write).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn write_timeout(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<Option<InterProcessMutexGuard<WriteLockDriver>>, LockError> {
+        self.refuse_upgrade()?;
+        self.write.acquire_timeout(timeout).await
+    }
+
+    fn refuse_upgrade(&self) -> Result<(), LockError> {
+        if self.read.is_owned_by_current_task() && !self.write.is_owned_by_current_task() {
+            return Err(LockError::IllegalState {
+                path: self.write.path().to_owned(),
+                reason:
+                    "a task holding the read lock cannot take the write lock (no upgrades); release it first",
+            });
+        }
+        Ok(())
+    }
+
+    /// The read side, for its participant nodes and ownership checks.
+    pub fn read_lock(&self) -> &InterProcessMutex<ReadLockDriver> {
+        &self.read
+    }
+
+    /// The write side.
+    pub fn write_lock(&self) -> &InterProcessMutex<WriteLockDriver> {
+        &self.write
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_and_write_nodes_sort_together() {
+        assert_eq!(
+            read_write_key("_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-__READ__0000000007"),
+            Some("0000000007")
+        );
+        assert_eq!(
+            read_write_key("_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-__WRIT__0000000003"),
+            Some("0000000003")
+        );
+        assert_eq!(read_write_key("lock-0000000003"), None);
+        let d = WriteLockDriver;
+        let children: Vec<String> = ["x-__READ__0000000009", "y-__WRIT__0000000002", "z-__READ__0000000005"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            d.sort_children(&children, WRITE_LOCK_NAME),
+            ["y-__WRIT__0000000002", "z-__READ__0000000005", "x-__READ__0000000009"]
+        );
+    }
+}
