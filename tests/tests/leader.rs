@@ -213,3 +213,115 @@ async fn closing_the_connection_manager_closes_the_latch() {
     assert!(closed, "a latch whose manager closed ends Closed");
     assert!(matches!(latch.await_leadership().await, Err(LockError::Lost { .. })));
 }
+
+/// Sets a flag when dropped: shows that a leader's work future was cancelled.
+struct DropFlag(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selectors_take_turns_running_the_work_one_at_a_time() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use zkr_recipes::leader::LeaderSelector;
+
+    let server = shared_server().await.unwrap();
+    let path = unique_root("selector");
+    let inside = Arc::new(AtomicUsize::new(0));
+    let overlaps = Arc::new(AtomicUsize::new(0));
+    let terms: Arc<std::sync::Mutex<Vec<(usize, i64)>>> = Arc::default();
+    let mut selectors = Vec::new();
+    let mut clients = Vec::new();
+    for i in 0..3 {
+        let zk = connect(&server.connect_string()).await;
+        let (inside, overlaps, terms) = (inside.clone(), overlaps.clone(), terms.clone());
+        let selector = LeaderSelector::new(&zk, &path, &format!("s{i}"), move |term| {
+            let (inside, overlaps, terms) = (inside.clone(), overlaps.clone(), terms.clone());
+            async move {
+                if inside.fetch_add(1, Ordering::SeqCst) != 0 {
+                    overlaps.fetch_add(1, Ordering::SeqCst);
+                }
+                terms.lock().unwrap().push((i, term.fencing_token));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                inside.fetch_sub(1, Ordering::SeqCst);
+            }
+        })
+        .unwrap()
+        .auto_requeue(true);
+        selector.start().await.unwrap();
+        selectors.push(selector);
+        clients.push(zk);
+    }
+    eventually("every selector to lead at least twice", || {
+        let t = terms.lock().unwrap().clone();
+        async move { (0..3).all(|i| t.iter().filter(|(s, _)| *s == i).count() >= 2) }
+    })
+    .await;
+    let participants = selectors[0].participants().await.unwrap();
+    assert!(participants.len() >= 2, "{participants:?}");
+    for s in &selectors {
+        s.close().await;
+    }
+    assert_eq!(overlaps.load(Ordering::SeqCst), 0, "two leaders ran the work at once");
+    let tokens: Vec<i64> = terms.lock().unwrap().iter().map(|(_, t)| *t).collect();
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "fencing tokens grow term by term: {tokens:?}");
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    eventually("no node left", || async { children(&observer, &path).await.is_empty() }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_leadership_cancels_the_work_and_close_hands_over() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use zkr_recipes::leader::LeaderSelector;
+
+    let server = shared_server().await.unwrap();
+    let path = unique_root("selector-cancel");
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let forever = |flag: Arc<AtomicBool>| {
+        move |_term| {
+            let flag = flag.clone();
+            async move {
+                let _armed = DropFlag(flag);
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    let (zk_a, zk_b) = (connect(&server.connect_string()).await, connect(&server.connect_string()).await);
+    let cancelled_a = Arc::new(AtomicBool::new(false));
+    let a = LeaderSelector::new(&zk_a, &path, "a", forever(cancelled_a.clone())).unwrap().auto_requeue(true);
+    a.start().await.unwrap();
+    let mut leading_a = a.leadership();
+    tokio::time::timeout(timing().wait(), leading_a.wait_for(Option::is_some)).await.unwrap().unwrap();
+    let cancelled_b = Arc::new(AtomicBool::new(false));
+    let b = LeaderSelector::new(&zk_b, &path, "b", forever(cancelled_b.clone())).unwrap();
+    b.start().await.unwrap();
+    eventually("b to queue", || async { children(&observer, &path).await.len() == 2 }).await;
+
+    // a's session expires: its work is cancelled, b leads, a queues again behind b.
+    let session = zk_a.session().await.unwrap();
+    expire_session(session.client(), &server.connect_string()).await.unwrap();
+    let mut leading_b = b.leadership();
+    tokio::time::timeout(timing().wait(), leading_b.wait_for(Option::is_some)).await.unwrap().unwrap();
+    eventually("a's work to be cancelled", || {
+        let c = cancelled_a.load(Ordering::SeqCst);
+        async move { c }
+    })
+    .await;
+    let mut ended_a = a.terms_ended();
+    tokio::time::timeout(timing().wait(), ended_a.wait_for(|n| *n >= 1)).await.unwrap().unwrap();
+    eventually("a to queue again", || async { children(&observer, &path).await.len() == 2 }).await;
+    assert!(!a.has_leadership());
+
+    // b closes: its work is cancelled and a leads again.
+    b.close().await;
+    assert!(cancelled_b.load(Ordering::SeqCst));
+    tokio::time::timeout(timing().wait(), leading_a.wait_for(Option::is_some)).await.unwrap().unwrap();
+    a.close().await;
+    assert!(matches!(a.start().await, Err(LockError::IllegalState { .. })));
+    eventually("no node left", || async { children(&observer, &path).await.is_empty() }).await;
+}

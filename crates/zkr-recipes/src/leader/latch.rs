@@ -222,30 +222,7 @@ impl LeaderLatch {
     /// Cancel safe (read-only).
     pub async fn participants(&self) -> Result<Vec<Participant>, LockError> {
         let nodes = self.inner.internals.participant_nodes().await?;
-        let zk = self.inner.internals.zk();
-        let mut participants = Vec::with_capacity(nodes.len());
-        for node in nodes {
-            let n = node.as_str();
-            let data = zk
-                .retry(|s| async move {
-                    match s.client().get_data(n).await {
-                        Ok((data, _)) => Ok(Some(data)),
-                        Err(zookeeper_client::Error::NoNode) => Ok(None),
-                        Err(e) => Err(e),
-                    }
-                })
-                .await?;
-            // A node that went between the listing and the read is no participant any more.
-            if let Some(data) = data {
-                let is_leader = participants.is_empty();
-                participants.push(Participant {
-                    id: String::from_utf8_lossy(&data).into_owned(),
-                    node,
-                    is_leader,
-                });
-            }
-        }
-        Ok(participants)
+        participants_of(self.inner.internals.zk(), nodes).await
     }
 
     /// The current leader, if any (Curator's `getLeader`).
@@ -343,4 +320,35 @@ async fn lead(inner: &Inner, node: &LockNode) {
         }
         () = inner.closing.notified() => {}
     }
+}
+
+/// The participants behind `nodes` (in queue order): each node's data is its id. A node that
+/// went between the listing and the read is no participant any more; the first that remains
+/// leads.
+pub(crate) async fn participants_of(
+    zk: &ZkClient,
+    nodes: Vec<String>,
+) -> Result<Vec<Participant>, LockError> {
+    let mut participants: Vec<Participant> = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let n = node.as_str();
+        let data = zk
+            .retry(|s| async move {
+                match s.client().get_data(n).await {
+                    Ok((data, _)) => Ok(Some(data)),
+                    Err(zookeeper_client::Error::NoNode) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            })
+            .await?;
+        if let Some(data) = data {
+            let is_leader = participants.is_empty();
+            participants.push(Participant {
+                id: String::from_utf8_lossy(&data).into_owned(),
+                node,
+                is_leader,
+            });
+        }
+    }
+    Ok(participants)
 }

@@ -1,5 +1,6 @@
 //! Leader election. Start with [`LeaderLatch`]: every participant queues a node; the first
-//! one leads, the others wait for the node ahead of them to go. Built on the lock machinery
+//! one leads, the others wait for the node ahead of them to go. [`LeaderSelector`] runs your
+//! async work while leader and cancels it when leadership is lost. Built on the lock machinery
 //! ([`LockInternals`](crate::locks::LockInternals) with the standard driver), with Apache
 //! Curator's node names, so Rust and Java participants share one election.
 //!
@@ -16,5 +17,7 @@
 //! ```
 
 pub mod latch;
+pub mod selector;
 
 pub use latch::{LatchState, LeaderLatch, Leadership, Participant, LATCH_NAME};
+pub use selector::LeaderSelector;

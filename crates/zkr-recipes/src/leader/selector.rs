@@ -1,0 +1,224 @@
+//! `LeaderSelector`: runs your async work while leader, cancels it when leadership is lost.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{watch, Notify};
+use zkr_connection::ZkClient;
+
+use crate::locks::{
+    InterProcessMutex, LockError, LockInternals, LostReason, StandardLockInternalsDriver, LOCK_NAME,
+};
+
+use super::{Leadership, Participant};
+
+type Work = Arc<dyn Fn(Leadership) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// Leader election that runs work: Apache Curator's `LeaderSelector`.
+///
+/// Participants queue for an [`InterProcessMutex`] at the path (Curator's `lock-` nodes with the
+/// participant id as data, so Java `LeaderSelector`s on the same path take part). The leader
+/// runs the work closure; leadership ends when the work returns, or when the lock is lost (the
+/// error policy's connection state, the session's end, or the node's deletion), in which case
+/// the work's future is dropped: cancelled at its next await, as Curator interrupts
+/// `takeLeadership`. With [`auto_requeue`](Self::auto_requeue) the participant queues again
+/// after each term.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::locks::LockError> {
+/// use zkr_recipes::leader::LeaderSelector;
+///
+/// let selector = LeaderSelector::new(&zk, "/services/scheduler/leader", "scheduler-1", |term| async move {
+///     println!("leading with fencing token {}", term.fencing_token);
+///     // ... run the schedule; return to give leadership up ...
+/// })?
+/// .auto_requeue(true);
+/// selector.start().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct LeaderSelector {
+    inner: Arc<Inner>,
+    _owner: Arc<Owner>,
+}
+
+impl std::fmt::Debug for LeaderSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderSelector").field("path", &self.path()).field("id", &self.inner.id).finish()
+    }
+}
+
+struct Inner {
+    mutex: InterProcessMutex,
+    id: String,
+    work: Work,
+    auto_requeue: std::sync::atomic::AtomicBool,
+    /// `Some(term)` while leading.
+    leading: watch::Sender<Option<Leadership>>,
+    /// How many terms have ended.
+    terms: watch::Sender<u64>,
+    closing: Notify,
+    closed: std::sync::atomic::AtomicBool,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+struct Owner(Arc<Inner>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.0.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.0.closing.notify_one();
+    }
+}
+
+impl LeaderSelector {
+    /// A selector at `path` joining as `id`, running `work` while leader. Nothing happens until
+    /// [`start`](Self::start).
+    ///
+    /// # Errors
+    /// [`LockError::InvalidLockPath`] or [`LockError::Connection`] for an invalid path or an id
+    /// over the data limit.
+    pub fn new<F, Fut>(zk: &ZkClient, path: &str, id: &str, work: F) -> Result<Self, LockError>
+    where
+        F: Fn(Leadership) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let internals = LockInternals::new(zk, path, LOCK_NAME, StandardLockInternalsDriver, 1)?
+            .with_node_data(id.as_bytes().to_vec())?;
+        let work: Work = Arc::new(move |term| Box::pin(work(term)));
+        let inner = Arc::new(Inner {
+            mutex: InterProcessMutex::from_internals(internals)?,
+            id: id.to_owned(),
+            work,
+            auto_requeue: std::sync::atomic::AtomicBool::new(false),
+            leading: watch::channel(None).0,
+            terms: watch::channel(0).0,
+            closing: Notify::new(),
+            closed: std::sync::atomic::AtomicBool::new(false),
+            task: Mutex::new(None),
+        });
+        Ok(LeaderSelector { _owner: Arc::new(Owner(inner.clone())), inner })
+    }
+
+    /// Queue again after each term (default: one term only). Takes effect at the end of the
+    /// current term when changed later.
+    pub fn auto_requeue(self, requeue: bool) -> Self {
+        self.inner.auto_requeue.store(requeue, std::sync::atomic::Ordering::SeqCst);
+        self
+    }
+
+    /// Joins the election (in the background).
+    ///
+    /// # Errors
+    /// [`LockError::IllegalState`] if already started or closed.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only spawns the participation task.
+    pub async fn start(&self) -> Result<(), LockError> {
+        let mut task = self.inner.task.lock().unwrap_or_else(|p| p.into_inner());
+        if task.is_some() || self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(LockError::IllegalState {
+                path: self.path().to_owned(),
+                reason: "the selector was already started (a closed selector cannot start again)",
+            });
+        }
+        *task = Some(tokio::spawn(participate(self.inner.clone())));
+        Ok(())
+    }
+
+    /// The election path.
+    pub fn path(&self) -> &str {
+        self.inner.mutex.path()
+    }
+
+    /// Are we the leader (running the work) now?
+    pub fn has_leadership(&self) -> bool {
+        self.inner.leading.borrow().is_some()
+    }
+
+    /// A receiver of our current term (`None` while not leading).
+    pub fn leadership(&self) -> watch::Receiver<Option<Leadership>> {
+        self.inner.leading.subscribe()
+    }
+
+    /// A receiver of how many terms have ended.
+    pub fn terms_ended(&self) -> watch::Receiver<u64> {
+        self.inner.terms.subscribe()
+    }
+
+    /// Every participant in queue order, the leader first, with its id.
+    ///
+    /// # Errors
+    /// As [`ZkClient::retry`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read-only).
+    pub async fn participants(&self) -> Result<Vec<Participant>, LockError> {
+        let nodes = self.inner.mutex.participant_nodes().await?;
+        super::latch::participants_of(self.inner.mutex.internals().zk(), nodes).await
+    }
+
+    /// Leaves the election: cancels the work if leading, deletes our node, stops. Idempotent.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the participation task finishes leaving on its own.
+    pub async fn close(&self) {
+        self.inner.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.inner.closing.notify_one();
+        let task = self.inner.task.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+}
+
+fn is_closed(inner: &Inner) -> bool {
+    inner.closed.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+async fn participate(inner: Arc<Inner>) {
+    let path = inner.mutex.path().to_owned();
+    let mut delay = std::time::Duration::from_millis(50);
+    while !is_closed(&inner) {
+        let acquired = tokio::select! {
+            acquired = inner.mutex.acquire() => acquired,
+            () = inner.closing.notified() => return,
+        };
+        let guard = match acquired {
+            Ok(guard) => guard,
+            Err(LockError::Connection(zkr_connection::Error::Closed)) => return,
+            Err(e) => {
+                tracing::warn!(%path, error = %e, "joining the election failed; trying again");
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    () = inner.closing.notified() => return,
+                }
+                delay = (delay * 2).min(std::time::Duration::from_secs(5));
+                continue;
+            }
+        };
+        delay = std::time::Duration::from_millis(50);
+        let term = Leadership { node: guard.node_path().to_owned(), fencing_token: guard.fencing_token() };
+        inner.leading.send_replace(Some(term.clone()));
+        let work = (inner.work)(term);
+        let ended: Option<LostReason> = tokio::select! {
+            () = work => None,
+            reason = guard.lost() => Some(reason),
+            () = inner.closing.notified() => None,
+        };
+        if let Some(reason) = ended {
+            tracing::warn!(%path, %reason, "leadership lost; the work was cancelled");
+        }
+        inner.leading.send_replace(None);
+        if let Err(e) = guard.release().await {
+            tracing::debug!(%path, error = %e, "releasing leadership");
+        }
+        inner.terms.send_modify(|n| *n += 1);
+        if !inner.auto_requeue.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+    }
+}
