@@ -13,6 +13,8 @@
 //   hold CONNECT PATH                          HELD <own lock node>; on stdin `release` or EOF: RELEASED
 //   hold-rw CONNECT PATH read|write            InterProcessReadWriteLock: HELD once held; on stdin
 //                                              `release` or EOF: RELEASED
+//   semaphore-hold CONNECT PATH MAX            InterProcessSemaphoreV2(MAX): HELD once a lease is held;
+//                                              on stdin `release` or EOF: RELEASED
 //   try CONNECT PATH TIMEOUT_MS                ACQUIRED | NOT_ACQUIRED
 //   bench-uncontended CONNECT PATH SECONDS     RESULT ops= seconds= p50_us= p99_us= (acquire+release)
 //   bench-contended CONNECT PATH SESSIONS SECONDS   RESULT ... (wait in acquire, one client per thread)
@@ -55,6 +57,7 @@ import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.CreateMode;
@@ -154,6 +157,10 @@ public final class CuratorTool {
                 arity(args, 3);
                 hold(args[1], args[2]);
                 return 0;
+            case "semaphore-hold":
+                arity(args, 4);
+                semaphoreHold(args[1], args[2], positiveInt(args[3], "MAX"));
+                return 0;
             case "hold-rw":
                 arity(args, 4);
                 holdReadWrite(args[1], args[2], args[3]);
@@ -213,6 +220,21 @@ public final class CuratorTool {
             mutex.release();
         }
         out("DONE");
+    }
+
+    private static void semaphoreHold(String connect, String path, int max) throws Exception {
+        CuratorFramework client = connect(connect);
+        InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, path, max);
+        org.apache.curator.framework.recipes.locks.Lease lease = semaphore.acquire();
+        out("HELD");
+        String line;
+        while ((line = STDIN.readLine()) != null) {
+            if (line.trim().equals("release")) {
+                break;
+            }
+        }
+        semaphore.returnLease(lease);
+        out("RELEASED");
     }
 
     private static void holdReadWrite(String connect, String path, String side) throws Exception {

@@ -7,6 +7,7 @@
 //! | `LockInternals` | [`LockInternals`] |
 //! | `LockInternalsDriver`, `StandardLockInternalsDriver` | [`LockInternalsDriver`], [`StandardLockInternalsDriver`] |
 //! | kazoo's `Lock` naming | [`KazooLockDriver`] |
+//! | `InterProcessSemaphoreV2`, `InterProcessSemaphoreMutex` | [`InterProcessSemaphoreV2`], [`InterProcessSemaphoreMutex`] (leases not bound to a task) |
 //! | `InterProcessReadWriteLock` | [`InterProcessReadWriteLock`] (readers share, one writer, downgrade, no upgrade) |
 
 mod driver;
@@ -15,6 +16,7 @@ mod internals;
 mod mutex;
 mod owner;
 mod read_write;
+mod semaphore;
 
 pub use driver::{
     sequence_key, ContenderSpec, KazooLockDriver, LockInternalsDriver, PredicateResults,
@@ -27,3 +29,4 @@ pub use owner::LockOwner;
 pub use read_write::{
     InterProcessReadWriteLock, ReadLockDriver, WriteLockDriver, READ_LOCK_NAME, WRITE_LOCK_NAME,
 };
+pub use semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, MaxLeases, LEASE_NAME};

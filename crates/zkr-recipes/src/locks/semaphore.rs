@@ -1,0 +1,363 @@
+//! `InterProcessSemaphoreV2` and `InterProcessSemaphoreMutex`: Apache Curator's counting
+//! semaphore and its one-lease form, with Curator's layout so Java processes share them.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+use zkr_connection::protected::ProtectedCreate;
+use zkr_connection::{path, Session, ZkClient};
+use zookeeper_client::CreateMode;
+
+use super::{InterProcessMutex, LockError, LostReason};
+
+/// Curator's lease node name: `_c_<uuid>-lease-<seq>` under `<path>/leases`.
+pub const LEASE_NAME: &str = "lease-";
+
+/// How many leases a semaphore hands out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MaxLeases {
+    /// A fixed number.
+    Fixed(usize),
+    /// The value of a shared count node (4 bytes, big-endian, as Curator's `SharedCount`
+    /// stores it), read at every check, so an operator can change it at run time.
+    Shared(String),
+}
+
+/// A counting semaphore across processes: Apache Curator's `InterProcessSemaphoreV2`.
+///
+/// Curator's protocol and layout: an acquirer takes the [`InterProcessMutex`] at
+/// `<path>/locks` (so acquirers queue fairly and one at a time), creates a protected
+/// ephemeral-sequential lease node under `<path>/leases`, waits (with a watch on the lease
+/// directory) until there are no more lease nodes than the maximum, then lets the mutex go.
+/// Java processes using Curator's `InterProcessSemaphoreV2` (or `InterProcessSemaphoreMutex`)
+/// on the same path share the semaphore.
+///
+/// Leases are not bound to a task: a [`Lease`] can be moved anywhere and returned from
+/// anywhere. Dropping one returns it in the background.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::locks::LockError> {
+/// use zkr_recipes::locks::{InterProcessSemaphoreV2, MaxLeases};
+///
+/// let pool = InterProcessSemaphoreV2::new(&zk, "/semaphores/db-connections", MaxLeases::Fixed(10))?;
+/// let lease = pool.acquire().await?;
+/// // ... at most 10 holders across every process ...
+/// lease.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct InterProcessSemaphoreV2 {
+    zk: ZkClient,
+    path: String,
+    leases_path: String,
+    max: MaxLeases,
+    mutex: InterProcessMutex,
+}
+
+/// One lease of a semaphore: hold it to keep your place; [`release`](Self::release) it (or
+/// drop it) to give it back.
+#[derive(Debug)]
+#[must_use = "dropping a Lease returns it at once"]
+pub struct Lease {
+    zk: ZkClient,
+    node: Option<String>,
+    session: Session,
+    fencing_token: i64,
+}
+
+impl Lease {
+    /// The lease node's path.
+    pub fn node_path(&self) -> &str {
+        self.node.as_deref().unwrap_or_default()
+    }
+
+    /// The lease node's creation zxid: grows with every new lease.
+    pub fn fencing_token(&self) -> i64 {
+        self.fencing_token
+    }
+
+    /// Has the lease's session ended (and the lease node with it)?
+    pub fn is_lost(&self) -> bool {
+        self.zk.generation() != self.session.generation() || self.zk.is_closed()
+    }
+
+    /// Returns the lease.
+    ///
+    /// # Errors
+    /// [`LockError::Lost`] when the lease's session had already ended; [`LockError::Connection`]
+    /// for an answer retrying cannot fix (the delete goes on in the background).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped release deletes in the background.
+    pub async fn release(mut self) -> Result<(), LockError> {
+        let Some(node) = self.node.take() else { return Ok(()) };
+        if self.is_lost() {
+            return Err(LockError::Lost { path: node, reason: LostReason::SessionEnded });
+        }
+        let done = self.zk.guaranteed_delete(node, Some(self.session.generation()));
+        done.wait().await;
+        Ok(())
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(node) = self.node.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                let _ = self.zk.guaranteed_delete(node, Some(self.session.generation()));
+            }
+        }
+    }
+}
+
+/// Reads a shared count node: 4 bytes, big-endian.
+fn decode_count(path: &str, data: &[u8]) -> Result<usize, LockError> {
+    let bytes: [u8; 4] = data.try_into().map_err(|_| LockError::IllegalState {
+        path: path.to_owned(),
+        reason: "the shared count node does not hold a 4-byte count",
+    })?;
+    usize::try_from(i32::from_be_bytes(bytes)).map_err(|_| LockError::IllegalState {
+        path: path.to_owned(),
+        reason: "the shared count is negative",
+    })
+}
+
+impl InterProcessSemaphoreV2 {
+    /// A semaphore at `path` handing out `max` leases.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidLockPath`] or [`LockError::Connection`] for an invalid path;
+    /// [`LockError::IllegalState`] for `MaxLeases::Fixed(0)`.
+    pub fn new(zk: &ZkClient, path: &str, max: MaxLeases) -> Result<Self, LockError> {
+        if max == MaxLeases::Fixed(0) {
+            return Err(LockError::IllegalState {
+                path: path.to_owned(),
+                reason: "a semaphore needs at least one lease",
+            });
+        }
+        if let MaxLeases::Shared(count) = &max {
+            path::validate_node_path(count)?;
+        }
+        let mutex = InterProcessMutex::new(zk, &path::join(path, "locks"))?;
+        Ok(InterProcessSemaphoreV2 {
+            zk: zk.clone(),
+            path: path.to_owned(),
+            leases_path: path::join(path, "leases"),
+            max,
+            mutex,
+        })
+    }
+
+    /// The semaphore's path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Takes a lease, waiting as long as it takes.
+    ///
+    /// # Errors
+    /// As [`InterProcessMutex::acquire`]; [`LockError::IllegalState`] for a shared count node
+    /// that is missing or malformed.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped call leaves neither a lease nor a lock node behind.
+    pub async fn acquire(&self) -> Result<Lease, LockError> {
+        match self.acquire_until(None).await? {
+            Some(lease) => Ok(lease),
+            None => unreachable_lease(&self.path),
+        }
+    }
+
+    /// Takes a lease if one frees up within `timeout` (time spent queueing for the acquirers'
+    /// mutex counts).
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](Self::acquire).
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Lease>, LockError> {
+        self.acquire_until(Some(Instant::now() + timeout)).await
+    }
+
+    /// Every lease node's name (the holders).
+    ///
+    /// # Errors
+    /// As [`ZkClient::retry`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read-only).
+    pub async fn participant_nodes(&self) -> Result<Vec<String>, LockError> {
+        let leases = self.leases_path.as_str();
+        match self.zk.retry(|s| async move { s.client().list_children(leases).await }).await {
+            Ok(children) => Ok(children),
+            Err(e) if e.is_no_node() => Ok(Vec::new()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn max_leases(&self) -> Result<usize, LockError> {
+        match &self.max {
+            MaxLeases::Fixed(n) => Ok(*n),
+            MaxLeases::Shared(count) => {
+                let found = self
+                    .zk
+                    .retry(|s| async move {
+                        match s.client().get_data(count).await {
+                            Ok((data, _)) => Ok(Some(data)),
+                            Err(zookeeper_client::Error::NoNode) => Ok(None),
+                            Err(e) => Err(e),
+                        }
+                    })
+                    .await?;
+                let data = found.ok_or_else(|| LockError::IllegalState {
+                    path: count.clone(),
+                    reason: "the shared count node does not exist",
+                })?;
+                decode_count(count, &data)
+            }
+        }
+    }
+
+    async fn acquire_until(&self, deadline: Option<Instant>) -> Result<Option<Lease>, LockError> {
+        // Queue for the acquirers' mutex first (Curator's `lock`), then create our lease.
+        let guard = match deadline {
+            None => self.mutex.acquire().await?,
+            Some(d) => match self.mutex.acquire_timeout(d.saturating_duration_since(Instant::now())).await? {
+                Some(guard) => guard,
+                None => return Ok(None),
+            },
+        };
+        let created = self
+            .zk
+            .create_protected_ext(ProtectedCreate::new(
+                &self.leases_path,
+                LEASE_NAME,
+                CreateMode::EphemeralSequential,
+            ))
+            .await?;
+        // From here the lease node is ours: a drop or an error returns it.
+        let mut lease = Lease {
+            zk: self.zk.clone(),
+            node: Some(created.path.clone()),
+            session: created.session.clone(),
+            fencing_token: created.stat.czxid,
+        };
+        let granted = self.wait_for_room(&lease, deadline).await;
+        let _ = guard.release().await;
+        match granted {
+            Ok(true) => Ok(Some(lease)),
+            Ok(false) => {
+                if let Some(node) = lease.node.take() {
+                    lease.zk.guaranteed_delete(node, Some(lease.session.generation())).wait().await;
+                }
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Waits until there are no more lease nodes than the maximum; `false` at the deadline.
+    async fn wait_for_room(&self, lease: &Lease, deadline: Option<Instant>) -> Result<bool, LockError> {
+        let client = lease.session.client();
+        loop {
+            let max = self.max_leases().await?;
+            let (children, _, watcher) = client.get_and_watch_children(&self.leases_path).await?;
+            let ours = path::node_name(lease.node_path());
+            if !children.iter().any(|c| c == ours) {
+                return Err(LockError::NodeVanished {
+                    path: self.leases_path.clone(),
+                    node: ours.to_owned(),
+                });
+            }
+            if children.len() <= max {
+                return Ok(true);
+            }
+            match deadline {
+                None => {
+                    watcher.changed().await;
+                }
+                Some(d) => {
+                    if tokio::time::timeout_at(d, watcher.changed()).await.is_err() {
+                        return Ok(false);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn unreachable_lease(path: &str) -> Result<Lease, LockError> {
+    Err(LockError::IllegalState {
+        path: path.to_owned(),
+        reason: "an acquire without a deadline ended without a lease",
+    })
+}
+
+/// A mutex across processes that is not reentrant and not bound to a task: Apache Curator's
+/// `InterProcessSemaphoreMutex`, a [`InterProcessSemaphoreV2`] with one lease (same layout, so
+/// Java processes share it). Hand the [`Lease`] to another task to release it there.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::locks::LockError> {
+/// let mutex = zkr_recipes::locks::InterProcessSemaphoreMutex::new(&zk, "/locks/import")?;
+/// let held = mutex.acquire().await?;
+/// tokio::spawn(async move { held.release().await });
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct InterProcessSemaphoreMutex {
+    semaphore: InterProcessSemaphoreV2,
+}
+
+impl InterProcessSemaphoreMutex {
+    /// A semaphore mutex at `path`.
+    ///
+    /// # Errors
+    /// As [`InterProcessSemaphoreV2::new`].
+    pub fn new(zk: &ZkClient, path: &str) -> Result<Self, LockError> {
+        Ok(InterProcessSemaphoreMutex {
+            semaphore: InterProcessSemaphoreV2::new(zk, path, MaxLeases::Fixed(1))?,
+        })
+    }
+
+    /// Takes the mutex, waiting as long as it takes. Not reentrant: a second call waits for the
+    /// first lease to be returned, whoever calls it.
+    ///
+    /// # Errors
+    /// As [`InterProcessSemaphoreV2::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn acquire(&self) -> Result<Lease, LockError> {
+        self.semaphore.acquire().await
+    }
+
+    /// Takes the mutex if it frees up within `timeout`.
+    ///
+    /// # Errors
+    /// As [`InterProcessSemaphoreV2::acquire`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Lease>, LockError> {
+        self.semaphore.acquire_timeout(timeout).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_counts_are_curators_ints() {
+        assert_eq!(decode_count("/c", &5i32.to_be_bytes()).unwrap(), 5);
+        assert!(decode_count("/c", &(-1i32).to_be_bytes()).is_err());
+        assert!(decode_count("/c", b"12").is_err());
+    }
+}

@@ -1,0 +1,145 @@
+//! InterProcessSemaphoreV2 and InterProcessSemaphoreMutex against real ZooKeeper servers: at
+//! most N holders across sessions, a shared count changed at run time, timeouts and cancelled
+//! acquires leave nothing behind, leases move between tasks, session expiry, and a shared
+//! semaphore with Apache Curator's InterProcessSemaphoreV2.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use zkr_integration_tests::{connect, eventually, timing, unique_root};
+use zkr_recipes::locks::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LockError, MaxLeases};
+use zkr_testing::{expire_session, shared_server};
+use zookeeper_client::{Client, CreateMode};
+
+const SHORT: Duration = Duration::from_millis(300);
+
+async fn leases(observer: &Client, root: &str) -> usize {
+    match observer.list_children(&format!("{root}/leases")).await {
+        Ok(children) => children.len(),
+        Err(zookeeper_client::Error::NoNode) => 0,
+        Err(e) => panic!("listing leases: {e}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn never_more_holders_than_leases() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("semaphore");
+    let inside = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        let zk = connect(&server.connect_string()).await;
+        let semaphore = InterProcessSemaphoreV2::new(&zk, &root, MaxLeases::Fixed(2)).unwrap();
+        let (inside, most) = (inside.clone(), most.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..5 {
+                let lease = semaphore.acquire().await.unwrap();
+                let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                inside.fetch_sub(1, Ordering::SeqCst);
+                lease.release().await.unwrap();
+            }
+            zk
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert!(most.load(Ordering::SeqCst) <= 2, "{} holders at once", most.load(Ordering::SeqCst));
+    assert_eq!(most.load(Ordering::SeqCst), 2, "two leases were in use together");
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    eventually("no lease left", || async { leases(&observer, &root).await == 0 }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_and_dropped_acquires_leave_nothing_and_leases_move_between_tasks() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("semaphore-timeout");
+    let zk = connect(&server.connect_string()).await;
+    let mutex = InterProcessSemaphoreMutex::new(&zk, &root).unwrap();
+    let held = mutex.acquire().await.unwrap();
+    assert!(held.fencing_token() > 0);
+    assert!(mutex.acquire_timeout(SHORT).await.unwrap().is_none(), "not reentrant: a second acquire waits");
+    for i in 0..10u64 {
+        let _ = tokio::time::timeout(Duration::from_millis(20 * i), mutex.acquire()).await;
+    }
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    eventually("only the held lease", || async { leases(&observer, &root).await == 1 }).await;
+    // Released from another task.
+    tokio::spawn(async move { held.release().await.unwrap() }).await.unwrap();
+    let again = tokio::time::timeout(timing().wait(), mutex.acquire()).await.unwrap().unwrap();
+    drop(again); // dropping returns it
+    eventually("the dropped lease to go", || async { leases(&observer, &root).await == 0 }).await;
+    assert!(InterProcessSemaphoreV2::new(&zk, &root, MaxLeases::Fixed(0)).is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_count_changes_the_limit_at_run_time() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("semaphore-shared");
+    let count = format!("{root}-count");
+    let zk = connect(&server.connect_string()).await;
+    zk.create(&count, &1i32.to_be_bytes(), CreateMode::Persistent).await.unwrap();
+    let semaphore = InterProcessSemaphoreV2::new(&zk, &root, MaxLeases::Shared(count.clone())).unwrap();
+    let first = semaphore.acquire().await.unwrap();
+    assert!(semaphore.acquire_timeout(SHORT).await.unwrap().is_none(), "one lease while the count is 1");
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    observer.set_data(&count, &2i32.to_be_bytes(), None).await.unwrap();
+    let second = semaphore.acquire_timeout(timing().wait()).await.unwrap();
+    assert!(second.is_some(), "two leases once the count is 2");
+    drop((first, second));
+    observer.set_data(&count, b"x", None).await.unwrap();
+    assert!(matches!(semaphore.acquire().await, Err(LockError::IllegalState { .. })));
+    eventually("no lease left", || async { leases(&observer, &root).await == 0 }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_is_lost_with_its_session() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("semaphore-expiry");
+    let (zk_a, zk_b) = (connect(&server.connect_string()).await, connect(&server.connect_string()).await);
+    let a = InterProcessSemaphoreMutex::new(&zk_a, &root).unwrap();
+    let b = InterProcessSemaphoreMutex::new(&zk_b, &root).unwrap();
+    let lease = a.acquire().await.unwrap();
+    let waiting = tokio::spawn(async move { b.acquire().await.map(|l| (l, b)) });
+    let session = zk_a.session().await.unwrap();
+    expire_session(session.client(), &server.connect_string()).await.unwrap();
+    let (taken, _b) = tokio::time::timeout(timing().wait(), waiting).await.unwrap().unwrap().unwrap();
+    eventually("the old lease to count as lost", || {
+        let lost = lease.is_lost();
+        async move { lost }
+    })
+    .await;
+    assert!(matches!(lease.release().await, Err(LockError::Lost { .. })));
+    taken.release().await.unwrap();
+}
+
+/// zkr and Curator semaphores on one path share its leases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_zkr_share_a_semaphore() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let root = unique_root("semaphore-curator");
+    let zk = connect(&cs).await;
+    let ours = InterProcessSemaphoreV2::new(&zk, &root, MaxLeases::Fixed(2)).unwrap();
+    let tool = zkr_testing::peers::CuratorTool::locate().unwrap();
+    let mut java = tool.spawn(&["semaphore-hold", &cs, &root, "2"]).unwrap();
+    java.expect_line("HELD").await.unwrap();
+    let one = ours.acquire().await.unwrap();
+    assert!(ours.acquire_timeout(SHORT).await.unwrap().is_none(), "Curator's lease and ours fill both");
+    let mut java_second = tool.spawn(&["semaphore-hold", &cs, &root, "2"]).unwrap();
+    java_second.set_line_timeout(SHORT * 2);
+    assert!(java_second.expect_line("HELD").await.is_err(), "Curator waits too");
+    java_second.set_line_timeout(timing().wait());
+    one.release().await.unwrap();
+    java_second.expect_line("HELD").await.unwrap();
+    for mut peer in [java, java_second] {
+        peer.send_line("release").await.unwrap();
+        peer.expect_line("RELEASED").await.unwrap();
+        assert!(peer.wait().await.unwrap().success());
+    }
+    assert!(ours.acquire_timeout(timing().wait()).await.unwrap().is_some());
+}
