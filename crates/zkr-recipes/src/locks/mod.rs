@@ -8,11 +8,13 @@
 //! | `LockInternalsDriver`, `StandardLockInternalsDriver` | [`LockInternalsDriver`], [`StandardLockInternalsDriver`] |
 //! | kazoo's `Lock` naming | [`KazooLockDriver`] |
 //! | `InterProcessSemaphoreV2`, `InterProcessSemaphoreMutex` | [`InterProcessSemaphoreV2`], [`InterProcessSemaphoreMutex`] (leases not bound to a task) |
+//! | `InterProcessMultiLock` | [`InterProcessMultiLock`] (all or nothing, released in reverse) |
 //! | `InterProcessReadWriteLock` | [`InterProcessReadWriteLock`] (readers share, one writer, downgrade, no upgrade) |
 
 mod driver;
 mod error;
 mod internals;
+mod multi;
 mod mutex;
 mod owner;
 mod read_write;
@@ -24,6 +26,7 @@ pub use driver::{
 };
 pub use error::{LockError, LostReason};
 pub use internals::{LockInternals, LockNode, Wait};
+pub use multi::{Held, InterProcessMultiLock, Lockable, MultiLockGuard};
 pub use mutex::{InterProcessMutex, InterProcessMutexGuard, LOCK_NAME};
 pub use owner::LockOwner;
 pub use read_write::{
