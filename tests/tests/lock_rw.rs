@@ -160,3 +160,39 @@ async fn curator_and_zkr_share_a_read_write_lock() {
     java_writer.expect_line("RELEASED").await.unwrap();
     assert!(java_writer.wait().await.unwrap().success());
 }
+
+/// A ZooKeeper leader kill in a 3-server ensemble, with a reader holding the read-write lock, a
+/// writer queued behind it, a semaphore lease held and another waiting: exclusion holds
+/// throughout, and once the holders let go the waiters get their turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lock_family_comes_through_a_zookeeper_leader_kill() {
+    use zkr_recipes::locks::{InterProcessSemaphoreV2, MaxLeases};
+
+    let cluster = zkr_testing::TestingCluster::start(3).await.unwrap();
+    let cs = cluster.connect_string();
+    let (_clients, l) = locks(&cs, "/family/rw", 2).await;
+    let reading = l[0].read().await.unwrap();
+    let writer = tokio::spawn({
+        let w = l[1].clone();
+        async move { w.write().await }
+    });
+    let (zk_c, zk_d) = (connect(&cs).await, connect(&cs).await);
+    let c = InterProcessSemaphoreV2::new(&zk_c, "/family/sem", MaxLeases::Fixed(1)).unwrap();
+    let d = InterProcessSemaphoreV2::new(&zk_d, "/family/sem", MaxLeases::Fixed(1)).unwrap();
+    let lease = c.acquire().await.unwrap();
+    let waiting = tokio::spawn(async move { d.acquire().await.map(|lease| (lease, d)) });
+
+    let leader = cluster.leader().await.expect("a ZooKeeper leader");
+    cluster.kill(leader).unwrap();
+    tokio::time::sleep(SHORT).await;
+    assert!(!writer.is_finished(), "the writer still waits for the reader");
+    assert!(!waiting.is_finished(), "the second lease still waits");
+
+    // Whatever the kill did to the holders' connections, letting go frees the waiters.
+    let _ = reading.release().await;
+    let written = tokio::time::timeout(timing().wait(), writer).await.unwrap().unwrap().unwrap();
+    let _ = lease.release().await;
+    let (second, _d) = tokio::time::timeout(timing().wait(), waiting).await.unwrap().unwrap().unwrap();
+    written.release().await.unwrap();
+    second.release().await.unwrap();
+}

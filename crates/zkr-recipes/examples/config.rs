@@ -32,22 +32,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     zk.retry(|s| async move { s.client().set_data(path, b"{not json", None).await }).await?;
     publisher.set(path, &Settings { pool_size: 32, timeout_ms: 250 }).await?;
 
-    let mut seen = 0;
-    while seen < 3 {
-        match changes.next().await {
-            Some(ConfigEvent::Changed { new: Some(new), .. }) => {
+    // The watcher converges on the latest version; versions written in quick succession may
+    // be seen only as the latest. Print what it sees until it holds the last one.
+    while let Some(event) = changes.next().await {
+        match event {
+            ConfigEvent::Changed { new: Some(new), .. } => {
                 println!("version {}: {:?}", new.version, new.value);
-                seen += 1;
+                if new.value.pool_size == 32 {
+                    break;
+                }
             }
-            Some(ConfigEvent::DecodeFailed { version, error, .. }) => {
+            ConfigEvent::DecodeFailed { version, error, .. } => {
                 println!(
                     "version {version} does not decode ({error}); keeping {:?}",
                     settings.get().map(|v| v.value)
                 );
-                seen += 1;
             }
-            Some(_) => {}
-            None => break,
+            _ => {}
         }
     }
     drop((settings, changes));
