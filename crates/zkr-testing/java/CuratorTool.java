@@ -227,12 +227,7 @@ public final class CuratorTool {
         InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, path, max);
         org.apache.curator.framework.recipes.locks.Lease lease = semaphore.acquire();
         out("HELD");
-        String line;
-        while ((line = STDIN.readLine()) != null) {
-            if (line.trim().equals("release")) {
-                break;
-            }
-        }
+        waitForRelease();
         semaphore.returnLease(lease);
         out("RELEASED");
     }
@@ -250,14 +245,19 @@ public final class CuratorTool {
         }
         mutex.acquire();
         out("HELD");
+        waitForRelease();
+        mutex.release();
+        out("RELEASED");
+    }
+
+    /** Reads stdin until a `release` line or EOF. */
+    private static void waitForRelease() throws IOException {
         String line;
         while ((line = STDIN.readLine()) != null) {
             if (line.trim().equals("release")) {
-                break;
+                return;
             }
         }
-        mutex.release();
-        out("RELEASED");
     }
 
     private static void hold(String connect, String path) throws Exception {
@@ -270,12 +270,7 @@ public final class CuratorTool {
             node = nodes.isEmpty() ? "?" : nodes.iterator().next();
         }
         out("HELD " + node);
-        String line;
-        while ((line = STDIN.readLine()) != null) {
-            if (line.trim().equals("release")) {
-                break;
-            }
-        }
+        waitForRelease();
         mutex.release();
         out("RELEASED");
     }

@@ -265,7 +265,30 @@ impl InterProcessSemaphoreV2 {
         let client = lease.session.client();
         loop {
             let max = self.max_leases().await?;
-            let (children, _, watcher) = client.get_and_watch_children(&self.leases_path).await?;
+            let listed = client.get_and_watch_children(&self.leases_path).await;
+            let (children, _, watcher) = match listed {
+                Ok(listed) => listed,
+                // A connection loss (a server restart, a leader election): wait for the
+                // connection, bounded by the deadline, and look again. The session, and with
+                // it our lease, survives unless it expires.
+                Err(e) if zkr_connection::is_retryable(&e) => {
+                    let wait = deadline.map_or(self.zk.connection_timeout(), |d| {
+                        d.saturating_duration_since(Instant::now()).min(self.zk.connection_timeout())
+                    });
+                    let _ = self.zk.wait_connected(wait).await;
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        return Ok(false);
+                    }
+                    continue;
+                }
+                Err(e) if zkr_connection::is_session_error(&e) => {
+                    return Err(LockError::Lost {
+                        path: lease.node_path().to_owned(),
+                        reason: LostReason::SessionEnded,
+                    });
+                }
+                Err(e) => return Err(e.into()),
+            };
             let ours = path::node_name(lease.node_path());
             if !children.iter().any(|c| c == ours) {
                 return Err(LockError::NodeVanished {
