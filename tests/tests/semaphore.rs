@@ -38,7 +38,8 @@ async fn never_more_holders_than_leases() {
                 let lease = semaphore.acquire().await.unwrap();
                 let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
                 most.fetch_max(now, Ordering::SeqCst);
-                tokio::time::sleep(Duration::from_millis(5)).await;
+                // Long enough that the next acquirer gets the second lease meanwhile.
+                tokio::time::sleep(Duration::from_millis(25)).await;
                 inside.fetch_sub(1, Ordering::SeqCst);
                 lease.release().await.unwrap();
             }

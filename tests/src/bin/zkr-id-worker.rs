@@ -1,9 +1,12 @@
 //! A process that draws IDs for the multi-process ID tests: `zkr-id-worker CONNECT KIND PATH
 //! COUNT [IDENTITY]`, KIND one of `sequential`, `segment`, `snowflake`. Prints each ID on its
 //! own line as soon as it has it, draws in small paced batches so that faults land mid-run,
-//! and keeps going through errors (printed to stderr) until it has COUNT IDs.
+//! and keeps going through errors (printed to stderr) until it has COUNT IDs, or, with a
+//! COUNT of 0, until its stdin closes.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use zkr_connection::ZkClient;
@@ -46,10 +49,25 @@ async fn main() {
         }
         other => panic!("unknown kind {other}"),
     };
+    let stop = Arc::new(AtomicBool::new(false));
+    if count == 0 {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut sink = Vec::new();
+            let _ = tokio::io::AsyncReadExt::read_to_end(&mut tokio::io::stdin(), &mut sink).await;
+            stop.store(true, Ordering::SeqCst);
+        });
+    }
     let mut out = std::io::stdout().lock();
     let mut drawn = 0;
-    while drawn < count {
-        match generator.next_batch(5.min(count - drawn)).await {
+    while (count == 0 || drawn < count) && !stop.load(Ordering::SeqCst) {
+        let want = if count == 0 { 5 } else { 5.min(count - drawn) };
+        let batch = tokio::time::timeout(Duration::from_secs(10), generator.next_batch(want)).await;
+        let Ok(batch) = batch else {
+            eprintln!("error: next_batch gave no answer within 10 s (drawn {drawn})");
+            continue;
+        };
+        match batch {
             Ok(ids) => {
                 for id in &ids {
                     writeln!(out, "{id}").expect("stdout");
