@@ -49,13 +49,33 @@ async fn open(connect: &ConnectArgs, path: &str) -> anyhow::Result<Option<(ZkCli
 }
 
 pub(crate) async fn run(connect: &ConnectArgs, args: LockArgs) -> anyhow::Result<i32> {
+    // Registered before anything else: a signal that arrives while we wait for the lock, or
+    // just after the command starts, must not hit the default action (which kills zkr without
+    // forwarding anything to the command).
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let Some((zk, mutex)) = open(connect, &args.path).await? else { return Ok(crate::EXIT_USAGE) };
-    let acquired = if args.try_only {
-        mutex.try_acquire().await
-    } else if let Some(timeout) = args.timeout {
-        mutex.acquire_timeout(timeout).await
-    } else {
-        mutex.acquire().await.map(Some)
+    let acquiring = async {
+        if args.try_only {
+            mutex.try_acquire().await
+        } else if let Some(timeout) = args.timeout {
+            mutex.acquire_timeout(timeout).await
+        } else {
+            mutex.acquire().await.map(Some)
+        }
+    };
+    // Interrupted while waiting: give up the place in the queue (the acquire is cancel safe)
+    // and exit as a shell would after the signal.
+    let acquired = tokio::select! {
+        acquired = acquiring => acquired,
+        _ = interrupt.recv() => {
+            zk.close().await;
+            return Ok(128 + Signal::SIGINT as i32);
+        }
+        _ = terminate.recv() => {
+            zk.close().await;
+            return Ok(128 + Signal::SIGTERM as i32);
+        }
     }
     .with_context(|| format!("acquiring the lock {}", args.path))?;
     let Some(guard) = acquired else {
@@ -73,8 +93,6 @@ pub(crate) async fn run(connect: &ConnectArgs, args: LockArgs) -> anyhow::Result
         .spawn()
         .with_context(|| format!("starting {:?}", args.command[0]))?;
     let pid = child.id().map(|id| Pid::from_raw(id as i32));
-    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let outcome = loop {
         tokio::select! {
             status = child.wait() => break Outcome::Exited(status?),

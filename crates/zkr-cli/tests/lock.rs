@@ -199,3 +199,33 @@ async fn a_killed_holder_frees_the_lock_within_the_session_timeout() {
     let _ =
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(command_pid), nix::sys::signal::Signal::SIGKILL);
 }
+
+/// Ctrl-C while `zkr lock` waits: it gives up its place in the queue and exits 130, leaving no
+/// node behind.
+#[tokio::test]
+async fn ctrl_c_while_waiting_gives_up_and_exits_130() {
+    let server = shared_server().await.unwrap();
+    let path = unique("sigint-waiting");
+    let zk = ZkClient::connect(server.connect_string()).await.unwrap();
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    let held = mutex.acquire().await.unwrap();
+    let mut waiter = zkr(&server.connect_string()).args(["lock", &path, "--", "true"]).spawn().unwrap();
+    let admin = zookeeper_client::Client::connect(&server.connect_string()).await.unwrap();
+    let deadline = tokio::time::Instant::now() + Timing::from_env().wait();
+    while admin.list_children(&path).await.map(|c| c.len()).unwrap_or(0) < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "zkr lock never queued");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(waiter.id().unwrap() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = tokio::time::timeout(Timing::from_env().wait(), waiter.wait()).await.unwrap().unwrap();
+    assert_eq!(status.code(), Some(130));
+    while admin.list_children(&path).await.map(|c| c.len()).unwrap_or(0) != 1 {
+        assert!(tokio::time::Instant::now() < deadline, "the waiter's node was left behind");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    held.release().await.unwrap();
+}
