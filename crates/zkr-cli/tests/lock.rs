@@ -10,6 +10,16 @@ use zkr_testing::{shared_server, Timing};
 mod common;
 use common::{rand_suffix, run_zkr, unique, zkr};
 
+/// The first line a child with piped stdout prints, within the wait bound.
+async fn first_line(child: &mut tokio::process::Child) -> String {
+    let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+    tokio::time::timeout(Timing::from_env().wait(), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("a line")
+}
+
 #[tokio::test]
 async fn lock_processes_never_overlap() {
     let server = shared_server().await.unwrap();
@@ -97,9 +107,7 @@ async fn a_lost_lock_stops_the_command_and_exits_4() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let line =
-        tokio::time::timeout(Timing::from_env().wait(), lines.next_line()).await.unwrap().unwrap().unwrap();
+    let line = first_line(&mut child).await;
     let mut fields = line.split_whitespace();
     let node = fields.next().unwrap().to_string();
     let token: i64 = fields.next().unwrap().parse().unwrap();
@@ -130,10 +138,7 @@ async fn ctrl_c_is_forwarded_and_the_lock_released() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let line =
-        tokio::time::timeout(Timing::from_env().wait(), lines.next_line()).await.unwrap().unwrap().unwrap();
-    assert_eq!(line, "ready");
+    assert_eq!(first_line(&mut child).await, "ready");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id().unwrap() as i32),
         nix::sys::signal::Signal::SIGINT,
@@ -169,9 +174,7 @@ async fn a_killed_holder_frees_the_lock_within_the_session_timeout() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
-    let line =
-        tokio::time::timeout(Timing::from_env().wait(), lines.next_line()).await.unwrap().unwrap().unwrap();
+    let line = first_line(&mut holder).await;
     let command_pid: i32 = line
         .strip_prefix("held ")
         .and_then(|p| p.parse().ok())

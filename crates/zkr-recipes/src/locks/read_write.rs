@@ -68,20 +68,16 @@ impl LockInternalsDriver for ReadLockDriver {
             .map(|sequence| format!("{lock_name}{sequence}"));
         match at_writer {
             Some(name) => ContenderSpec { tag: protected_tag(), name, mode: CreateMode::Ephemeral },
-            None => ContenderSpec {
-                tag: protected_tag(),
-                name: lock_name.to_owned(),
-                mode: CreateMode::EphemeralSequential,
-            },
+            None => WriteLockDriver.contender(lock_name),
         }
     }
 
-    fn fix_for_sorting<'a>(&self, name: &'a str, _lock_name: &str) -> Option<&'a str> {
-        read_write_key(name)
+    fn fix_for_sorting<'a>(&self, name: &'a str, lock_name: &str) -> Option<&'a str> {
+        WriteLockDriver.fix_for_sorting(name, lock_name)
     }
 
     fn head_release_grants(&self) -> bool {
-        false
+        WriteLockDriver.head_release_grants()
     }
 
     fn gets_the_lock(
