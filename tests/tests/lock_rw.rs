@@ -196,3 +196,25 @@ async fn the_lock_family_comes_through_a_zookeeper_leader_kill() {
     written.release().await.unwrap();
     second.release().await.unwrap();
 }
+
+/// The writer's session expires: its guard reports the loss, and a queued reader gets in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_whose_session_expires_lets_readers_in() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let path = unique_root("rw-expiry");
+    let (clients, l) = locks(&cs, &path, 2).await;
+    let writing = l[0].write().await.unwrap();
+    let reader = tokio::spawn({
+        let r = l[1].clone();
+        async move { r.read().await }
+    });
+    let observer = Client::connect(&cs).await.unwrap();
+    eventually("the reader to queue", || async { children(&observer, &path).await.len() == 2 }).await;
+    let session = clients[0].session().await.unwrap();
+    zkr_testing::expire_session(session.client(), &cs).await.unwrap();
+    let reading = tokio::time::timeout(timing().wait(), reader).await.unwrap().unwrap().unwrap();
+    tokio::time::timeout(timing().wait(), writing.lost()).await.expect("the writer hears of its loss");
+    assert!(matches!(writing.release().await, Err(LockError::Lost { .. })));
+    reading.release().await.unwrap();
+}
