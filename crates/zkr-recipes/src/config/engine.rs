@@ -10,7 +10,9 @@ use futures::future::select_all;
 use futures::FutureExt as _;
 use tokio::sync::{broadcast, watch};
 use zkr_connection::{path, Session, ZkClient};
-use zookeeper_client::{AddWatchMode, Client, EventType, OneshotWatcher, SessionState, Stat};
+use zookeeper_client::{
+    AddWatchMode, Client, EventType, OneshotWatcher, PersistentWatcher, SessionState, Stat,
+};
 
 use super::{Codec, ConfigEvent, ConfigSnapshot, Versioned};
 
@@ -74,6 +76,12 @@ pub(crate) fn key_of(scope: Scope, root: &str, node: &str) -> Option<String> {
 /// Resolves when the watcher's last handle is dropped.
 async fn dropped(mut alive: watch::Receiver<()>) {
     while alive.changed().await.is_ok() {}
+}
+
+/// A persistent watch set (and the tree read) by `start`, for [`Engine::run`] to follow.
+pub(crate) struct Established {
+    session: Session,
+    watcher: PersistentWatcher,
 }
 
 /// Why a watch loop ended.
@@ -242,9 +250,37 @@ impl<T: Send + Sync + 'static> Engine<T> {
         Ok((all, watchers))
     }
 
-    /// The first full read, for `start`: on the current session, within `timeout`.
-    pub(crate) async fn initial_sync(&mut self, timeout: Duration) -> Result<(), zkr_connection::Error> {
+    /// The first full read, for `start`: on the current session, within `timeout`. With
+    /// persistent watches the watch is set first and handed to [`run`](Self::run), so the
+    /// tree is read once, not twice.
+    pub(crate) async fn initial_sync(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Option<Established>, zkr_connection::Error> {
         self.zk.wait_connected(timeout).await?;
+        if self.mode != WatchMode::OneShot {
+            let established = self
+                .zk
+                .retry(|s| {
+                    let this = &*self;
+                    async move {
+                        match this.watch_and_read(&s).await {
+                            Ok((watcher, all)) => Ok(Some((s, watcher, all))),
+                            Err(zookeeper_client::Error::Unimplemented) if this.mode == WatchMode::Auto => {
+                                Ok(None)
+                            }
+                            Err(e) => Err(e),
+                        }
+                    }
+                })
+                .await?;
+            if let Some((session, watcher, all)) = established {
+                self.apply_all(all);
+                return Ok(Some(Established { session, watcher }));
+            }
+            tracing::info!(root = %self.root, "server has no persistent watches; using one-shot watches");
+            self.mode = WatchMode::OneShot;
+        }
         let all = self
             .zk
             .retry(|s| {
@@ -253,23 +289,30 @@ impl<T: Send + Sync + 'static> Engine<T> {
             })
             .await?;
         self.apply_all(all);
-        Ok(())
+        Ok(None)
     }
 
     /// Runs until every handle is dropped.
-    pub(crate) async fn run(mut self) {
+    pub(crate) async fn run(mut self, mut first: Option<Established>) {
         let mut mode = self.mode;
         let mut generation = None;
         loop {
-            let session = tokio::select! {
-                s = self.next_session(generation) => s,
-                () = dropped(self.alive.clone()) => return,
+            let (session, established) = match first.take() {
+                Some(Established { session, watcher }) => (session, Some(watcher)),
+                None => {
+                    let session = tokio::select! {
+                        s = self.next_session(generation) => s,
+                        () = dropped(self.alive.clone()) => return,
+                    };
+                    let Some(session) = session else { return };
+                    (session, None)
+                }
             };
-            let Some(session) = session else { return };
             generation = Some(session.generation());
             let end = match mode {
                 WatchMode::OneShot => self.one_shot(&session).await,
-                WatchMode::Auto | WatchMode::Persistent => match self.persistent(&session).await {
+                WatchMode::Auto | WatchMode::Persistent => match self.persistent(&session, established).await
+                {
                     Err(zookeeper_client::Error::Unimplemented) if mode == WatchMode::Auto => {
                         tracing::info!(root = %self.root, "server has no persistent watches; using one-shot watches");
                         mode = WatchMode::OneShot;
@@ -306,18 +349,38 @@ impl<T: Send + Sync + 'static> Engine<T> {
         }
     }
 
-    /// The persistent-watch loop on one session.
-    async fn persistent(&mut self, session: &Session) -> Result<End, zookeeper_client::Error> {
-        let client = session.client();
+    /// Sets the persistent watch, then reads everything: whatever changes after the read is an
+    /// event.
+    async fn watch_and_read(
+        &self,
+        session: &Session,
+    ) -> Result<(PersistentWatcher, BTreeMap<String, Read>), zookeeper_client::Error> {
         let mode = if self.scope == Scope::Tree {
             AddWatchMode::PersistentRecursive
         } else {
             AddWatchMode::Persistent
         };
-        // Watch first, then read: whatever changes after the read is an event.
-        let mut watcher = client.watch(&self.root, mode).await?;
-        let (all, _) = self.read_all(client, false).await?;
-        self.apply_all(all);
+        let watcher = session.client().watch(&self.root, mode).await?;
+        let (all, _) = self.read_all(session.client(), false).await?;
+        Ok((watcher, all))
+    }
+
+    /// The persistent-watch loop on one session, on a watch already set and read (`start`'s)
+    /// or a new one.
+    async fn persistent(
+        &mut self,
+        session: &Session,
+        established: Option<PersistentWatcher>,
+    ) -> Result<End, zookeeper_client::Error> {
+        let client = session.client();
+        let mut watcher = match established {
+            Some(watcher) => watcher,
+            None => {
+                let (watcher, all) = self.watch_and_read(session).await?;
+                self.apply_all(all);
+                watcher
+            }
+        };
         let mut disconnected = false;
         loop {
             let first = tokio::select! {

@@ -341,34 +341,38 @@ impl<T: Send + Sync + 'static, S> ConfigWatcherBuilder<T, S> {
             seen: BTreeMap::new(),
         };
         let timeout = self.initial_timeout.unwrap_or_else(|| self.zk.connection_timeout());
-        if let Err(e) = engine.initial_sync(timeout).await {
-            let unreachable = e.is_retryable()
-                || matches!(
-                    e,
-                    zkr_connection::Error::ConnectTimeout { .. }
-                        | zkr_connection::Error::RetriesExhausted { .. }
-                        | zkr_connection::Error::DeadlineExceeded { .. }
-                );
-            let cached = match (&self.cache_file, unreachable) {
-                (Some(file), true) => cache_file::load(file, &self.path, self.codec.as_ref())?,
-                _ => None,
-            };
-            let Some(entries) = cached else {
-                return Err(if unreachable {
-                    ConfigError::Unavailable { path: self.path.clone(), source: e }
-                } else {
-                    ConfigError::Connection(e)
-                });
-            };
-            tracing::warn!(path = %self.path, error = %e, "ZooKeeper unreachable; starting from the last-known-good file");
-            engine.seen = entries.iter().map(|(k, v)| (k.clone(), v.mzxid)).collect();
-            engine.entries = entries;
-            engine.publish(true);
+        let mut established = None;
+        match engine.initial_sync(timeout).await {
+            Ok(first) => established = first,
+            Err(e) => {
+                let unreachable = e.is_retryable()
+                    || matches!(
+                        e,
+                        zkr_connection::Error::ConnectTimeout { .. }
+                            | zkr_connection::Error::RetriesExhausted { .. }
+                            | zkr_connection::Error::DeadlineExceeded { .. }
+                    );
+                let cached = match (&self.cache_file, unreachable) {
+                    (Some(file), true) => cache_file::load(file, &self.path, self.codec.as_ref())?,
+                    _ => None,
+                };
+                let Some(entries) = cached else {
+                    return Err(if unreachable {
+                        ConfigError::Unavailable { path: self.path.clone(), source: e }
+                    } else {
+                        ConfigError::Connection(e)
+                    });
+                };
+                tracing::warn!(path = %self.path, error = %e, "ZooKeeper unreachable; starting from the last-known-good file");
+                engine.seen = entries.iter().map(|(k, v)| (k.clone(), v.mzxid)).collect();
+                engine.entries = entries;
+                engine.publish(true);
+            }
         }
         if let Some(file) = self.cache_file {
             tokio::spawn(cache_file::keep_writing(file, self.path.clone(), snapshots.clone()));
         }
-        tokio::spawn(engine.run());
+        tokio::spawn(engine.run(established));
         Ok(Shared { path: self.path, snapshots, events, _alive: Arc::new(alive_tx) })
     }
 }
