@@ -27,24 +27,6 @@ use zookeeper_client::{Client, CreateMode};
 
 const ROUNDS: usize = 2;
 
-struct Options {
-    seconds: f64,
-}
-
-fn parse() -> anyhow::Result<Options> {
-    let mut seconds = 5.0;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--quick" => seconds = 1.0,
-            "--seconds" => seconds = args.next().context("--seconds N")?.parse().context("--seconds N")?,
-            "--bench" => {}
-            other => anyhow::bail!("unknown argument {other}; usage: --seconds N | --quick"),
-        }
-    }
-    Ok(Options { seconds })
-}
-
 async fn curator(tool: &CuratorTool, cs: &str, path: &str, seconds: f64) -> anyhow::Result<Measurement> {
     let mut peer = tool.spawn(&["bench-ids", cs, path, &seconds.to_string()])?;
     peer.set_line_timeout(Duration::from_secs_f64(seconds + 60.0));
@@ -165,8 +147,7 @@ fn fmt_latency(d: Duration) -> String {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
-    let options = parse()?;
-    let seconds = options.seconds;
+    let seconds = zkr_benches::window_seconds(std::env::args().skip(1))?;
     let server = TestingServer::start().await.context("starting a ZooKeeper server")?;
     let cs = server.connect_string();
     let tool = CuratorTool::locate().context("Apache Curator (libcurator-recipes-java)")?;

@@ -153,6 +153,26 @@ impl BenchOptions {
     }
 }
 
+/// The command line of the smaller benchmarks: `--seconds N` (default 5) or `--quick` (1 s),
+/// each measurement window's length. Cargo's own `--bench` is skipped.
+///
+/// # Errors
+/// An unknown argument or a malformed number.
+pub fn window_seconds(args: impl IntoIterator<Item = String>) -> anyhow::Result<f64> {
+    use anyhow::Context as _;
+    let mut seconds = 5.0;
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--quick" => seconds = 1.0,
+            "--seconds" => seconds = args.next().context("--seconds N")?.parse().context("--seconds N")?,
+            "--bench" => {}
+            other => anyhow::bail!("unknown argument {other}; usage: --seconds N | --quick"),
+        }
+    }
+    Ok(seconds)
+}
+
 /// A warm-up followed by a measurement window.
 #[derive(Debug, Clone, Copy)]
 pub struct Window {

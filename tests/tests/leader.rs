@@ -325,3 +325,51 @@ async fn losing_leadership_cancels_the_work_and_close_hands_over() {
     assert!(matches!(a.start().await, Err(LockError::IllegalState { .. })));
     eventually("no node left", || async { children(&observer, &path).await.is_empty() }).await;
 }
+
+/// zkr and Curator selectors on one path take turns: whoever queued first leads, the other
+/// waits until the leader's work returns or is closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_zkr_selectors_share_one_election() {
+    use zkr_recipes::leader::LeaderSelector;
+
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let path = unique_root("selector-curator");
+    let observer = Client::connect(&cs).await.unwrap();
+    let tool = zkr_testing::peers::CuratorTool::locate().unwrap();
+    let mut java = tool.spawn(&["selector-hold", &cs, &path]).unwrap();
+    java.expect_line("LEADER").await.unwrap();
+
+    let zk = connect(&cs).await;
+    let ours = LeaderSelector::new(&zk, &path, "zkr", |_term| std::future::pending::<()>()).unwrap();
+    ours.start().await.unwrap();
+    eventually("zkr's selector to queue behind Curator's", || async {
+        children(&observer, &path).await.len() == 2
+    })
+    .await;
+    let mut leading = ours.leadership();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), leading.wait_for(Option::is_some)).await.is_err(),
+        "Curator leads, so zkr must wait"
+    );
+    let participants = ours.participants().await.unwrap();
+    assert_eq!(participants.len(), 2, "{participants:?}");
+
+    java.send_line("release").await.unwrap();
+    java.expect_line("RELEASED").await.unwrap();
+    assert!(java.wait().await.unwrap().success());
+    tokio::time::timeout(timing().wait(), leading.wait_for(Option::is_some)).await.unwrap().unwrap();
+
+    // And the other way round: Curator waits while zkr leads, and leads once zkr closes.
+    let mut java = tool.spawn(&["selector-hold", &cs, &path]).unwrap();
+    eventually("Curator's selector to queue", || async { children(&observer, &path).await.len() == 2 }).await;
+    java.set_line_timeout(Duration::from_millis(500));
+    assert!(java.expect_line("LEADER").await.is_err(), "zkr leads, so Curator must wait");
+    java.set_line_timeout(timing().wait());
+    ours.close().await;
+    java.expect_line("LEADER").await.unwrap();
+    java.close_stdin();
+    java.expect_line("RELEASED").await.unwrap();
+    assert!(java.wait().await.unwrap().success());
+    eventually("no node left", || async { children(&observer, &path).await.is_empty() }).await;
+}

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zkr_integration_tests::{connect, eventually, timing, unique_root};
-use zkr_recipes::locks::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LockError, MaxLeases};
+use zkr_recipes::locks::{
+    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LockError, LostReason, MaxLeases,
+};
 use zkr_testing::{expire_session, shared_server};
 use zookeeper_client::{Client, CreateMode};
 
@@ -108,14 +110,19 @@ async fn a_lease_is_lost_with_its_session() {
     let waiting = tokio::spawn(async move { b.acquire().await.map(|l| (l, b)) });
     let session = zk_a.session().await.unwrap();
     expire_session(session.client(), &server.connect_string()).await.unwrap();
+    let reason = tokio::time::timeout(timing().wait(), lease.lost()).await.unwrap();
+    assert_eq!(reason, LostReason::SessionEnded);
+    assert!(lease.is_lost());
     let (taken, _b) = tokio::time::timeout(timing().wait(), waiting).await.unwrap().unwrap().unwrap();
-    eventually("the old lease to count as lost", || {
-        let lost = lease.is_lost();
-        async move { lost }
-    })
-    .await;
     assert!(matches!(lease.release().await, Err(LockError::Lost { .. })));
-    taken.release().await.unwrap();
+
+    // A lease whose node someone else deletes is lost too.
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let lost = taken.lost();
+    tokio::pin!(lost);
+    assert!(tokio::time::timeout(SHORT, &mut lost).await.is_err(), "a held lease is not lost");
+    observer.delete(taken.node_path(), None).await.unwrap();
+    assert_eq!(tokio::time::timeout(timing().wait(), lost).await.unwrap(), LostReason::NodeDeleted);
 }
 
 /// zkr and Curator semaphores on one path share its leases.

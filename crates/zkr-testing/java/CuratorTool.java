@@ -15,8 +15,15 @@
 //                                              `release` or EOF: RELEASED
 //   semaphore-hold CONNECT PATH MAX            InterProcessSemaphoreV2(MAX): HELD once a lease is held;
 //                                              on stdin `release` or EOF: RELEASED
+//   selector-hold CONNECT PATH                 LeaderSelector: LEADER once takeLeadership runs; on stdin
+//                                              `release` or EOF it returns: RELEASED
+//   multi-hold CONNECT PATH[,PATH...]          InterProcessMultiLock of mutexes: HELD once all are held;
+//                                              on stdin `release` or EOF: RELEASED
 //   try CONNECT PATH TIMEOUT_MS                ACQUIRED | NOT_ACQUIRED
 //   bench-uncontended CONNECT PATH SECONDS     RESULT ops= seconds= p50_us= p99_us= (acquire+release)
+//   bench-family CONNECT PATH KIND SECONDS     RESULT ... (acquire+release of KIND: read, write (one
+//                                              InterProcessReadWriteLock side), semaphore
+//                                              (InterProcessSemaphoreV2, 4 leases), semaphore-mutex)
 //   bench-contended CONNECT PATH SESSIONS SECONDS   RESULT ... (wait in acquire, one client per thread)
 //   bench-inprocess CONNECT PATH THREADS SECONDS    RESULT ... (wait in acquire, one shared mutex)
 //   bench-waiters CONNECT PATH N               QUEUED n= rss_kb=; RESULT drained= millis= rss_kb=
@@ -55,8 +62,12 @@ import org.apache.curator.framework.recipes.cache.CuratorCache;
 import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.utils.ZKPaths;
@@ -137,7 +148,10 @@ public final class CuratorTool {
 
     private static String usage() {
         return "usage: CuratorTool lock CONNECT PATH ROUNDS HOLD_MS | hold CONNECT PATH"
+                + " | hold-rw CONNECT PATH read|write | semaphore-hold CONNECT PATH MAX"
+                + " | selector-hold CONNECT PATH | multi-hold CONNECT PATH[,PATH...]"
                 + " | try CONNECT PATH TIMEOUT_MS | bench-uncontended CONNECT PATH SECONDS"
+                + " | bench-family CONNECT PATH read|write|semaphore|semaphore-mutex SECONDS"
                 + " | bench-contended CONNECT PATH SESSIONS SECONDS"
                 + " | bench-inprocess CONNECT PATH THREADS SECONDS | bench-waiters CONNECT PATH N"
                 + " | bench-ids CONNECT PATH SECONDS | bench-leader-failover CONNECT PATH";
@@ -165,6 +179,14 @@ public final class CuratorTool {
                 arity(args, 4);
                 holdReadWrite(args[1], args[2], args[3]);
                 return 0;
+            case "selector-hold":
+                arity(args, 3);
+                selectorHold(args[1], args[2]);
+                return 0;
+            case "multi-hold":
+                arity(args, 3);
+                multiHold(args[1], args[2]);
+                return 0;
             case "try":
                 arity(args, 4);
                 tryLock(args[1], args[2], nonNegativeInt(args[3], "TIMEOUT_MS"));
@@ -172,6 +194,10 @@ public final class CuratorTool {
             case "bench-uncontended":
                 arity(args, 4);
                 benchUncontended(args[1], args[2], seconds(args[3]));
+                return 0;
+            case "bench-family":
+                arity(args, 5);
+                benchFamily(args[1], args[2], args[3], seconds(args[4]));
                 return 0;
             case "bench-contended":
                 arity(args, 5);
@@ -250,6 +276,33 @@ public final class CuratorTool {
         out("RELEASED");
     }
 
+    private static void selectorHold(String connect, String path) throws Exception {
+        CuratorFramework client = connect(connect);
+        CountDownLatch done = new CountDownLatch(1);
+        LeaderSelector selector = new LeaderSelector(client, path, new LeaderSelectorListenerAdapter() {
+            @Override
+            public void takeLeadership(CuratorFramework leaderClient) throws Exception {
+                out("LEADER");
+                waitForRelease();
+                done.countDown();
+            }
+        });
+        selector.start();
+        done.await();
+        selector.close();
+        out("RELEASED");
+    }
+
+    private static void multiHold(String connect, String paths) throws Exception {
+        CuratorFramework client = connect(connect);
+        InterProcessMultiLock lock = new InterProcessMultiLock(client, Arrays.asList(paths.split(",")));
+        lock.acquire();
+        out("HELD");
+        waitForRelease();
+        lock.release();
+        out("RELEASED");
+    }
+
     /** Reads stdin until a `release` line or EOF. */
     private static void waitForRelease() throws IOException {
         String line;
@@ -286,9 +339,56 @@ public final class CuratorTool {
         }
     }
 
+    /** One acquire+release cycle of some lock. */
+    @FunctionalInterface
+    private interface Cycle {
+        void run() throws Exception;
+    }
+
     private static void benchUncontended(String connect, String path, double seconds) throws Exception {
+        InterProcessMutex mutex = new InterProcessMutex(connect(connect), path);
+        out(result(cycles(() -> {
+            mutex.acquire();
+            mutex.release();
+        }, seconds), seconds));
+    }
+
+    private static void benchFamily(String connect, String path, String kind, double seconds)
+            throws Exception {
         CuratorFramework client = connect(connect);
-        InterProcessMutex mutex = new InterProcessMutex(client, path);
+        Cycle cycle;
+        switch (kind) {
+            case "read":
+            case "write": {
+                InterProcessReadWriteLock lock = new InterProcessReadWriteLock(client, path);
+                InterProcessMutex side = kind.equals("read") ? lock.readLock() : lock.writeLock();
+                cycle = () -> {
+                    side.acquire();
+                    side.release();
+                };
+                break;
+            }
+            case "semaphore": {
+                InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, path, 4);
+                cycle = () -> semaphore.returnLease(semaphore.acquire());
+                break;
+            }
+            case "semaphore-mutex": {
+                InterProcessSemaphoreMutex mutex = new InterProcessSemaphoreMutex(client, path);
+                cycle = () -> {
+                    mutex.acquire();
+                    mutex.release();
+                };
+                break;
+            }
+            default:
+                throw new UsageException("bench-family takes read, write, semaphore or semaphore-mutex");
+        }
+        out(result(cycles(cycle, seconds), seconds));
+    }
+
+    /** Runs `cycle` back to back for the warm-up and then `seconds`, timing each. */
+    private static Latencies cycles(Cycle cycle, double seconds) throws Exception {
         Latencies latencies = new Latencies();
         long warm = System.nanoTime() + WARMUP_NANOS;
         long end = warm + toNanos(seconds);
@@ -297,14 +397,13 @@ public final class CuratorTool {
             if (t0 >= end) {
                 break;
             }
-            mutex.acquire();
-            mutex.release();
+            cycle.run();
             long t1 = System.nanoTime();
             if (t0 >= warm && t1 <= end) {
                 latencies.add(t1 - t0);
             }
         }
-        out(result(latencies, seconds));
+        return latencies;
     }
 
     private static void benchContended(String connect, String path, int sessions, double seconds)

@@ -81,40 +81,51 @@ impl LockNode {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn lost(&self, zk: &ZkClient) -> LostReason {
-        let mut epochs = zk.error_epoch_watch();
-        let mut sessions = zk.session_watch();
-        let generation = self.session.generation();
-        let epoch = self.error_epoch;
-        let state = async {
-            tokio::select! {
-                _ = epochs.wait_for(|e| *e != epoch) => LostReason::ConnectionState,
-                _ = sessions.wait_for(|s| s.as_ref().is_none_or(|s| s.generation() != generation)) => LostReason::SessionEnded,
-            }
-        };
-        let node = async {
-            loop {
-                match self.session.client().check_and_watch_stat(&self.path).await {
-                    Ok((None, _)) => return LostReason::NodeDeleted,
-                    Ok((Some(_), watcher)) => {
-                        let event = watcher.changed().await;
-                        match event.event_type {
-                            EventType::NodeDeleted => return LostReason::NodeDeleted,
-                            EventType::Session => return LostReason::SessionEnded,
-                            _ => continue,
-                        }
-                    }
-                    Err(e) if is_session_error(&e) => return LostReason::SessionEnded,
-                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-                }
-            }
-        };
         if let Some(reason) = self.lost_reason(zk) {
             return reason;
         }
+        let mut epochs = zk.error_epoch_watch();
+        let epoch = self.error_epoch;
         tokio::select! {
-            reason = state => reason,
-            reason = node => reason,
+            _ = epochs.wait_for(|e| *e != epoch) => LostReason::ConnectionState,
+            reason = node_gone(zk, &self.session, &self.path) => reason,
         }
+    }
+}
+
+/// Completes when `path`, created on `session`, is gone: the session ends (or the manager
+/// closes), or the node is deleted (watched with one ZooKeeper request when first polled).
+/// Connection losses are ridden out. Shared by lock nodes and semaphore leases.
+///
+/// # Cancel safety
+/// Cancel safe.
+pub(crate) async fn node_gone(zk: &ZkClient, session: &Session, path: &str) -> LostReason {
+    let generation = session.generation();
+    if zk.generation() != generation || zk.is_closed() {
+        return LostReason::SessionEnded;
+    }
+    let mut sessions = zk.session_watch();
+    let ended = sessions.wait_for(|s| s.as_ref().is_none_or(|s| s.generation() != generation));
+    let deleted = async {
+        loop {
+            match session.client().check_and_watch_stat(path).await {
+                Ok((None, _)) => return LostReason::NodeDeleted,
+                Ok((Some(_), watcher)) => {
+                    let event = watcher.changed().await;
+                    match event.event_type {
+                        EventType::NodeDeleted => return LostReason::NodeDeleted,
+                        EventType::Session => return LostReason::SessionEnded,
+                        _ => continue,
+                    }
+                }
+                Err(e) if is_session_error(&e) => return LostReason::SessionEnded,
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    };
+    tokio::select! {
+        _ = ended => LostReason::SessionEnded,
+        reason = deleted => reason,
     }
 }
 

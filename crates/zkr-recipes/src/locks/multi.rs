@@ -6,7 +6,7 @@ use tokio::time::Instant;
 
 use super::{
     InterProcessMutex, InterProcessMutexGuard, InterProcessSemaphoreMutex, Lease, LockError,
-    LockInternalsDriver,
+    LockInternalsDriver, LostReason,
 };
 
 /// A lock that [`InterProcessMultiLock`] can take: Curator's `InterProcessLock`. Object safe
@@ -26,7 +26,16 @@ pub trait Lockable: Send + Sync + std::fmt::Debug {
 
 /// A held lock inside an [`InterProcessMultiLock`].
 #[async_trait::async_trait]
-pub trait Held: Send + std::fmt::Debug {
+pub trait Held: Send + Sync + std::fmt::Debug {
+    /// Has it been lost? Answers without a ZooKeeper call.
+    fn is_lost(&self) -> bool;
+
+    /// Completes when it is lost, with the reason.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    async fn lost(&self) -> LostReason;
+
     /// Releases it.
     ///
     /// # Errors
@@ -51,6 +60,14 @@ impl<D: LockInternalsDriver> Lockable for InterProcessMutex<D> {
 
 #[async_trait::async_trait]
 impl<D: LockInternalsDriver> Held for InterProcessMutexGuard<D> {
+    fn is_lost(&self) -> bool {
+        InterProcessMutexGuard::is_lost(self)
+    }
+
+    async fn lost(&self) -> LostReason {
+        InterProcessMutexGuard::lost(self).await
+    }
+
     async fn release(self: Box<Self>) -> Result<(), LockError> {
         (*self).release().await
     }
@@ -69,6 +86,14 @@ impl Lockable for InterProcessSemaphoreMutex {
 
 #[async_trait::async_trait]
 impl Held for Lease {
+    fn is_lost(&self) -> bool {
+        Lease::is_lost(self)
+    }
+
+    async fn lost(&self) -> LostReason {
+        Lease::lost(self).await
+    }
+
     async fn release(self: Box<Self>) -> Result<(), LockError> {
         (*self).release().await
     }
@@ -169,6 +194,24 @@ impl MultiLockGuard {
     /// None held?
     pub fn is_empty(&self) -> bool {
         self.held.is_empty()
+    }
+
+    /// Has any of the locks been lost? Answers without a ZooKeeper call.
+    pub fn is_lost(&self) -> bool {
+        self.held.iter().any(|h| h.is_lost())
+    }
+
+    /// Completes when the first of the locks is lost, with its reason: the multi-lock no
+    /// longer holds everything, so the work it protects must stop. Never completes for an
+    /// empty guard.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn lost(&self) -> LostReason {
+        if self.held.is_empty() {
+            return std::future::pending().await;
+        }
+        futures::future::select_all(self.held.iter().map(|h| h.lost())).await.0
     }
 
     /// Releases every lock, the last taken first. All are released even when one fails; the

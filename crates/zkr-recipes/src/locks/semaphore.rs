@@ -8,6 +8,7 @@ use zkr_connection::protected::ProtectedCreate;
 use zkr_connection::{path, Session, ZkClient};
 use zookeeper_client::CreateMode;
 
+use super::internals::node_gone;
 use super::{InterProcessMutex, LockError, LostReason};
 
 /// Curator's lease node name: `_c_<uuid>-lease-<seq>` under `<path>/leases`.
@@ -82,6 +83,30 @@ impl Lease {
     /// Has the lease's session ended (and the lease node with it)?
     pub fn is_lost(&self) -> bool {
         self.zk.generation() != self.session.generation() || self.zk.is_closed()
+    }
+
+    /// Completes when the lease is lost: its session ends or its node is deleted by someone
+    /// else. Connection losses the session survives do not count (a lease rides them out).
+    /// Select on it beside the work the lease protects.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(lease: zkr_recipes::locks::Lease) {
+    /// tokio::select! {
+    ///     reason = lease.lost() => eprintln!("lease lost: {reason}"),
+    ///     () = tokio::time::sleep(std::time::Duration::from_secs(5)) => {}
+    /// }
+    /// # }
+    /// ```
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn lost(&self) -> LostReason {
+        match &self.node {
+            Some(node) => node_gone(&self.zk, &self.session, node).await,
+            None => LostReason::NodeDeleted,
+        }
     }
 
     /// Returns the lease.
