@@ -1,6 +1,8 @@
 //! Helpers shared by zkr's integration tests: unique root paths, state-sequence assertions and
 //! quick connections to test servers.
 
+pub mod checker;
+
 use std::time::Duration;
 
 use futures::StreamExt;

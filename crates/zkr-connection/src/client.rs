@@ -46,6 +46,22 @@ impl Session {
     pub fn id(&self) -> i64 {
         self.client.session_id().0
     }
+
+    /// Has this session ended, as its own handle has seen it (expired, closed or failed
+    /// authentication)? The manager learns it at the same moment and builds the next session
+    /// shortly after; this answers before that.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// let session = zk.session().await?;
+    /// assert!(!session.is_ended());
+    /// # Ok(()) }
+    /// ```
+    pub fn is_ended(&self) -> bool {
+        self.client.state_watcher().peek_state().is_terminated()
+    }
 }
 
 /// The shared state of one manager: what the supervisor publishes and every handle reads.

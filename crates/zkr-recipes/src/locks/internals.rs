@@ -65,7 +65,7 @@ impl LockNode {
     /// Why the lock counts as lost now, if it does; without a ZooKeeper call. Node deletion is
     /// noticed only by [`lost`](Self::lost) (which watches the node).
     pub fn lost_reason(&self, zk: &ZkClient) -> Option<LostReason> {
-        if zk.generation() != self.session.generation() || zk.is_closed() {
+        if zk.generation() != self.session.generation() || zk.is_closed() || self.session.is_ended() {
             Some(LostReason::SessionEnded)
         } else if zk.error_epoch() != self.error_epoch {
             Some(LostReason::ConnectionState)
@@ -196,6 +196,18 @@ impl Lister {
             }
         };
         listing.await
+    }
+}
+
+/// How long a timed-out acquire waits for its own node's delete before it returns and leaves
+/// the delete to the background: a timeout must not stretch by a fault's length.
+const TIMEOUT_CLEANUP_GRACE: Duration = Duration::from_millis(500);
+
+/// Runs `future` to completion, or until `wait`'s deadline: `None` when the deadline came first.
+async fn until<T>(wait: Wait, future: impl std::future::Future<Output = T>) -> Option<T> {
+    match wait {
+        Wait::Until(deadline) => tokio::time::timeout_at(deadline, future).await.ok(),
+        _ => Some(future.await),
     }
 }
 
@@ -434,7 +446,9 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                     }));
                 }
                 Ok(None) => {
-                    cleanup.delete_now(&node.session).await;
+                    // Bounded: past it, the delete goes on in the background (the cleanup's drop).
+                    let _ =
+                        tokio::time::timeout(TIMEOUT_CLEANUP_GRACE, cleanup.delete_now(&node.session)).await;
                     return Ok(None);
                 }
                 Err(WaitError::Failed(e)) => return Err(e),
@@ -484,7 +498,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             if self.zk.generation() != session.generation() {
                 return Err(WaitError::NodeMissing);
             }
-            let step: Result<Option<bool>, zookeeper_client::Error> = async {
+            let step = async {
                 let children = match listing.take() {
                     Some(children) => children,
                     // `not_before` and `epoch` were taken together, when we learnt we need a listing.
@@ -515,14 +529,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                     Err(zookeeper_client::Error::NoNode) => return Ok(Some(ahead_is_head).filter(|h| *h)),
                     Err(e) => return Err(e),
                 };
-                let event = match wait {
-                    Wait::Until(deadline) => match tokio::time::timeout_at(deadline, watcher.changed()).await
-                    {
-                        Ok(event) => event,
-                        Err(_) => return Ok(Some(false)),
-                    },
-                    _ => watcher.changed().await,
-                };
+                let event = watcher.changed().await;
                 epoch = self.zk.error_epoch();
                 not_before = self.lister.mark();
                 match event.event_type {
@@ -538,8 +545,13 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                     // Deleted (not the head) or changed: list again.
                     _ => Ok(None),
                 }
-            }
-            .await;
+            };
+            // Every request of the wait counts against the deadline: a request to a server that
+            // lost its quorum can go unanswered for seconds.
+            let Some(step): Option<Result<Option<bool>, zookeeper_client::Error>> = until(wait, step).await
+            else {
+                return Ok(None);
+            };
             match step {
                 Ok(Some(true)) => return Ok(Some(epoch)),
                 Ok(Some(false)) => return Ok(None),
@@ -548,20 +560,27 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                     // tells which).
                     epoch = self.zk.error_epoch();
                     not_before = self.lister.mark();
-                    let children =
-                        match self.lister.list(session, &self.base_path, not_before, self.sorter()).await {
-                            Ok(c) => c,
-                            Err(e) => {
-                                self.on_wait_error(e, session, &policy, &mut retries, started).await?;
-                                continue;
-                            }
-                        };
+                    let relist = self.lister.list(session, &self.base_path, not_before, self.sorter());
+                    let Some(relisted) = until(wait, relist).await else { return Ok(None) };
+                    let children = match relisted {
+                        Ok(c) => c,
+                        Err(e) => {
+                            let retry = self.on_wait_error(e, session, &policy, &mut retries, started);
+                            let Some(retry) = until(wait, retry).await else { return Ok(None) };
+                            retry?;
+                            continue;
+                        }
+                    };
                     if !children.iter().any(|c| c == our_name) {
                         return Err(WaitError::NodeMissing);
                     }
                     listing = Some(children);
                 }
-                Err(e) => self.on_wait_error(e, session, &policy, &mut retries, started).await?,
+                Err(e) => {
+                    let retry = self.on_wait_error(e, session, &policy, &mut retries, started);
+                    let Some(retry) = until(wait, retry).await else { return Ok(None) };
+                    retry?;
+                }
             }
         }
     }

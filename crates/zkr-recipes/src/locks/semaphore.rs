@@ -82,7 +82,7 @@ impl Lease {
 
     /// Has the lease's session ended (and the lease node with it)?
     pub fn is_lost(&self) -> bool {
-        self.zk.generation() != self.session.generation() || self.zk.is_closed()
+        self.zk.generation() != self.session.generation() || self.zk.is_closed() || self.session.is_ended()
     }
 
     /// Completes when the lease is lost: its session ends or its node is deleted by someone

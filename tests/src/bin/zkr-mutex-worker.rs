@@ -1,0 +1,191 @@
+//! One worker of the mutual-exclusion checker (`zkr_integration_tests::checker`):
+//!
+//! `zkr-mutex-worker CONNECT LOCK_PATH COUNTER_PATH SESSION_MS ACQUIRE_MS CANCEL_PERCENT`
+//!
+//! Loops until its stdin closes: takes the `InterProcessMutex` at LOCK_PATH with a timeout of
+//! ACQUIRE_MS; inside, does a deliberately unsafe read-modify-write of the counter node (read,
+//! pause 1-5 ms, write value+1 with no version check) through the guard's guarded write, which
+//! fails when the lock node is gone; then releases. With CANCEL_PERCENT, that share of acquires
+//! is dropped after a random 0-30 ms instead (a cancelled acquire future).
+//!
+//! Every event is one line on stdout, flushed at once:
+//!
+//! - `SESSION <id>`: the session in use, at start and after every new session;
+//! - `ACQUIRED`, `TIMEOUT`, `CANCELLED`, `HANG` (no answer within ACQUIRE_MS + 3 s),
+//!   `ACQUIRE_ERROR <error>`;
+//! - `HOLDING` before a long pause asked for by a `hold <ms>` line on stdin (the next critical
+//!   section pauses that long before its write: for faults aimed at the holder);
+//! - `COMMIT`, `ABORT <error>` (the write was refused: the lock was lost), `UNKNOWN <error>` (no
+//!   answer: the write may or may not have been applied);
+//! - `RELEASE_ERROR <error>`; `DONE` at the end.
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use rand::Rng as _;
+use tokio::io::AsyncBufReadExt as _;
+use zkr_connection::ZkClient;
+use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard, LockError, LostReason};
+
+/// How much longer than its timeout an acquire may take before it counts as hung.
+const HANG_MARGIN: Duration = Duration::from_secs(3);
+
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    // A closed stdout means the checker is gone; the stdin watcher ends the loop.
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// Is this error an answer that the write did not happen, rather than no answer? A failed check
+/// of the lock node is such an answer; a connection loss or an ended session is not (the write
+/// may have been applied just before).
+fn refused(error: &LockError) -> bool {
+    match error {
+        LockError::Lost { reason, .. } => *reason == LostReason::NodeDeleted,
+        LockError::Connection(e) => !(e.is_retryable() || e.is_session_fatal()),
+        _ => true,
+    }
+}
+
+/// The unsafe read-modify-write: read the counter, pause, write value+1 through the guard.
+/// Returns the line to report.
+async fn critical_section(
+    zk: &ZkClient,
+    guard: &InterProcessMutexGuard,
+    counter_path: &str,
+    pause: Duration,
+) -> String {
+    let read = async { zk.client().await?.get_data(counter_path).await.map_err(zkr_connection::Error::Zk) };
+    let data = match read.await {
+        Ok((data, _)) => data,
+        Err(e) => return format!("ABORT reading the counter: {e}"),
+    };
+    let value: u64 = std::str::from_utf8(&data).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    tokio::time::sleep(pause).await;
+    match guard.set_data(counter_path, (value + 1).to_string().as_bytes(), None).await {
+        Ok(_) => "COMMIT".to_owned(),
+        Err(e) if refused(&e) => format!("ABORT {e}"),
+        Err(e) => format!("UNKNOWN {e}"),
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, connect, lock_path, counter_path, session_ms, acquire_ms, cancel_percent] = args.as_slice()
+    else {
+        eprintln!(
+            "usage: zkr-mutex-worker CONNECT LOCK_PATH COUNTER_PATH SESSION_MS ACQUIRE_MS CANCEL_PERCENT"
+        );
+        std::process::exit(2);
+    };
+    let number = |s: &str, what: &str| -> u64 {
+        s.parse().unwrap_or_else(|_| {
+            eprintln!("{what} must be a number, not `{s}`");
+            std::process::exit(2)
+        })
+    };
+    let session_timeout = Duration::from_millis(number(session_ms, "SESSION_MS"));
+    let acquire_timeout = Duration::from_millis(number(acquire_ms, "ACQUIRE_MS"));
+    let cancel_percent = number(cancel_percent, "CANCEL_PERCENT");
+
+    let zk = match ZkClient::builder(connect.as_str())
+        .session_timeout(session_timeout)
+        .connection_timeout(Duration::from_secs(20))
+        .connect()
+        .await
+    {
+        Ok(zk) => zk,
+        Err(e) => {
+            eprintln!("connect: {e}");
+            std::process::exit(1);
+        }
+    };
+    let mutex = match InterProcessMutex::new(&zk, lock_path) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("mutex: {e}");
+            std::process::exit(2);
+        }
+    };
+
+    // Session announcements.
+    let mut sessions = zk.session_watch();
+    tokio::spawn(async move {
+        loop {
+            let id = sessions.borrow_and_update().as_ref().map(|s| s.id());
+            if let Some(id) = id {
+                say(&format!("SESSION {id}"));
+            }
+            if sessions.changed().await.is_err() {
+                return;
+            }
+        }
+    });
+
+    // Commands from the checker; EOF stops the loop.
+    let (hold_tx, mut hold_rx) = tokio::sync::mpsc::unbounded_channel::<u64>();
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(ms) = line.strip_prefix("hold ").and_then(|ms| ms.trim().parse().ok()) {
+                let _ = hold_tx.send(ms);
+            }
+        }
+        let _ = stop_tx.send(true);
+    });
+
+    let mut rng = rand::rng();
+    while !*stop_rx.borrow_and_update() {
+        let cancel_after = (rng.random_range(0..100) < cancel_percent)
+            .then(|| Duration::from_millis(rng.random_range(0..=30)));
+        let acquire = mutex.acquire_timeout(acquire_timeout);
+        let guard = match cancel_after {
+            Some(after) => match tokio::time::timeout(after, acquire).await {
+                Ok(result) => result,
+                Err(_) => {
+                    say("CANCELLED");
+                    continue;
+                }
+            },
+            None => match tokio::time::timeout(acquire_timeout + HANG_MARGIN, acquire).await {
+                Ok(result) => result,
+                Err(_) => {
+                    say("HANG");
+                    continue;
+                }
+            },
+        };
+        let guard = match guard {
+            Ok(Some(guard)) => guard,
+            Ok(None) => {
+                say("TIMEOUT");
+                continue;
+            }
+            Err(e) => {
+                say(&format!("ACQUIRE_ERROR {e}"));
+                // Errors during a fault come fast; do not spin.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        say("ACQUIRED");
+        let pause = match hold_rx.try_recv() {
+            Ok(ms) => {
+                say("HOLDING");
+                Duration::from_millis(ms)
+            }
+            Err(_) => Duration::from_millis(rng.random_range(1..=5)),
+        };
+        say(&critical_section(&zk, &guard, counter_path, pause).await);
+        if let Err(e) = guard.release().await {
+            if !matches!(e, LockError::Lost { .. }) {
+                say(&format!("RELEASE_ERROR {e}"));
+            }
+        }
+    }
+    zk.close().await;
+    say("DONE");
+}

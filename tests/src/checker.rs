@@ -1,0 +1,647 @@
+//! The mutual-exclusion checker: worker processes (`zkr-mutex-worker`) take one
+//! `InterProcessMutex` again and again and, inside, do an unsafe read-modify-write of a counter
+//! node through the guard's guarded write, while a fault schedule runs against a real ensemble.
+//!
+//! The verdict needs no trust in what the workers report. Every applied write bumps the counter
+//! node's `version` by one and sets its value to what its writer read plus one, so the counter's
+//! value equals its version exactly when no two critical sections overlapped in a way that lost
+//! an update. Each lost update is one **violation**. The workers' own records are checked
+//! against the node too: `COMMIT`s ≤ version ≤ `COMMIT`s + `UNKNOWN`s.
+//!
+//! Also counted: **leaked** lock nodes left once every worker has stopped and every killed
+//! worker's session has expired; **hung** acquires (no answer within the timeout + 3 s, or a
+//! worker that does not stop when asked); and, per fault, the **recovery** time from the
+//! fault's injection to the next committed critical section of any worker.
+//!
+//! Start with [`run_schedule`]; [`Schedule::ci`] and [`Schedule::soak`] are the two lengths.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use zkr_testing::{FaultProxy, TestingCluster};
+use zookeeper_client::{Client, CreateMode};
+
+/// A fault the checker injects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Kill the ZooKeeper leader (`SIGKILL`), restart it after a second.
+    LeaderKill,
+    /// Kill a follower that a worker is connected to, restart it after a second.
+    FollowerKill,
+    /// `SIGSTOP` the server the holder is connected to for longer than the session timeout.
+    ServerPause,
+    /// Blackhole every connection of the holder, mid critical section, for longer than the
+    /// session timeout: its session expires while it believes it holds the lock.
+    Blackhole,
+    /// Expire the holder's session from outside, mid critical section.
+    ExpireHolder,
+    /// `SIGKILL` the holder's process mid critical section; a new worker takes its place.
+    KillHolder,
+}
+
+impl Fault {
+    /// Every fault, in the order the combined schedule uses.
+    pub const ALL: [Fault; 6] = [
+        Fault::LeaderKill,
+        Fault::FollowerKill,
+        Fault::ServerPause,
+        Fault::Blackhole,
+        Fault::ExpireHolder,
+        Fault::KillHolder,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Fault::LeaderKill => "leader kill",
+            Fault::FollowerKill => "follower kill",
+            Fault::ServerPause => "server SIGSTOP",
+            Fault::Blackhole => "holder blackholed",
+            Fault::ExpireHolder => "holder session expired",
+            Fault::KillHolder => "holder SIGKILL",
+        }
+    }
+}
+
+/// One run of the checker: which faults, how often, and the share of cancelled acquires.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    /// Shown in the report.
+    pub name: String,
+    /// Injected one after another, `rounds` times over.
+    pub faults: Vec<Fault>,
+    /// How many times the fault list runs.
+    pub rounds: usize,
+    /// The percentage of acquires each worker drops after 0-30 ms.
+    pub cancel_percent: u32,
+    /// Without faults (cancellation only): how long the workers run.
+    pub quiet_run: Duration,
+}
+
+impl Schedule {
+    /// The short schedules of the CI run: each fault alone, cancellations alone, then all
+    /// together with cancellations.
+    pub fn ci() -> Vec<Schedule> {
+        Self::all(1)
+    }
+
+    /// The long schedules: every fault `rounds` times alone and together.
+    pub fn soak(rounds: usize) -> Vec<Schedule> {
+        Self::all(rounds)
+    }
+
+    fn all(rounds: usize) -> Vec<Schedule> {
+        let single = |fault: Fault| Schedule {
+            name: fault.name().to_owned(),
+            faults: vec![fault],
+            rounds: rounds * 2,
+            cancel_percent: 0,
+            quiet_run: Duration::ZERO,
+        };
+        let mut schedules: Vec<Schedule> = Fault::ALL.iter().map(|f| single(*f)).collect();
+        schedules.push(Schedule {
+            name: "acquires cancelled (30%)".to_owned(),
+            faults: Vec::new(),
+            rounds: 1,
+            cancel_percent: 30,
+            quiet_run: Duration::from_secs(5 * rounds as u64),
+        });
+        schedules.push(Schedule {
+            name: "all of them, 10% cancelled".to_owned(),
+            faults: Fault::ALL.to_vec(),
+            rounds,
+            cancel_percent: 10,
+            quiet_run: Duration::ZERO,
+        });
+        schedules
+    }
+}
+
+/// Settings shared by every schedule.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// The `zkr-mutex-worker` binary.
+    pub worker: PathBuf,
+    /// How many worker processes.
+    pub workers: usize,
+    /// Each worker's session timeout.
+    pub session_timeout: Duration,
+    /// Each acquire's timeout.
+    pub acquire_timeout: Duration,
+}
+
+impl CheckOptions {
+    /// 3 workers, 3 s sessions, 2 s acquire timeouts.
+    pub fn new(worker: impl Into<PathBuf>) -> Self {
+        CheckOptions {
+            worker: worker.into(),
+            workers: 3,
+            session_timeout: Duration::from_secs(3),
+            acquire_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// What one schedule found.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// The schedule's name.
+    pub schedule: String,
+    /// Locks acquired.
+    pub acquisitions: usize,
+    /// Critical sections whose write was applied.
+    pub commits: usize,
+    /// Critical sections whose write was refused (the lock was gone).
+    pub aborts: usize,
+    /// Critical sections whose write got no answer.
+    pub unknown: usize,
+    /// Acquires that timed out (a bounded wait, not a failure).
+    pub timeouts: usize,
+    /// Acquires that failed with an error (during faults).
+    pub acquire_errors: usize,
+    /// Acquire futures dropped on purpose.
+    pub cancelled: usize,
+    /// Faults injected.
+    pub faults: usize,
+    /// Lost updates (counter value below its version), plus records that disagree with the
+    /// counter node.
+    pub violations: usize,
+    /// Lock nodes left behind.
+    pub leaked_nodes: usize,
+    /// Acquires without an answer in time, and workers that did not stop.
+    pub hung: usize,
+    /// Per fault: from injection to the next committed critical section.
+    pub recoveries: Vec<Duration>,
+    /// Faults after which nothing committed within the recovery bound.
+    pub unrecovered: usize,
+    /// What went wrong, for the test's failure message.
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    /// The nearest-rank 99th percentile of the recovery times.
+    pub fn recovery_p99(&self) -> Option<Duration> {
+        let mut sorted = self.recoveries.clone();
+        sorted.sort_unstable();
+        let rank = (0.99 * sorted.len() as f64).ceil() as usize;
+        sorted.get(rank.clamp(1, sorted.len().max(1)) - 1).copied()
+    }
+
+    /// Did it pass: no violation, no leak, nothing hung, every fault recovered, some work done?
+    pub fn passed(&self) -> bool {
+        self.violations == 0
+            && self.leaked_nodes == 0
+            && self.hung == 0
+            && self.unrecovered == 0
+            && self.commits > 0
+    }
+
+    /// The markdown table header for [`row`](Self::row).
+    pub fn header() -> String {
+        "| schedule | acquisitions | commits | refused / unknown writes | faults | cancelled | violations | leaked nodes | hung acquires | p99 recovery |\n\
+         |---|---|---|---|---|---|---|---|---|---|"
+            .to_owned()
+    }
+
+    /// One markdown table row.
+    pub fn row(&self) -> String {
+        let p99 = self.recovery_p99().map_or_else(|| "-".to_owned(), |d| format!("{} ms", d.as_millis()));
+        format!(
+            "| {} | {} | {} | {} / {} | {} | {} | {} | {} | {} | {} |",
+            self.schedule,
+            self.acquisitions,
+            self.commits,
+            self.aborts,
+            self.unknown,
+            self.faults,
+            self.cancelled,
+            self.violations,
+            self.leaked_nodes,
+            self.hung,
+            p99
+        )
+    }
+}
+
+/// One line from a worker, with when the checker read it.
+#[derive(Debug)]
+struct Event {
+    worker: usize,
+    at: Instant,
+    line: String,
+}
+
+/// A worker process and its proxies (one per ensemble member).
+struct Worker {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    proxies: Vec<FaultProxy>,
+    session: Option<i64>,
+}
+
+/// How long the ensemble gets to recover from one fault before it counts as unrecovered.
+const RECOVERY_BOUND: Duration = Duration::from_secs(40);
+
+struct Run<'a> {
+    cluster: &'a TestingCluster,
+    options: &'a CheckOptions,
+    lock_path: String,
+    counter_path: String,
+    cancel_percent: u32,
+    workers: Vec<Worker>,
+    events: mpsc::UnboundedReceiver<Event>,
+    sender: mpsc::UnboundedSender<Event>,
+    report: Report,
+    /// Workers that have printed `DONE`.
+    done: Vec<bool>,
+}
+
+/// Runs one schedule against `cluster` under `root` (a path no one else uses) and reports.
+///
+/// # Errors
+/// Setting up failed (a process or proxy would not start, the counter node could not be
+/// created); what the checker finds goes into the [`Report`].
+pub async fn run_schedule(
+    cluster: &TestingCluster,
+    root: &str,
+    schedule: &Schedule,
+    options: &CheckOptions,
+) -> Result<Report, String> {
+    let (sender, events) = mpsc::unbounded_channel();
+    let observer = Client::connect(&cluster.connect_string()).await.map_err(|e| e.to_string())?;
+    let counter_path = format!("{root}/counter");
+    observer
+        .mkdir(&counter_path, &CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()))
+        .await
+        .map_err(|e| format!("creating {counter_path}: {e}"))?;
+    let mut run = Run {
+        cluster,
+        options,
+        lock_path: format!("{root}/lock"),
+        counter_path,
+        cancel_percent: schedule.cancel_percent,
+        workers: Vec::new(),
+        events,
+        sender,
+        report: Report { schedule: schedule.name.clone(), ..Report::default() },
+        done: Vec::new(),
+    };
+    for index in 0..options.workers {
+        let proxies = run.proxies().await?;
+        let worker = run.spawn(index, proxies)?;
+        run.workers.push(worker);
+        run.done.push(false);
+    }
+    // Every worker has a session and the lock is in use before the first fault.
+    let started = Instant::now() + RECOVERY_BOUND;
+    while run.workers.iter().any(|w| w.session.is_none()) || run.report.commits == 0 {
+        if !run.next_event_until(started).await {
+            return Err(format!("the workers did not start: {:?}", run.report.notes));
+        }
+    }
+
+    if schedule.faults.is_empty() {
+        run.pump_for(schedule.quiet_run).await;
+    }
+    for _ in 0..schedule.rounds {
+        for fault in &schedule.faults {
+            run.inject(*fault).await?;
+        }
+    }
+    run.finish(&observer).await;
+    Ok(run.report)
+}
+
+impl Run<'_> {
+    async fn proxies(&self) -> Result<Vec<FaultProxy>, String> {
+        let mut proxies = Vec::new();
+        for index in 0..self.cluster.size() {
+            let target = self.cluster.server_connect_string(index).map_err(|e| e.to_string())?;
+            proxies.push(FaultProxy::start(&target).await.map_err(|e| e.to_string())?);
+        }
+        Ok(proxies)
+    }
+
+    fn spawn(&self, index: usize, proxies: Vec<FaultProxy>) -> Result<Worker, String> {
+        let connect = proxies.iter().map(FaultProxy::connect_string).collect::<Vec<_>>().join(",");
+        let mut child = Command::new(&self.options.worker)
+            .args([
+                connect.as_str(),
+                &self.lock_path,
+                &self.counter_path,
+                &self.options.session_timeout.as_millis().to_string(),
+                &self.options.acquire_timeout.as_millis().to_string(),
+                &self.cancel_percent.to_string(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", self.options.worker.display()))?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let stdin = child.stdin.take();
+        let sender = self.sender.clone();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if sender.send(Event { worker: index, at: Instant::now(), line }).is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(Worker { child, stdin, proxies, session: None })
+    }
+
+    /// Takes the next event (until `deadline`) into the report; false at the deadline.
+    async fn next_event_until(&mut self, deadline: Instant) -> bool {
+        match tokio::time::timeout_at(deadline, self.events.recv()).await {
+            Ok(Some(event)) => {
+                self.record(&event);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn record(&mut self, event: &Event) {
+        let r = &mut self.report;
+        let (word, rest) = event.line.split_once(' ').unwrap_or((event.line.as_str(), ""));
+        match word {
+            "SESSION" => self.workers[event.worker].session = rest.parse().ok(),
+            "ACQUIRED" => r.acquisitions += 1,
+            "COMMIT" => r.commits += 1,
+            "ABORT" => r.aborts += 1,
+            "UNKNOWN" => r.unknown += 1,
+            "TIMEOUT" => r.timeouts += 1,
+            "CANCELLED" => r.cancelled += 1,
+            "ACQUIRE_ERROR" => r.acquire_errors += 1,
+            "HANG" => {
+                r.hung += 1;
+                r.notes.push(format!("worker {} hung in acquire", event.worker));
+            }
+            "DONE" => self.done[event.worker] = true,
+            "HOLDING" | "RELEASE_ERROR" => {}
+            other => r.notes.push(format!("worker {}: unexpected line {other} {rest}", event.worker)),
+        }
+    }
+
+    /// Records events for `duration`.
+    async fn pump_for(&mut self, duration: Duration) {
+        let until = Instant::now() + duration;
+        while self.next_event_until(until).await {}
+    }
+
+    /// Records events until `worker` prints a line starting with `word`; false at `deadline`.
+    async fn wait_for(&mut self, worker: usize, word: &str, deadline: Instant) -> bool {
+        loop {
+            match tokio::time::timeout_at(deadline, self.events.recv()).await {
+                Ok(Some(event)) => {
+                    self.record(&event);
+                    if event.worker == worker && event.line.starts_with(word) {
+                        return true;
+                    }
+                }
+                _ => return false,
+            }
+        }
+    }
+
+    /// Records events until any worker commits after `since`; the time from `since`, or None at
+    /// the deadline.
+    async fn next_commit_after(&mut self, since: Instant, deadline: Instant) -> Option<Duration> {
+        loop {
+            match tokio::time::timeout_at(deadline, self.events.recv()).await {
+                Ok(Some(event)) => {
+                    self.record(&event);
+                    if event.line == "COMMIT" && event.at >= since {
+                        return Some(event.at - since);
+                    }
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Asks `worker` to pause its next critical section for `hold` and waits until it does:
+    /// it then holds the lock and believes it will for that long.
+    async fn make_holder(&mut self, worker: usize, hold: Duration) -> bool {
+        let line = format!("hold {}\n", hold.as_millis());
+        let Some(stdin) = self.workers[worker].stdin.as_mut() else { return false };
+        if stdin.write_all(line.as_bytes()).await.is_err() {
+            return false;
+        }
+        self.wait_for(worker, "HOLDING", Instant::now() + RECOVERY_BOUND).await
+    }
+
+    async fn inject(&mut self, fault: Fault) -> Result<(), String> {
+        let session_timeout = self.options.session_timeout;
+        let beyond_session = session_timeout + Duration::from_secs(2);
+        let holder = self.report.faults % self.workers.len();
+        let injected_at;
+        match fault {
+            Fault::LeaderKill | Fault::FollowerKill => {
+                let leader = self.cluster.leader().await;
+                let victim = if fault == Fault::LeaderKill {
+                    leader.ok_or("no leader to kill")?
+                } else {
+                    self.connected_follower(leader).await.ok_or("no follower to kill")?
+                };
+                injected_at = Instant::now();
+                self.cluster.kill(victim).map_err(|e| e.to_string())?;
+                self.pump_for(Duration::from_secs(1)).await;
+                let restart = self.cluster.restart(victim);
+                tokio::pin!(restart);
+                loop {
+                    tokio::select! {
+                        result = &mut restart => { result.map_err(|e| e.to_string())?; break; }
+                        Some(event) = self.events.recv() => self.record(&event),
+                    }
+                }
+            }
+            Fault::ServerPause => {
+                if !self.make_holder(holder, beyond_session).await {
+                    return Err(format!("worker {holder} never held the lock"));
+                }
+                let session = self.workers[holder].session.ok_or("holder without a session")?;
+                let server = match self.cluster.server_of_session(session).await {
+                    Some(server) => server,
+                    None => self.cluster.leader().await.ok_or("no server to pause")?,
+                };
+                injected_at = Instant::now();
+                self.cluster.pause(server).map_err(|e| e.to_string())?;
+                self.pump_for(beyond_session).await;
+                self.cluster.resume(server).map_err(|e| e.to_string())?;
+            }
+            Fault::Blackhole => {
+                if !self.make_holder(holder, beyond_session * 2).await {
+                    return Err(format!("worker {holder} never held the lock"));
+                }
+                injected_at = Instant::now();
+                self.workers[holder].proxies.iter().for_each(FaultProxy::blackhole);
+                self.pump_for(beyond_session).await;
+                self.workers[holder].proxies.iter().for_each(FaultProxy::heal);
+            }
+            Fault::ExpireHolder => {
+                if !self.make_holder(holder, beyond_session).await {
+                    return Err(format!("worker {holder} never held the lock"));
+                }
+                let session = self.workers[holder].session.ok_or("holder without a session")?;
+                injected_at = Instant::now();
+                let connect = self.cluster.connect_string();
+                let expire = zkr_testing::expire_session_id(session, session_timeout, &connect);
+                tokio::pin!(expire);
+                loop {
+                    tokio::select! {
+                        result = &mut expire => { result.map_err(|e| e.to_string())?; break; }
+                        Some(event) = self.events.recv() => self.record(&event),
+                    }
+                }
+            }
+            Fault::KillHolder => {
+                if !self.make_holder(holder, beyond_session).await {
+                    return Err(format!("worker {holder} never held the lock"));
+                }
+                injected_at = Instant::now();
+                let worker = &mut self.workers[holder];
+                let _ = worker.child.start_kill();
+                let _ = worker.child.wait().await;
+                let proxies = std::mem::take(&mut worker.proxies);
+                self.workers[holder] = self.spawn(holder, proxies)?;
+            }
+        }
+        self.report.faults += 1;
+        match self.next_commit_after(injected_at, Instant::now() + RECOVERY_BOUND).await {
+            Some(recovery) => self.report.recoveries.push(recovery),
+            None => {
+                self.report.unrecovered += 1;
+                self.report
+                    .notes
+                    .push(format!("nothing committed within {RECOVERY_BOUND:?} of a {}", fault.name()));
+            }
+        }
+        Ok(())
+    }
+
+    /// A follower that some worker's session is connected to, or any running follower.
+    async fn connected_follower(&self, leader: Option<usize>) -> Option<usize> {
+        for worker in &self.workers {
+            if let Some(session) = worker.session {
+                if let Some(server) = self.cluster.server_of_session(session).await {
+                    if Some(server) != leader {
+                        return Some(server);
+                    }
+                }
+            }
+        }
+        (0..self.cluster.size()).find(|i| Some(*i) != leader)
+    }
+
+    /// Stops every worker, waits for their sessions' nodes to go, and checks the counter.
+    async fn finish(&mut self, observer: &Client) {
+        for worker in &mut self.workers {
+            worker.stdin = None;
+        }
+        let deadline = Instant::now() + self.options.acquire_timeout * 2 + Duration::from_secs(10);
+        while self.done.iter().any(|d| !d) {
+            if !self.next_event_until(deadline).await {
+                break;
+            }
+        }
+        for (index, done) in self.done.iter().enumerate() {
+            if !done {
+                self.report.hung += 1;
+                self.report.notes.push(format!("worker {index} did not stop when asked"));
+            }
+        }
+        for worker in &mut self.workers {
+            let _ = worker.child.start_kill();
+            let _ = worker.child.wait().await;
+        }
+        while let Ok(event) = self.events.try_recv() {
+            self.record(&event);
+        }
+
+        // A killed worker's lock node lasts until its session expires.
+        let leak_deadline = Instant::now() + self.options.session_timeout * 2 + Duration::from_secs(5);
+        loop {
+            let left = match observer.list_children(&self.lock_path).await {
+                Ok(children) => children.len(),
+                Err(zookeeper_client::Error::NoNode) => 0,
+                Err(e) => {
+                    self.report.notes.push(format!("listing {}: {e}", self.lock_path));
+                    usize::MAX
+                }
+            };
+            if left == 0 || Instant::now() >= leak_deadline {
+                self.report.leaked_nodes = left;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+
+        match observer.get_data(&self.counter_path).await {
+            Ok((data, stat)) => {
+                let value: i64 = std::str::from_utf8(&data).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+                let version = i64::from(stat.version);
+                let lost_updates = (version - value).max(0) as usize;
+                self.report.violations += lost_updates;
+                if value > version {
+                    self.report.violations += 1;
+                    self.report.notes.push(format!("counter {value} above its version {version}"));
+                }
+                if lost_updates > 0 {
+                    self.report
+                        .notes
+                        .push(format!("{lost_updates} lost updates: counter {value}, version {version}"));
+                }
+                let (commits, unknown) = (self.report.commits as i64, self.report.unknown as i64);
+                if version < commits || version > commits + unknown {
+                    self.report.violations += 1;
+                    self.report.notes.push(format!(
+                        "the counter was written {version} times, but workers saw {commits} commits and {unknown} unknown"
+                    ));
+                }
+            }
+            Err(e) => self.report.notes.push(format!("reading {}: {e}", self.counter_path)),
+        }
+    }
+}
+
+/// Runs `schedules` one after another on `cluster`, each under its own root, and renders the
+/// report table.
+///
+/// # Errors
+/// A schedule could not be set up.
+pub async fn run_all(
+    cluster: &TestingCluster,
+    schedules: &[Schedule],
+    options: &CheckOptions,
+) -> Result<(Vec<Report>, String), String> {
+    let mut reports = Vec::new();
+    let mut table = Report::header();
+    for schedule in schedules {
+        let root = crate::unique_root("checker");
+        let report = run_schedule(cluster, &root, schedule, options).await?;
+        let _ = write!(table, "\n{}", report.row());
+        eprintln!("[checker] {}", report.row());
+        reports.push(report);
+    }
+    Ok((reports, table))
+}
+
+/// The `zkr-mutex-worker` binary next to the running executable (for binaries of this
+/// package) or in the target directory above it (for test binaries under `deps/`).
+pub fn worker_next_to_current_exe() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [dir.to_path_buf(), dir.parent().map(Path::to_path_buf)?]
+        .into_iter()
+        .map(|d| d.join("zkr-mutex-worker"))
+        .find(|p| p.exists())
+}
