@@ -11,6 +11,7 @@ test: deps
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p zkr-connection --features tls -- -D warnings
+	cargo clippy -p zkr-connection -p zkr-recipes -- -D warnings
 	cargo test --workspace
 	$(MAKE) --no-print-directory examples
 

@@ -567,19 +567,28 @@ impl Run<'_> {
             self.record(&event);
         }
 
-        // A killed worker's lock node lasts until its session expires.
+        // A killed worker's lock node lasts until its session expires. A fresh observer: the
+        // first one's server may have been paused long enough to expire its session.
+        let observer = match Client::connect(&self.cluster.connect_string()).await {
+            Ok(client) => client,
+            Err(e) => {
+                self.report.notes.push(format!("connecting an observer: {e}"));
+                observer.clone()
+            }
+        };
         let leak_deadline = Instant::now() + self.options.session_timeout * 2 + Duration::from_secs(5);
         loop {
             let left = match observer.list_children(&self.lock_path).await {
-                Ok(children) => children.len(),
-                Err(zookeeper_client::Error::NoNode) => 0,
-                Err(e) => {
-                    self.report.notes.push(format!("listing {}: {e}", self.lock_path));
-                    usize::MAX
-                }
+                Ok(children) => Ok(children.len()),
+                Err(zookeeper_client::Error::NoNode) => Ok(0),
+                Err(e) => Err(e),
             };
-            if left == 0 || Instant::now() >= leak_deadline {
-                self.report.leaked_nodes = left;
+            if matches!(left, Ok(0)) || Instant::now() >= leak_deadline {
+                // A listing that keeps failing counts as one leak: nothing proves otherwise.
+                self.report.leaked_nodes = *left.as_ref().unwrap_or(&1);
+                if let Err(e) = left {
+                    self.report.notes.push(format!("listing {}: {e}", self.lock_path));
+                }
                 break;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;

@@ -24,6 +24,10 @@ pub(crate) struct Config {
     pub(crate) error_policy: Arc<dyn ConnectionStateErrorPolicy>,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<zookeeper_client::TlsOptions>,
+    /// The trusted CA (PEM) given to [`ZkClientBuilder::tls_trusting`]: kept to name the cause
+    /// when the first TLS connection fails.
+    #[cfg(feature = "tls")]
+    pub(crate) tls_ca_pem: Option<String>,
 }
 
 /// Builds a [`ZkClient`]. Every setting has Curator's default; `build()` validates them all.
@@ -66,6 +70,8 @@ impl ZkClientBuilder {
                 error_policy: Arc::new(StandardConnectionStateErrorPolicy),
                 #[cfg(feature = "tls")]
                 tls: None,
+                #[cfg(feature = "tls")]
+                tls_ca_pem: None,
             },
         }
     }
@@ -135,10 +141,35 @@ impl ZkClientBuilder {
         self
     }
 
-    /// Connects over TLS with these options (hosts without a protocol use TLS).
+    /// Connects over TLS with these options (every host uses TLS; there is no fallback to
+    /// plain text). Prefer [`tls_trusting`](Self::tls_trusting) when a CA is all you need: it
+    /// also names the cause when the first connection fails.
     #[cfg(feature = "tls")]
     pub fn tls(mut self, options: zookeeper_client::TlsOptions) -> Self {
         self.config.tls = Some(options);
+        self.config.tls_ca_pem = None;
+        self
+    }
+
+    /// Connects over TLS, trusting the CA certificates in `ca_pem` (and no others); every host
+    /// uses TLS, with no fallback to plain text. When no session can be established,
+    /// [`connect`](Self::connect) repeats the handshake to say why: [`Error::Tls`] with, for
+    /// example, rustls' `UnknownIssuer` or `NotValidForName`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(ca_pem: &str) -> zkr_connection::Result<()> {
+    /// let zk = zkr_connection::ZkClient::builder("zk1.internal:2281,zk2.internal:2281")
+    ///     .tls_trusting(ca_pem)
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn tls_trusting(mut self, ca_pem: impl Into<String>) -> Self {
+        self.config.tls_ca_pem = Some(ca_pem.into());
+        self.config.tls = None;
         self
     }
 
@@ -151,11 +182,15 @@ impl ZkClientBuilder {
     /// bad chroot or namespace).
     pub fn build(self) -> Result<ZkClient> {
         validate(&self.config)?;
+        #[cfg(feature = "tls")]
+        let config = with_trusted_ca(self.config)?;
+        #[cfg(not(feature = "tls"))]
+        let config = self.config;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::InvalidSetting {
             setting: "runtime",
             reason: "a ZkClient must be built inside a tokio runtime".into(),
         })?;
-        Ok(ZkClient::start(self.config, &runtime))
+        Ok(ZkClient::start(config, &runtime))
     }
 
     /// [`build`](Self::build), then waits up to the connection timeout for the first session.
@@ -168,10 +203,35 @@ impl ZkClientBuilder {
     /// Cancel safe: dropping the future drops the manager, which stops connecting.
     pub async fn connect(self) -> Result<ZkClient> {
         let timeout = self.config.connection_timeout;
+        #[cfg(feature = "tls")]
+        let diagnosis = self.config.tls_ca_pem.clone().map(|pem| (self.config.connect_string.clone(), pem));
         let zk = self.build()?;
-        zk.wait_connected(timeout).await?;
-        Ok(zk)
+        match zk.wait_connected(timeout).await {
+            Ok(()) => Ok(zk),
+            #[cfg(feature = "tls")]
+            Err(error @ Error::ConnectTimeout { .. }) => {
+                zk.close().await;
+                let Some((connect_string, pem)) = diagnosis else { return Err(error) };
+                match crate::tls::diagnose(&connect_string, &pem, Duration::from_secs(5)).await {
+                    Some(reason) => Err(Error::Tls { connect_string, reason }),
+                    None => Err(error),
+                }
+            }
+            Err(error) => Err(error),
+        }
     }
+}
+
+/// Turns a [`ZkClientBuilder::tls_trusting`] PEM into `zookeeper-client`'s TLS options.
+#[cfg(feature = "tls")]
+fn with_trusted_ca(mut config: Config) -> Result<Config> {
+    if let Some(pem) = &config.tls_ca_pem {
+        let options = zookeeper_client::TlsOptions::new().with_pem_ca(pem).map_err(|e| {
+            Error::InvalidSetting { setting: "tls_trusting", reason: format!("the CA PEM is unusable: {e}") }
+        })?;
+        config.tls = Some(options);
+    }
+    Ok(config)
 }
 
 fn validate(config: &Config) -> Result<()> {
@@ -253,6 +313,17 @@ pub(crate) fn validate_connect_string(connect_string: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "tls")]
+    #[tokio::test]
+    async fn an_unusable_ca_pem_is_a_setting_error() {
+        let built = ZkClientBuilder::new("127.0.0.1:2181").tls_trusting("not a certificate").build();
+        assert!(
+            matches!(built, Err(Error::InvalidSetting { setting: "tls_trusting", .. })),
+            "{:?}",
+            built.err()
+        );
+    }
 
     #[test]
     fn connect_strings() {

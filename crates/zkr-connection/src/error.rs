@@ -59,6 +59,16 @@ pub enum Error {
         /// The last error from a connection attempt, if any.
         last_error: Option<zookeeper_client::Error>,
     },
+    /// No TLS session could be established, and a handshake of our own says why: the server's
+    /// certificate is not signed by a trusted CA, does not name the host, or the peer does not
+    /// speak TLS. There is never a fallback to plain text.
+    #[error("TLS connection to {connect_string} failed: {reason}")]
+    Tls {
+        /// The connect string.
+        connect_string: String,
+        /// The failed handshake: the host and the TLS library's reason.
+        reason: String,
+    },
     /// The session that a sequence of operations depended on expired (or was replaced); the
     /// retry loop does not carry such a sequence over to the new session unless asked to.
     #[error("the ZooKeeper session {session:#x} expired")]

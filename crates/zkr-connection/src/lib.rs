@@ -36,6 +36,8 @@ pub mod protected;
 pub mod retry;
 mod retry_loop;
 mod state;
+#[cfg(feature = "tls")]
+mod tls;
 
 pub use acl::{AclProvider, CreatorAllAclProvider, OpenAclProvider};
 pub use builder::ZkClientBuilder;

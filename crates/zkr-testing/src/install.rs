@@ -12,6 +12,10 @@ pub const INSTALL_COMMAND: &str = "apt-get install -y zookeeper default-jre-head
 const DEBIAN_ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
 /// A logging backend for the server, so its warnings reach the log file instead of being dropped.
 const DEBIAN_SLF4J_SIMPLE: &str = "/usr/share/java/slf4j-simple.jar";
+/// Netty jars the secure client port (`NettyServerCnxnFactory`, TLS) needs but the Debian
+/// manifest's `Class-Path` leaves out; `libnetty-java`, a dependency of `zookeeper`, has them.
+const DEBIAN_NETTY_EXTRAS: [&str; 2] =
+    ["/usr/share/java/netty-codec.jar", "/usr/share/java/netty-resolver.jar"];
 
 /// A located ZooKeeper server installation: the `java` binary and the class path.
 ///
@@ -46,9 +50,11 @@ impl Installation {
                     });
                 }
                 let mut cp = DEBIAN_ZOOKEEPER_JAR.to_string();
-                if Path::new(DEBIAN_SLF4J_SIMPLE).is_file() {
-                    cp.push(':');
-                    cp.push_str(DEBIAN_SLF4J_SIMPLE);
+                for jar in std::iter::once(DEBIAN_SLF4J_SIMPLE).chain(DEBIAN_NETTY_EXTRAS) {
+                    if Path::new(jar).is_file() {
+                        cp.push(':');
+                        cp.push_str(jar);
+                    }
                 }
                 cp
             }

@@ -38,6 +38,7 @@ mod proxy;
 mod server;
 mod session;
 mod timing;
+mod tls;
 
 pub use cluster::{ServerInfo, TestingCluster};
 pub use error::{Error, Result};
@@ -48,3 +49,4 @@ pub use proxy::{FaultProxy, ProxyMode};
 pub use server::{env_or_embedded, shared_server, TestingServer};
 pub use session::{expire_session, expire_session_id};
 pub use timing::{Timing, TIMING_MULTIPLIER_ENV};
+pub use tls::TestCertificates;

@@ -21,6 +21,7 @@ const QUORUM_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 pub(crate) struct Member {
     pub(crate) id: u32,
     pub(crate) client_port: u16,
+    pub(crate) secure_port: Option<u16>,
     pub(crate) peer: Option<Peer>,
     paths: MemberPaths,
     install: Installation,
@@ -40,6 +41,7 @@ impl Member {
     ) -> Result<Self> {
         let paths = MemberPaths::new(root, id)?;
         let client_port = free_port()?;
+        let secure_port = if options.secure.is_some() { Some(free_port()?) } else { None };
         let peer = if quorum {
             Some(Peer { id, quorum_port: free_port()?, election_port: free_port()? })
         } else {
@@ -48,6 +50,7 @@ impl Member {
         Ok(Member {
             id,
             client_port,
+            secure_port,
             peer,
             paths,
             install,
@@ -75,7 +78,7 @@ impl Member {
 
     /// Writes `zoo.cfg` (and `myid` for quorum members).
     pub(crate) fn write_config(&self, peers: &[Peer]) -> Result<()> {
-        let cfg = self.options.render_config(&self.paths.data, self.client_port, peers);
+        let cfg = self.options.render_config(&self.paths.data, self.client_port, self.secure_port, peers);
         std::fs::write(&self.paths.config, cfg)
             .map_err(|e| Error::io(format!("writing {}", self.paths.config.display()), e))?;
         if self.peer.is_some() {

@@ -39,6 +39,7 @@ pub struct ServerOptions {
     pub(crate) start_timeout: Duration,
     pub(crate) extra_config: Vec<(String, String)>,
     pub(crate) jvm_options: Vec<String>,
+    pub(crate) secure: Option<crate::tls::TestCertificates>,
 }
 
 impl Default for ServerOptions {
@@ -49,6 +50,7 @@ impl Default for ServerOptions {
             container_check_interval: None,
             start_timeout: crate::Timing::from_env().multiple(Duration::from_secs(60)),
             extra_config: Vec::new(),
+            secure: None,
             jvm_options: Vec::new(),
         }
     }
@@ -94,10 +96,21 @@ impl ServerOptions {
         self
     }
 
+    /// Also serves TLS on a second client port (`secureClientPort`, Netty), with `certs`'
+    /// server certificate; clients are not asked for certificates (`ssl.clientAuth=none`). The
+    /// plain port stays open for the harness's own checks.
+    /// [`TestingServer::secure_connect_string`](crate::TestingServer::secure_connect_string)
+    /// gives the address.
+    pub fn secure_client(mut self, certs: &crate::tls::TestCertificates) -> Self {
+        self.secure = Some(certs.clone());
+        self
+    }
+
     pub(crate) fn render_config(
         &self,
         data_dir: &std::path::Path,
         client_port: u16,
+        secure_port: Option<u16>,
         peers: &[Peer],
     ) -> String {
         let mut cfg = String::new();
@@ -120,6 +133,16 @@ impl ServerOptions {
         let _ = writeln!(cfg, "preAllocSize=4096");
         for peer in peers {
             let _ = writeln!(cfg, "server.{}=127.0.0.1:{}:{}", peer.id, peer.quorum_port, peer.election_port);
+        }
+        if let (Some(certs), Some(port)) = (&self.secure, secure_port) {
+            let _ = writeln!(cfg, "secureClientPort={port}");
+            let _ = writeln!(cfg, "secureClientPortAddress=127.0.0.1");
+            let _ = writeln!(cfg, "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory");
+            let _ = writeln!(cfg, "ssl.keyStore.location={}", certs.keystore().display());
+            let _ = writeln!(cfg, "ssl.keyStore.type=PEM");
+            let _ = writeln!(cfg, "ssl.trustStore.location={}", certs.truststore().display());
+            let _ = writeln!(cfg, "ssl.trustStore.type=PEM");
+            let _ = writeln!(cfg, "ssl.clientAuth=none");
         }
         for (k, v) in &self.extra_config {
             let _ = writeln!(cfg, "{k}={v}");

@@ -92,6 +92,12 @@ impl TestingServer {
         self.member.address()
     }
 
+    /// The TLS client address (`127.0.0.1:<secureClientPort>`) of a server started with
+    /// [`ServerOptions::secure_client`]; `None` otherwise.
+    pub fn secure_connect_string(&self) -> Option<String> {
+        self.member.secure_port.map(|port| format!("127.0.0.1:{port}"))
+    }
+
     /// The client port.
     pub fn port(&self) -> u16 {
         self.member.client_port

@@ -167,12 +167,14 @@ async fn close_session(
     connect_string: &str,
     gone: impl Fn() -> bool,
 ) -> Result<()> {
-    let hosts: Vec<&str> = connect_string
+    // Schemes first: their `//` is not a chroot.
+    let plain = connect_string.replace("tcp://", "");
+    let hosts: Vec<&str> = plain
         .split('/')
         .next()
         .unwrap_or_default()
         .split(',')
-        .map(|h| h.trim().trim_start_matches("tcp://"))
+        .map(str::trim)
         .filter(|h| !h.is_empty())
         .collect();
     let bound = Timing::from_env().wait();
