@@ -25,6 +25,8 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use zkr_testing::{FaultProxy, TestingCluster};
+
+use crate::faults;
 use zookeeper_client::{Client, CreateMode};
 
 /// A fault the checker injects.
@@ -446,37 +448,25 @@ impl Run<'_> {
         let injected_at;
         match fault {
             Fault::LeaderKill | Fault::FollowerKill => {
-                let leader = self.cluster.leader().await;
+                let cluster = self.cluster;
                 let victim = if fault == Fault::LeaderKill {
-                    leader.ok_or("no leader to kill")?
+                    faults::leader(cluster).await?
                 } else {
-                    self.connected_follower(leader).await.ok_or("no follower to kill")?
+                    let sessions: Vec<i64> = self.workers.iter().filter_map(|w| w.session).collect();
+                    faults::follower_serving(cluster, &sessions).await?
                 };
                 injected_at = Instant::now();
-                self.cluster.kill(victim).map_err(|e| e.to_string())?;
-                self.pump_for(Duration::from_secs(1)).await;
-                let restart = self.cluster.restart(victim);
-                tokio::pin!(restart);
-                loop {
-                    tokio::select! {
-                        result = &mut restart => { result.map_err(|e| e.to_string())?; break; }
-                        Some(event) = self.events.recv() => self.record(&event),
-                    }
-                }
+                self.pumping(faults::kill_and_restart(cluster, victim, Duration::from_secs(1))).await?;
             }
             Fault::ServerPause => {
                 if !self.make_holder(holder, beyond_session).await {
                     return Err(format!("worker {holder} never held the lock"));
                 }
                 let session = self.workers[holder].session.ok_or("holder without a session")?;
-                let server = match self.cluster.server_of_session(session).await {
-                    Some(server) => server,
-                    None => self.cluster.leader().await.ok_or("no server to pause")?,
-                };
+                let cluster = self.cluster;
+                let server = faults::server_serving(cluster, session).await?;
                 injected_at = Instant::now();
-                self.cluster.pause(server).map_err(|e| e.to_string())?;
-                self.pump_for(beyond_session).await;
-                self.cluster.resume(server).map_err(|e| e.to_string())?;
+                self.pumping(faults::pause_for(cluster, server, beyond_session)).await?;
             }
             Fault::Blackhole => {
                 if !self.make_holder(holder, beyond_session * 2).await {
@@ -495,13 +485,7 @@ impl Run<'_> {
                 injected_at = Instant::now();
                 let connect = self.cluster.connect_string();
                 let expire = zkr_testing::expire_session_id(session, session_timeout, &connect);
-                tokio::pin!(expire);
-                loop {
-                    tokio::select! {
-                        result = &mut expire => { result.map_err(|e| e.to_string())?; break; }
-                        Some(event) = self.events.recv() => self.record(&event),
-                    }
-                }
+                self.pumping(expire).await.map_err(|e| e.to_string())?;
             }
             Fault::KillHolder => {
                 if !self.make_holder(holder, beyond_session).await {
@@ -528,18 +512,15 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// A follower that some worker's session is connected to, or any running follower.
-    async fn connected_follower(&self, leader: Option<usize>) -> Option<usize> {
-        for worker in &self.workers {
-            if let Some(session) = worker.session {
-                if let Some(server) = self.cluster.server_of_session(session).await {
-                    if Some(server) != leader {
-                        return Some(server);
-                    }
-                }
+    /// Awaits `work` while recording the workers' events.
+    async fn pumping<T>(&mut self, work: impl std::future::Future<Output = T>) -> T {
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                result = &mut work => return result,
+                Some(event) = self.events.recv() => self.record(&event),
             }
         }
-        (0..self.cluster.size()).find(|i| Some(*i) != leader)
     }
 
     /// Stops every worker, waits for their sessions' nodes to go, and checks the counter.

@@ -2,12 +2,37 @@
 //! quick connections to test servers.
 
 pub mod checker;
+pub mod faults;
+pub mod id_worker;
 
 use std::time::Duration;
 
 use futures::StreamExt;
 use zkr_connection::{ConnectionState, ConnectionStateStream, ZkClient, ZkClientBuilder};
 use zkr_testing::Timing;
+
+/// Prints `<label> <session id>` on stdout (flushed) for the manager's current session and for
+/// every new one: worker processes announce their sessions so that tests can expire them.
+pub fn announce_sessions(zk: &ZkClient, label: &'static str) {
+    use std::io::Write as _;
+    let say = move |id: i64| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{label} {id}");
+        let _ = out.flush();
+    };
+    let mut sessions = zk.session_watch();
+    // The current session at once (before the caller prints anything else), then every new one.
+    if let Some(id) = sessions.borrow_and_update().as_ref().map(zkr_connection::Session::id) {
+        say(id);
+    }
+    tokio::spawn(async move {
+        while sessions.changed().await.is_ok() {
+            if let Some(id) = sessions.borrow_and_update().as_ref().map(zkr_connection::Session::id) {
+                say(id);
+            }
+        }
+    });
+}
 
 /// The test timing (scaled by `ZKR_TIMING_MULTIPLIER`).
 pub fn timing() -> Timing {

@@ -3,11 +3,10 @@
 //! without ZooKeeper, session expiry, server restarts and killed processes.
 
 use std::collections::HashSet;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::io::{AsyncBufReadExt, BufReader};
+use zkr_integration_tests::id_worker::{check_runs, progress, IdWorker};
 use zkr_integration_tests::{connect, connect_with_session, eventually, timing, unique_root};
 use zkr_recipes::id::{
     IdError, IdGenerator, SegmentIdGenerator, SequentialIdGenerator, SnowflakeIdGenerator, SnowflakeLayout,
@@ -56,15 +55,6 @@ async fn draw_concurrently(generators: Vec<Arc<dyn IdGenerator>>, n: usize) -> V
     for task in tasks {
         all.push(task.await.expect("task"));
     }
-    all
-}
-
-fn check_runs(runs: &[Vec<u64>]) -> Vec<u64> {
-    for (i, run) in runs.iter().enumerate() {
-        assert_increasing(run, &format!("generator {i}"));
-    }
-    let all: Vec<u64> = runs.concat();
-    assert_unique(&all);
     all
 }
 
@@ -326,70 +316,8 @@ async fn snowflake_stops_at_its_watermark_without_zookeeper_and_resumes() {
     ids.close().await;
 }
 
-/// A `zkr-id-worker` process and the IDs it printed.
-struct Worker {
-    child: tokio::process::Child,
-    session: i64,
-    ids: Arc<Mutex<Vec<u64>>>,
-    reader: tokio::task::JoinHandle<()>,
-}
-
-impl Worker {
-    async fn spawn(connect_string: &str, kind: &str, path: &str, count: usize, identity: &str) -> Worker {
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_zkr-id-worker"))
-            .args([connect_string, kind, path, &count.to_string(), identity])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn zkr-id-worker");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next_line().await.unwrap().expect("a session line");
-        let session = first.strip_prefix("session ").and_then(|s| s.parse().ok()).expect("session id");
-        let ids = Arc::new(Mutex::new(Vec::new()));
-        let sink = ids.clone();
-        let reader = tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                sink.lock().unwrap().push(line.parse().expect("an ID"));
-            }
-        });
-        Worker { child, session, ids, reader }
-    }
-
-    fn drawn(&self) -> usize {
-        self.ids.lock().unwrap().len()
-    }
-
-    /// Closes its stdin (which stops a worker started with a count of 0) and waits for it.
-    async fn finish(mut self) -> Vec<u64> {
-        drop(self.child.stdin.take());
-        let status = tokio::time::timeout(timing().multiple(Duration::from_secs(60)), self.child.wait())
-            .await
-            .expect("worker finishes")
-            .unwrap();
-        assert!(status.success(), "worker failed: {status}");
-        self.reader.await.unwrap();
-        Arc::try_unwrap(self.ids).unwrap().into_inner().unwrap()
-    }
-
-    async fn kill(mut self) -> Vec<u64> {
-        self.child.kill().await.unwrap();
-        self.reader.await.unwrap();
-        Arc::try_unwrap(self.ids).unwrap().into_inner().unwrap()
-    }
-}
-
-async fn progress(workers: &[&Worker], at_least: usize, stage: &str) {
-    let marks: Vec<usize> = workers.iter().map(|w| w.drawn() + at_least).collect();
-    let deadline = tokio::time::Instant::now() + timing().wait();
-    while !workers.iter().zip(&marks).all(|(w, m)| w.drawn() >= *m) {
-        let drawn: Vec<usize> = workers.iter().map(|w| w.drawn()).collect();
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{stage}: workers stuck at {drawn:?}, wanted {marks:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+fn worker_binary() -> &'static std::path::Path {
+    std::path::Path::new(env!("CARGO_BIN_EXE_zkr-id-worker"))
 }
 
 /// Three processes draw at once, until told to stop; the server restarts, one process's
@@ -401,16 +329,16 @@ async fn processes_never_share_an_id(kind: &str) {
     let path = format!("{}/{kind}", unique_root("processes"));
     let mut workers = Vec::new();
     for i in 0..3 {
-        workers.push(Worker::spawn(&cs, kind, &path, 0, &format!("worker-{i}")).await);
+        workers.push(IdWorker::spawn(worker_binary(), &cs, kind, &path, 0, &format!("worker-{i}")).await);
     }
     progress(&workers.iter().collect::<Vec<_>>(), 200, "start").await;
     server.restart().await.unwrap();
     progress(&workers.iter().collect::<Vec<_>>(), 200, "after the server restart").await;
-    expire_session_id(workers[0].session, Duration::from_secs(4), &cs).await.unwrap();
+    expire_session_id(workers[0].session(), Duration::from_secs(4), &cs).await.unwrap();
     progress(&workers.iter().collect::<Vec<_>>(), 200, "after the session expiry").await;
     let killed = workers.remove(1).kill().await;
-    let replacement = Worker::spawn(&cs, kind, &path, 0, "worker-1").await;
-    let mut all_workers: Vec<&Worker> = workers.iter().collect();
+    let replacement = IdWorker::spawn(worker_binary(), &cs, kind, &path, 0, "worker-1").await;
+    let mut all_workers: Vec<&IdWorker> = workers.iter().collect();
     all_workers.push(&replacement);
     progress(&all_workers, 200, "after the kill and restart of a worker").await;
     let mut runs = vec![killed];

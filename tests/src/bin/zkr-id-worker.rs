@@ -27,9 +27,9 @@ async fn main() {
         .connect()
         .await
         .expect("connect");
-    // The first line names the session, for tests that expire it from outside.
-    let session = zk.session().await.expect("session");
-    println!("session {}", session.id());
+    // The first line names the session, and a line names every new one, for tests that
+    // expire sessions from outside.
+    zkr_integration_tests::announce_sessions(&zk, "session");
     let mut snowflake = None;
     let generator: Box<dyn IdGenerator> = match kind.as_str() {
         "sequential" => {
@@ -58,7 +58,6 @@ async fn main() {
             stop.store(true, Ordering::SeqCst);
         });
     }
-    let mut out = std::io::stdout().lock();
     let mut drawn = 0;
     while (count == 0 || drawn < count) && !stop.load(Ordering::SeqCst) {
         let want = if count == 0 { 5 } else { 5.min(count - drawn) };
@@ -69,6 +68,8 @@ async fn main() {
         };
         match batch {
             Ok(ids) => {
+                // Locked per batch, never across an await: session lines come from a task.
+                let mut out = std::io::stdout().lock();
                 for id in &ids {
                     writeln!(out, "{id}").expect("stdout");
                 }

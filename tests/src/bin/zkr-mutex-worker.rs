@@ -110,19 +110,7 @@ async fn main() {
         }
     };
 
-    // Session announcements.
-    let mut sessions = zk.session_watch();
-    tokio::spawn(async move {
-        loop {
-            let id = sessions.borrow_and_update().as_ref().map(|s| s.id());
-            if let Some(id) = id {
-                say(&format!("SESSION {id}"));
-            }
-            if sessions.changed().await.is_err() {
-                return;
-            }
-        }
-    });
+    zkr_integration_tests::announce_sessions(&zk, "SESSION");
 
     // Commands from the checker; EOF stops the loop.
     let (hold_tx, mut hold_rx) = tokio::sync::mpsc::unbounded_channel::<u64>();

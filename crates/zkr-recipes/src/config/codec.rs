@@ -138,3 +138,44 @@ impl Codec<Vec<u8>> for Raw {
         Ok(value.clone())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// Bytes planted by anyone: every codec answers, none panics.
+        #[test]
+        fn no_bytes_make_a_codec_panic(data in prop::collection::vec(any::<u8>(), 0..512)) {
+            let _ = Codec::<serde_json::Value>::decode(&Json, &data);
+            let _ = Codec::<serde_json::Value>::decode(&Toml, &data);
+            let _ = Codec::<serde_json::Value>::decode(&Yaml, &data);
+            let _ = Codec::<BTreeMap<String, u64>>::decode(&Json, &data);
+            match Utf8.decode(&data) {
+                Ok(s) => prop_assert_eq!(s.into_bytes(), data),
+                Err(_) => prop_assert!(std::str::from_utf8(&data).is_err()),
+            }
+        }
+
+        /// Text close to each format (its own punctuation, any characters): still no panic.
+        #[test]
+        fn near_misses_make_no_codec_panic(text in "[\\[\\]{}\":,=#'\\-\\n a-z0-9\\PC]{0,200}") {
+            let _ = Codec::<serde_json::Value>::decode(&Json, text.as_bytes());
+            let _ = Codec::<serde_json::Value>::decode(&Toml, text.as_bytes());
+            let _ = Codec::<serde_json::Value>::decode(&Yaml, text.as_bytes());
+        }
+
+        /// What we encode, we decode back, in every structured format.
+        #[test]
+        fn structured_values_round_trip(map in prop::collection::btree_map("\\PC{1,12}", any::<i64>(), 0..8)) {
+            for codec in [&Json as &dyn Codec<BTreeMap<String, i64>>, &Toml, &Yaml] {
+                let bytes = codec.encode(&map).unwrap();
+                prop_assert_eq!(codec.decode(&bytes).unwrap(), map.clone(), "{:?}", codec);
+            }
+        }
+    }
+}

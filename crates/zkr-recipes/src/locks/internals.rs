@@ -201,7 +201,7 @@ impl Lister {
 
 /// How long a timed-out acquire waits for its own node's delete before it returns and leaves
 /// the delete to the background: a timeout must not stretch by a fault's length.
-const TIMEOUT_CLEANUP_GRACE: Duration = Duration::from_millis(500);
+pub(crate) const TIMEOUT_CLEANUP_GRACE: Duration = Duration::from_millis(500);
 
 /// Runs `future` to completion, or until `wait`'s deadline: `None` when the deadline came first.
 async fn until<T>(wait: Wait, future: impl std::future::Future<Output = T>) -> Option<T> {

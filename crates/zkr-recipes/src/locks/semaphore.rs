@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use zkr_connection::protected::ProtectedCreate;
-use zkr_connection::{path, Session, ZkClient};
+use zkr_connection::{path, RetryOptions, Session, ZkClient};
 use zookeeper_client::CreateMode;
 
-use super::internals::node_gone;
-use super::{InterProcessMutex, LockError, LostReason};
+use super::internals::{node_gone, TIMEOUT_CLEANUP_GRACE};
+use super::{InterProcessMutex, LockError, LockInternalsDriver, LostReason, StandardLockInternalsDriver};
 
 /// Curator's lease node name: `_c_<uuid>-lease-<seq>` under `<path>/leases`.
 pub const LEASE_NAME: &str = "lease-";
@@ -218,7 +218,7 @@ impl InterProcessSemaphoreV2 {
     pub async fn participant_nodes(&self) -> Result<Vec<String>, LockError> {
         let leases = self.leases_path.as_str();
         match self.zk.retry(|s| async move { s.client().list_children(leases).await }).await {
-            Ok(children) => Ok(children),
+            Ok(children) => Ok(children.into_iter().filter(|c| is_lease_node(c)).collect()),
             Err(e) if e.is_no_node() => Ok(Vec::new()),
             Err(e) => Err(e.into()),
         }
@@ -256,14 +256,17 @@ impl InterProcessSemaphoreV2 {
                 None => return Ok(None),
             },
         };
-        let created = self
-            .zk
-            .create_protected_ext(ProtectedCreate::new(
-                &self.leases_path,
-                LEASE_NAME,
-                CreateMode::EphemeralSequential,
-            ))
-            .await?;
+        let mut request =
+            ProtectedCreate::new(&self.leases_path, LEASE_NAME, CreateMode::EphemeralSequential);
+        if let Some(d) = deadline {
+            request = request
+                .retry_options(RetryOptions::default().deadline(d.saturating_duration_since(Instant::now())));
+        }
+        let created = match self.zk.create_protected_ext(request).await {
+            Ok(created) => created,
+            Err(zkr_connection::Error::DeadlineExceeded { .. }) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
         // From here the lease node is ours: a drop or an error returns it.
         let mut lease = Lease {
             zk: self.zk.clone(),
@@ -271,13 +274,22 @@ impl InterProcessSemaphoreV2 {
             session: created.session.clone(),
             fencing_token: created.stat.czxid,
         };
-        let granted = self.wait_for_room(&lease, deadline).await;
+        // Every request of the wait counts against the deadline: a request to a server that
+        // lost its quorum can go unanswered for seconds.
+        let granted = match deadline {
+            Some(d) => {
+                tokio::time::timeout_at(d, self.wait_for_room(&lease, deadline)).await.unwrap_or(Ok(false))
+            }
+            None => self.wait_for_room(&lease, None).await,
+        };
         let _ = guard.release().await;
         match granted {
             Ok(true) => Ok(Some(lease)),
             Ok(false) => {
                 if let Some(node) = lease.node.take() {
-                    lease.zk.guaranteed_delete(node, Some(lease.session.generation())).wait().await;
+                    let deleted = lease.zk.guaranteed_delete(node, Some(lease.session.generation()));
+                    // Bounded: past it, the delete goes on in the background.
+                    let _ = tokio::time::timeout(TIMEOUT_CLEANUP_GRACE, deleted.wait()).await;
                 }
                 Ok(None)
             }
@@ -321,7 +333,9 @@ impl InterProcessSemaphoreV2 {
                     node: ours.to_owned(),
                 });
             }
-            if children.len() <= max {
+            // Only lease nodes count: anything else planted under leases/ is ignored.
+            let leases = children.iter().filter(|c| is_lease_node(c)).count();
+            if leases <= max {
                 return Ok(true);
             }
             match deadline {
@@ -336,6 +350,11 @@ impl InterProcessSemaphoreV2 {
             }
         }
     }
+}
+
+/// A lease node's name: zkr's and Curator's protected `..lease-<10-digit sequence>`.
+fn is_lease_node(name: &str) -> bool {
+    StandardLockInternalsDriver.fix_for_sorting(name, LEASE_NAME).is_some()
 }
 
 fn unreachable_lease(path: &str) -> Result<Lease, LockError> {

@@ -80,11 +80,9 @@ impl SnowflakeLayout {
             .as_millis();
         let epoch_ms =
             u64::try_from(epoch_ms).map_err(|_| IdError::InvalidArgument("epoch out of range".into()))?;
-        if time_bits == 0
-            || worker_bits == 0
-            || sequence_bits == 0
-            || time_bits + worker_bits + sequence_bits > 63
-        {
+        // Checked: widths near u32::MAX must be refused, not overflow.
+        let total = time_bits.checked_add(worker_bits).and_then(|t| t.checked_add(sequence_bits));
+        if time_bits == 0 || worker_bits == 0 || sequence_bits == 0 || total.is_none_or(|t| t > 63) {
             return Err(IdError::InvalidArgument(format!(
                 "bit widths {time_bits}+{worker_bits}+{sequence_bits} must be positive and sum to at most 63"
             )));
@@ -174,6 +172,13 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn any_widths_are_accepted_or_refused_without_panic(t in any::<u32>(), w in any::<u32>(), s in any::<u32>()) {
+            let layout = SnowflakeLayout::new(UNIX_EPOCH, t, w, s);
+            let fits = t > 0 && w > 0 && s > 0 && u64::from(t) + u64::from(w) + u64::from(s) <= 63;
+            prop_assert_eq!(layout.is_ok(), fits);
+        }
+
         #[test]
         fn compose_round_trips(layout in layouts(), offset in any::<u64>(), worker in any::<u64>(), seq in any::<u64>()) {
             let offset = offset & layout.max_offset_ms();

@@ -1,0 +1,61 @@
+//! Faults on a [`TestingCluster`], shared by the checkers: kill and restart a member, pause one,
+//! and find the member a session is connected to.
+
+use std::time::Duration;
+
+use zkr_testing::TestingCluster;
+
+/// Kills member `victim` (`SIGKILL`), waits `down`, and restarts it (until it serves).
+///
+/// # Errors
+/// The member could not be killed or restarted.
+pub async fn kill_and_restart(cluster: &TestingCluster, victim: usize, down: Duration) -> Result<(), String> {
+    cluster.kill(victim).map_err(|e| e.to_string())?;
+    tokio::time::sleep(down).await;
+    cluster.restart(victim).await.map_err(|e| e.to_string())
+}
+
+/// Pauses member `server` (`SIGSTOP`) for `hold`, then resumes it.
+///
+/// # Errors
+/// The member could not be signalled.
+pub async fn pause_for(cluster: &TestingCluster, server: usize, hold: Duration) -> Result<(), String> {
+    cluster.pause(server).map_err(|e| e.to_string())?;
+    tokio::time::sleep(hold).await;
+    cluster.resume(server).map_err(|e| e.to_string())
+}
+
+/// The leader's index.
+///
+/// # Errors
+/// No member says it leads.
+pub async fn leader(cluster: &TestingCluster) -> Result<usize, String> {
+    cluster.leader().await.ok_or_else(|| "no leader".to_owned())
+}
+
+/// A follower that one of `sessions` is connected to, or else any follower.
+///
+/// # Errors
+/// There is no follower.
+pub async fn follower_serving(cluster: &TestingCluster, sessions: &[i64]) -> Result<usize, String> {
+    let leader = cluster.leader().await;
+    for session in sessions {
+        if let Some(server) = cluster.server_of_session(*session).await {
+            if Some(server) != leader {
+                return Ok(server);
+            }
+        }
+    }
+    (0..cluster.size()).find(|i| Some(*i) != leader).ok_or_else(|| "no follower".to_owned())
+}
+
+/// The member `session` is connected to, or else the leader.
+///
+/// # Errors
+/// Neither is known.
+pub async fn server_serving(cluster: &TestingCluster, session: i64) -> Result<usize, String> {
+    match cluster.server_of_session(session).await {
+        Some(server) => Ok(server),
+        None => leader(cluster).await,
+    }
+}

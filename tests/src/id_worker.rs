@@ -1,0 +1,139 @@
+//! A `zkr-id-worker` process seen from a test: the IDs it printed (with when they arrived) and
+//! its current session.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::time::Instant;
+
+use crate::timing;
+
+#[derive(Debug, Default)]
+struct Seen {
+    ids: Vec<u64>,
+    last_at: Option<Instant>,
+    session: Option<i64>,
+}
+
+/// A running `zkr-id-worker` (see its docs for the protocol).
+#[derive(Debug)]
+pub struct IdWorker {
+    child: tokio::process::Child,
+    seen: Arc<Mutex<Seen>>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl IdWorker {
+    /// Starts `binary` drawing `kind` IDs under `path` until its stdin closes (or `count`), and
+    /// waits for its first session line.
+    ///
+    /// # Panics
+    /// When the process cannot start or prints something else first (a test failure).
+    pub async fn spawn(
+        binary: &Path,
+        connect_string: &str,
+        kind: &str,
+        path: &str,
+        count: usize,
+        identity: &str,
+    ) -> Self {
+        let mut child = tokio::process::Command::new(binary)
+            .args([connect_string, kind, path, &count.to_string(), identity])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn zkr-id-worker");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let first = lines.next_line().await.expect("worker output").expect("a session line");
+        seen.lock().unwrap().session = first.strip_prefix("session ").and_then(|s| s.parse().ok());
+        assert!(seen.lock().unwrap().session.is_some(), "first line: {first}");
+        let sink = seen.clone();
+        let reader = tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut seen = sink.lock().unwrap();
+                if let Some(session) = line.strip_prefix("session ") {
+                    seen.session = session.parse().ok();
+                } else {
+                    seen.ids.push(line.parse().expect("an ID"));
+                    seen.last_at = Some(Instant::now());
+                }
+            }
+        });
+        IdWorker { child, seen, reader }
+    }
+
+    /// Its current session id (as it last announced).
+    pub fn session(&self) -> i64 {
+        self.seen.lock().unwrap().session.unwrap_or_default()
+    }
+
+    /// How many IDs it has printed.
+    pub fn drawn(&self) -> usize {
+        self.seen.lock().unwrap().ids.len()
+    }
+
+    /// When it last printed an ID.
+    pub fn last_at(&self) -> Option<Instant> {
+        self.seen.lock().unwrap().last_at
+    }
+
+    /// Closes its stdin (which stops a worker started with a count of 0), waits for it, and
+    /// returns its IDs.
+    ///
+    /// # Panics
+    /// When it does not finish cleanly within a minute (scaled by the test timing).
+    pub async fn finish(mut self) -> Vec<u64> {
+        drop(self.child.stdin.take());
+        let status = tokio::time::timeout(timing().multiple(Duration::from_secs(60)), self.child.wait())
+            .await
+            .expect("worker finishes")
+            .unwrap();
+        assert!(status.success(), "worker failed: {status}");
+        self.reader.await.unwrap();
+        Arc::try_unwrap(self.seen).unwrap().into_inner().unwrap().ids
+    }
+
+    /// Kills it (`SIGKILL`) and returns the IDs it printed.
+    pub async fn kill(mut self) -> Vec<u64> {
+        self.child.kill().await.unwrap();
+        self.reader.await.unwrap();
+        Arc::try_unwrap(self.seen).unwrap().into_inner().unwrap().ids
+    }
+}
+
+/// Asserts that each run increases and that no ID appears twice across them; all the IDs.
+///
+/// # Panics
+/// On a repeat or a step back (a test failure).
+pub fn check_runs(runs: &[Vec<u64>]) -> Vec<u64> {
+    for (i, run) in runs.iter().enumerate() {
+        for pair in run.windows(2) {
+            assert!(pair[0] < pair[1], "run {i}: {} then {}", pair[0], pair[1]);
+        }
+    }
+    let all: Vec<u64> = runs.concat();
+    let set: std::collections::HashSet<u64> = all.iter().copied().collect();
+    assert_eq!(set.len(), all.len(), "{} duplicate IDs", all.len() - set.len());
+    all
+}
+
+/// Waits until every worker has printed `at_least` more IDs; the time it took.
+///
+/// # Panics
+/// When they do not within [`Timing::wait`](zkr_testing::Timing::wait), naming `stage`.
+pub async fn progress(workers: &[&IdWorker], at_least: usize, stage: &str) -> Duration {
+    let started = Instant::now();
+    let marks: Vec<usize> = workers.iter().map(|w| w.drawn() + at_least).collect();
+    let deadline = started + timing().wait();
+    while !workers.iter().zip(&marks).all(|(w, m)| w.drawn() >= *m) {
+        let drawn: Vec<usize> = workers.iter().map(|w| w.drawn()).collect();
+        assert!(Instant::now() < deadline, "{stage}: workers stuck at {drawn:?}, wanted {marks:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    started.elapsed()
+}
