@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::{ensure, Context};
 use nix::time::{clock_gettime, ClockId};
 use tokio::sync::oneshot;
-use zkr_benches::{machine_facts, Table};
+use zkr_benches::Table;
 use zkr_connection::ZkClient;
 use zkr_recipes::config::{ConfigPublisher, ConfigWatcher, Json};
 use zkr_testing::peers::CuratorTool;
@@ -305,14 +305,13 @@ async fn main() -> anyhow::Result<()> {
         let p99 = |i: usize| results[i].1.percentile(0.99).as_secs_f64();
         ratios.push((n, p99(0) / p99(1), p99(0) / p99(2)));
     }
-    println!(
-        "## Config propagation ({updates} updates, {} ms apart; zkr and raw: {ROUNDS} alternating rounds)\n",
-        INTERVAL.as_millis(),
+    zkr_benches::print_report(
+        &format!(
+            "Config propagation ({updates} updates, {} ms apart; zkr and raw: {ROUNDS} alternating rounds)",
+            INTERVAL.as_millis()
+        ),
+        &table,
     );
-    for (k, v) in machine_facts() {
-        println!("- {k}: {v}");
-    }
-    println!("\n{}", table.render());
     for (n, vs_raw, vs_curator) in ratios {
         println!(
             "- {n} subscribers: zkr p99 / raw p99 = {vs_raw:.2}x; zkr p99 / Curator p99 = {vs_curator:.3}x"

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context};
-use zkr_benches::{fmt_rate, fmt_ratio, machine_facts, Latencies, Measurement, Span, Table, Window};
+use zkr_benches::{fmt_rate, fmt_ratio, Latencies, Measurement, Span, Table, Window};
 use zkr_connection::ZkClient;
 use zkr_recipes::id::{IdGenerator, SegmentIdGenerator, SequentialIdGenerator, SnowflakeIdGenerator};
 use zkr_testing::peers::CuratorTool;
@@ -194,11 +194,10 @@ async fn main() -> anyhow::Result<()> {
             fmt_latency(m.p99),
         ]);
     }
-    println!("## ID generators ({seconds} s windows, {ROUNDS} rounds for the server-bound rows)\n");
-    for (k, v) in machine_facts() {
-        println!("- {k}: {v}");
-    }
-    println!("\n{}", table.render());
+    zkr_benches::print_report(
+        &format!("ID generators ({seconds} s windows, {ROUNDS} rounds for the server-bound rows)"),
+        &table,
+    );
     println!(
         "p50/p99 are per call: per ID, except `next_batch(100)` (per batch of 100); segment and \
          snowflake latencies come from a separate timed pass."

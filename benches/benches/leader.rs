@@ -17,7 +17,7 @@ use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{ensure, Context};
-use zkr_benches::{machine_facts, Table};
+use zkr_benches::Table;
 use zkr_testing::peers::{CuratorTool, PeerProcess};
 use zkr_testing::TestingServer;
 
@@ -142,13 +142,12 @@ async fn main() -> anyhow::Result<()> {
         }
         medians.push((scenario, zkr_median, curator_median));
     }
-    println!(
-        "## Leader failover ({rounds} rounds per scenario and library, session timeout {SESSION_MS} ms)\n"
+    zkr_benches::print_report(
+        &format!(
+            "Leader failover ({rounds} rounds per scenario and library, session timeout {SESSION_MS} ms)"
+        ),
+        &table,
     );
-    for (k, v) in machine_facts() {
-        println!("- {k}: {v}");
-    }
-    println!("\n{}", table.render());
     for (scenario, zkr, curator) in medians {
         println!(
             "- {scenario}: zkr median / Curator median = {:.2}x",

@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context};
-use zkr_benches::{fmt_rate, fmt_ratio, machine_facts, run_loop, Measurement, Span, Table, Window};
+use zkr_benches::{fmt_rate, fmt_ratio, run_loop, Measurement, Span, Table, Window};
 use zkr_connection::ZkClient;
 use zkr_recipes::locks::{
     InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LockError, MaxLeases,
@@ -126,11 +126,10 @@ async fn main() -> anyhow::Result<()> {
             ms(c.p99),
         ]);
     }
-    println!("## The lock family, uncontended acquire+release ({seconds} s windows, {ROUNDS} rounds)\n");
-    for (k, v) in machine_facts() {
-        println!("- {k}: {v}");
-    }
-    println!("\n{}", table.render());
+    zkr_benches::print_report(
+        &format!("The lock family, uncontended acquire+release ({seconds} s windows, {ROUNDS} rounds)"),
+        &table,
+    );
     drop(server);
     Ok(())
 }

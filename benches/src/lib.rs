@@ -153,6 +153,15 @@ impl BenchOptions {
     }
 }
 
+/// Prints a benchmark's report: `## <title>`, the machine's facts, then the table (markdown).
+pub fn print_report(title: &str, table: &Table) {
+    println!("## {title}\n");
+    for (k, v) in machine_facts() {
+        println!("- {k}: {v}");
+    }
+    println!("\n{}", table.render());
+}
+
 /// The command line of the smaller benchmarks: `--seconds N` (default 5) or `--quick` (1 s),
 /// each measurement window's length. Cargo's own `--bench` is skipped.
 ///

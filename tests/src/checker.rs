@@ -360,15 +360,20 @@ impl Run<'_> {
         Ok(Worker { child, stdin, proxies, session: None })
     }
 
+    /// Records events until one satisfies `stop` (and returns it) or `deadline` passes (None).
+    async fn record_until(&mut self, deadline: Instant, stop: impl Fn(&Event) -> bool) -> Option<Event> {
+        while let Ok(Some(event)) = tokio::time::timeout_at(deadline, self.events.recv()).await {
+            self.record(&event);
+            if stop(&event) {
+                return Some(event);
+            }
+        }
+        None
+    }
+
     /// Takes the next event (until `deadline`) into the report; false at the deadline.
     async fn next_event_until(&mut self, deadline: Instant) -> bool {
-        match tokio::time::timeout_at(deadline, self.events.recv()).await {
-            Ok(Some(event)) => {
-                self.record(&event);
-                true
-            }
-            _ => false,
-        }
+        self.record_until(deadline, |_| true).await.is_some()
     }
 
     fn record(&mut self, event: &Event) {
@@ -401,33 +406,14 @@ impl Run<'_> {
 
     /// Records events until `worker` prints a line starting with `word`; false at `deadline`.
     async fn wait_for(&mut self, worker: usize, word: &str, deadline: Instant) -> bool {
-        loop {
-            match tokio::time::timeout_at(deadline, self.events.recv()).await {
-                Ok(Some(event)) => {
-                    self.record(&event);
-                    if event.worker == worker && event.line.starts_with(word) {
-                        return true;
-                    }
-                }
-                _ => return false,
-            }
-        }
+        self.record_until(deadline, |e| e.worker == worker && e.line.starts_with(word)).await.is_some()
     }
 
     /// Records events until any worker commits after `since`; the time from `since`, or None at
     /// the deadline.
     async fn next_commit_after(&mut self, since: Instant, deadline: Instant) -> Option<Duration> {
-        loop {
-            match tokio::time::timeout_at(deadline, self.events.recv()).await {
-                Ok(Some(event)) => {
-                    self.record(&event);
-                    if event.line == "COMMIT" && event.at >= since {
-                        return Some(event.at - since);
-                    }
-                }
-                _ => return None,
-            }
-        }
+        let commit = self.record_until(deadline, |e| e.line == "COMMIT" && e.at >= since).await?;
+        Some(commit.at - since)
     }
 
     /// Asks `worker` to pause its next critical section for `hold` and waits until it does:

@@ -22,6 +22,10 @@ async fn client(cs: &str) -> ZkClient {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_subscriber_converges_to_the_last_write_after_faults() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
     let cluster = TestingCluster::start(3).await.unwrap();
     let cs = cluster.connect_string();
     let path = format!("{}/value", unique_root("checker-config"));
@@ -97,8 +101,10 @@ async fn every_subscriber_converges_to_the_last_write_after_faults() {
         .await;
         assert!(
             reached.is_ok(),
-            "subscriber {i} holds {:?}, not the last write {last}",
-            watcher.get().map(|v| *v.value)
+            "subscriber {i} holds {:?}, not the last write {last}; its manager: {:?}, session {:?}",
+            watcher.get().map(|v| *v.value),
+            subscribers[i].0.state(),
+            subscribers[i].0.try_session().map(|s| (s.generation(), format!("{:#x}", s.id()))),
         );
     }
     for (i, back) in went_back.iter().enumerate() {

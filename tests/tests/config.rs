@@ -148,7 +148,7 @@ async fn a_corrupt_value_is_reported_and_the_last_good_one_kept() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn updates_during_a_blackhole_are_picked_up_after_heal() {
+async fn updates_during_a_blackhole_are_picked_up_after_heal_and_later_ones_still_arrive() {
     let server = shared_server().await.unwrap();
     let path = format!("{}/limit", unique_root("config-blackhole"));
     let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
@@ -168,6 +168,12 @@ async fn updates_during_a_blackhole_are_picked_up_after_heal() {
     proxy.heal();
     wait_for_state(&mut states, ConnectionState::Reconnected).await;
     assert_eq!(holds_latest(&watcher, &observer, &path).await, 20);
+    // And the watch works on the new connection: zookeeper-client does not re-register
+    // persistent watches after a reconnect, so the watcher must set its own again.
+    for v in 21..=25u64 {
+        publisher.set(&path, &v).await.unwrap();
+    }
+    assert_eq!(holds_latest(&watcher, &observer, &path).await, 25);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

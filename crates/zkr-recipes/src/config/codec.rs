@@ -147,6 +147,18 @@ mod tests {
 
     use super::*;
 
+    /// Found by `cargo fuzz run config_decode`: a number too long for an integer came back from
+    /// a JSON round trip as a different float (serde_json's fast float parsing; we now enable its
+    /// `float_roundtrip`).
+    #[test]
+    fn long_numbers_round_trip_exactly() {
+        let data = b"111111111111111111111111";
+        let value: serde_json::Value = Json.decode(data).unwrap();
+        assert_eq!(Json.decode(&Json.encode(&value).unwrap()), Ok(value));
+        // YAML reads it as an integer too large for the value: an error, not a panic.
+        assert!(Codec::<serde_json::Value>::decode(&Yaml, data).is_err());
+    }
+
     proptest! {
         /// Bytes planted by anyone: every codec answers, none panics.
         #[test]

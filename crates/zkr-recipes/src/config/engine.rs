@@ -84,6 +84,13 @@ pub(crate) struct Established {
     watcher: PersistentWatcher,
 }
 
+/// Completes once the manager's session is no longer the one of `generation` (replaced, being
+/// rebuilt, or the manager gone).
+async fn session_replaced(zk: &ZkClient, generation: u64) {
+    let mut sessions = zk.session_watch();
+    let _ = sessions.wait_for(|s| s.as_ref().is_none_or(|s| s.generation() != generation)).await;
+}
+
 /// Why a watch loop ended.
 enum End {
     /// The session ended: start again on the next one.
@@ -309,28 +316,44 @@ impl<T: Send + Sync + 'static> Engine<T> {
                 }
             };
             generation = Some(session.generation());
-            let end = match mode {
-                WatchMode::OneShot => self.one_shot(&session).await,
-                WatchMode::Auto | WatchMode::Persistent => match self.persistent(&session, established).await
-                {
-                    Err(zookeeper_client::Error::Unimplemented) if mode == WatchMode::Auto => {
-                        tracing::info!(root = %self.root, "server has no persistent watches; using one-shot watches");
-                        mode = WatchMode::OneShot;
-                        continue;
-                    }
-                    Err(e) => {
-                        tracing::debug!(root = %self.root, error = %e, "config watch failed; starting again");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        generation = None;
-                        continue;
-                    }
-                    Ok(end) => end,
-                },
+            // The manager may give a session up (suspended longer than it can live) without its
+            // handle ever reporting an end: stop following it as soon as it is replaced.
+            let zk = self.zk.clone();
+            let followed = tokio::select! {
+                r = self.follow(mode, &session, established) => r,
+                () = session_replaced(&zk, session.generation()) => Ok(End::SessionEnded),
+            };
+            let end = match followed {
+                Err(zookeeper_client::Error::Unimplemented) if mode == WatchMode::Auto => {
+                    tracing::info!(root = %self.root, "server has no persistent watches; using one-shot watches");
+                    mode = WatchMode::OneShot;
+                    continue;
+                }
+                Err(e) => {
+                    tracing::debug!(root = %self.root, session = %format!("{:#x}", session.id()), error = %e, "config watch failed; starting again");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    generation = None;
+                    continue;
+                }
+                Ok(end) => end,
             };
             match end {
                 End::Dropped => return,
                 End::SessionEnded => self.publish(true),
             }
+        }
+    }
+
+    /// Follows the root on one session, with persistent or one-shot watches.
+    async fn follow(
+        &mut self,
+        mode: WatchMode,
+        session: &Session,
+        established: Option<PersistentWatcher>,
+    ) -> Result<End, zookeeper_client::Error> {
+        match mode {
+            WatchMode::OneShot => Ok(self.one_shot(session).await),
+            WatchMode::Auto | WatchMode::Persistent => self.persistent(session, established).await,
         }
     }
 
@@ -396,11 +419,13 @@ impl<T: Send + Sync + 'static> Engine<T> {
                     None => break,
                 }
             }
+            tracing::trace!(session = %format!("{:#x}", session.id()), events = batch.len(), "config watch: batch");
             let mut reads: Vec<(String, String)> = Vec::new();
             let mut changed = false;
             for event in batch {
                 match event.event_type {
                     EventType::Session => {
+                        tracing::debug!(root = %self.root, session = %format!("{:#x}", session.id()), state = ?event.session_state, "config watch: session event");
                         changed |= self.read_keys(client, std::mem::take(&mut reads)).await?;
                         if event.session_state.is_terminated() {
                             if changed {
@@ -411,9 +436,16 @@ impl<T: Send + Sync + 'static> Engine<T> {
                         match event.session_state {
                             SessionState::Disconnected => disconnected = true,
                             SessionState::SyncConnected | SessionState::ConnectedReadOnly if disconnected => {
-                                // Events may have been lost while disconnected (ZOOKEEPER-4698).
+                                // Set the watch again and read everything: events may have been
+                                // lost while disconnected (ZOOKEEPER-4698), and zookeeper-client
+                                // 0.11.2 does not re-register persistent watches on a new
+                                // connection (its `resend_watches` only ever sends the
+                                // one-shot kinds), so the old watch is gone on the server. The
+                                // new watcher replaces the old one before it is dropped, so no
+                                // RemoveWatches goes out.
                                 disconnected = false;
-                                let (all, _) = self.read_all(client, false).await?;
+                                let (renewed, all) = self.watch_and_read(session).await?;
+                                watcher = renewed;
                                 self.apply_all(all);
                             }
                             _ => {}
