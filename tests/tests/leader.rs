@@ -223,6 +223,15 @@ impl Drop for DropFlag {
     }
 }
 
+/// Counts a running piece of work out when it is dropped.
+struct Inside(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selectors_take_turns_running_the_work_one_at_a_time() {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -245,9 +254,11 @@ async fn selectors_take_turns_running_the_work_one_at_a_time() {
                 if inside.fetch_add(1, Ordering::SeqCst) != 0 {
                     overlaps.fetch_add(1, Ordering::SeqCst);
                 }
+                // Counted out when the work ends or is cancelled (a term lost to a Suspended
+                // under load drops the work mid-sleep).
+                let _inside = Inside(inside.clone());
                 terms.lock().unwrap().push((i, term.fencing_token));
                 tokio::time::sleep(Duration::from_millis(20)).await;
-                inside.fetch_sub(1, Ordering::SeqCst);
             }
         })
         .unwrap()

@@ -258,6 +258,28 @@ impl ZkClient {
         self.shared.session.subscribe()
     }
 
+    /// Completes once the manager's session is no longer the one of `generation`: replaced
+    /// after an expiry, given up after a suspension longer than it can live, or the manager
+    /// closed. A session the manager gives up sends its own handle no end event, so whatever
+    /// waits on that handle's watches should also wait on this.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// let session = zk.session().await?;
+    /// zk.session_replaced(session.generation()).await;
+    /// println!("now on generation {}", zk.generation());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn session_replaced(&self, generation: u64) {
+        let mut sessions = self.shared.session.subscribe();
+        let _ = sessions.wait_for(|s| s.as_ref().is_none_or(|s| s.generation() != generation)).await;
+    }
+
     /// How many times the manager has entered an error state under its error policy (for the
     /// standard policy: every `Suspended` and `Lost`). A lock holder records it when it acquires;
     /// any change since means the lock may have been lost.

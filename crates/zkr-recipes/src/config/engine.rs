@@ -84,13 +84,6 @@ pub(crate) struct Established {
     watcher: PersistentWatcher,
 }
 
-/// Completes once the manager's session is no longer the one of `generation` (replaced, being
-/// rebuilt, or the manager gone).
-async fn session_replaced(zk: &ZkClient, generation: u64) {
-    let mut sessions = zk.session_watch();
-    let _ = sessions.wait_for(|s| s.as_ref().is_none_or(|s| s.generation() != generation)).await;
-}
-
 /// Why a watch loop ended.
 enum End {
     /// The session ended: start again on the next one.
@@ -321,7 +314,7 @@ impl<T: Send + Sync + 'static> Engine<T> {
             let zk = self.zk.clone();
             let followed = tokio::select! {
                 r = self.follow(mode, &session, established) => r,
-                () = session_replaced(&zk, session.generation()) => Ok(End::SessionEnded),
+                () = zk.session_replaced(session.generation()) => Ok(End::SessionEnded),
             };
             let end = match followed {
                 Err(zookeeper_client::Error::Unimplemented) if mode == WatchMode::Auto => {

@@ -104,8 +104,7 @@ pub(crate) async fn node_gone(zk: &ZkClient, session: &Session, path: &str) -> L
     if zk.generation() != generation || zk.is_closed() {
         return LostReason::SessionEnded;
     }
-    let mut sessions = zk.session_watch();
-    let ended = sessions.wait_for(|s| s.as_ref().is_none_or(|s| s.generation() != generation));
+    let ended = zk.session_replaced(generation);
     let deleted = async {
         loop {
             match session.client().check_and_watch_stat(path).await {
@@ -124,7 +123,7 @@ pub(crate) async fn node_gone(zk: &ZkClient, session: &Session, path: &str) -> L
         }
     };
     tokio::select! {
-        _ = ended => LostReason::SessionEnded,
+        () = ended => LostReason::SessionEnded,
         reason = deleted => reason,
     }
 }
@@ -529,7 +528,13 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                     Err(zookeeper_client::Error::NoNode) => return Ok(Some(ahead_is_head).filter(|h| *h)),
                     Err(e) => return Err(e),
                 };
-                let event = watcher.changed().await;
+                // A session the manager gives up never fires its watches: stop waiting on it.
+                let event = tokio::select! {
+                    event = watcher.changed() => event,
+                    () = self.zk.session_replaced(session.generation()) => {
+                        return Err(zookeeper_client::Error::SessionExpired);
+                    }
+                };
                 epoch = self.zk.error_epoch();
                 not_before = self.lister.mark();
                 match event.event_type {

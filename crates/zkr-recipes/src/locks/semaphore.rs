@@ -338,14 +338,15 @@ impl InterProcessSemaphoreV2 {
             if leases <= max {
                 return Ok(true);
             }
-            match deadline {
-                None => {
-                    watcher.changed().await;
-                }
-                Some(d) => {
-                    if tokio::time::timeout_at(d, watcher.changed()).await.is_err() {
-                        return Ok(false);
-                    }
+            // The caller bounds the whole wait by its deadline. A session the manager gives up
+            // never fires its watches: stop waiting on it.
+            tokio::select! {
+                _ = watcher.changed() => {}
+                () = self.zk.session_replaced(lease.session.generation()) => {
+                    return Err(LockError::Lost {
+                        path: lease.node_path().to_owned(),
+                        reason: LostReason::SessionEnded,
+                    });
                 }
             }
         }
