@@ -17,12 +17,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{ensure, Context};
+use anyhow::ensure;
 use zkr_benches::{fmt_rate, fmt_ratio, Latencies, Measurement, Span, Table, Window};
 use zkr_connection::ZkClient;
 use zkr_recipes::id::{IdGenerator, SegmentIdGenerator, SequentialIdGenerator, SnowflakeIdGenerator};
 use zkr_testing::peers::CuratorTool;
-use zkr_testing::TestingServer;
 use zookeeper_client::{Client, CreateMode};
 
 const ROUNDS: usize = 2;
@@ -148,10 +147,8 @@ fn fmt_latency(d: Duration) -> String {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     let seconds = zkr_benches::window_seconds(std::env::args().skip(1))?;
-    let server = TestingServer::start().await.context("starting a ZooKeeper server")?;
-    let cs = server.connect_string();
-    let tool = CuratorTool::locate().context("Apache Curator (libcurator-recipes-java)")?;
-    let zk = ZkClient::connect(cs.as_str()).await?;
+    let zkr_benches::Setup { server, connect_string: cs, curator: tool, zk } =
+        zkr_benches::Setup::start().await?;
     eprintln!("[ids bench] warming up the server for 5 s");
     raw_create(&cs, "/bench-ids/warmup", 4.0).await?;
 

@@ -10,14 +10,13 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{ensure, Context};
+use anyhow::ensure;
 use zkr_benches::{fmt_rate, fmt_ratio, run_loop, Measurement, Span, Table, Window};
 use zkr_connection::ZkClient;
 use zkr_recipes::locks::{
     InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LockError, MaxLeases,
 };
 use zkr_testing::peers::CuratorTool;
-use zkr_testing::TestingServer;
 
 const ROUNDS: usize = 2;
 /// The kinds, as `CuratorTool bench-family` names them, with their table labels.
@@ -84,10 +83,8 @@ async fn zkr(zk: &ZkClient, path: &str, kind: &str, seconds: f64) -> anyhow::Res
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     let seconds = zkr_benches::window_seconds(std::env::args().skip(1))?;
-    let server = TestingServer::start().await.context("starting a ZooKeeper server")?;
-    let cs = server.connect_string();
-    let tool = CuratorTool::locate().context("Apache Curator (libcurator-recipes-java)")?;
-    let zk = ZkClient::connect(cs.as_str()).await?;
+    let zkr_benches::Setup { server, connect_string: cs, curator: tool, zk } =
+        zkr_benches::Setup::start().await?;
     eprintln!("[lock_family bench] warming up the server");
     zkr(&zk, "/bench-family/warmup", "write", 3.0).await?;
 

@@ -153,6 +153,36 @@ impl BenchOptions {
     }
 }
 
+/// What a side-by-side benchmark needs: a server started for the run, Apache Curator's peer
+/// tool, and a zkr connection manager on the server.
+#[derive(Debug)]
+pub struct Setup {
+    /// The server (stopped when dropped).
+    pub server: zkr_testing::TestingServer,
+    /// Its connect string.
+    pub connect_string: String,
+    /// Curator 5.4 as a peer process.
+    pub curator: zkr_testing::peers::CuratorTool,
+    /// A zkr connection manager on the server.
+    pub zk: zkr_connection::ZkClient,
+}
+
+impl Setup {
+    /// Starts the server, finds Curator and connects.
+    ///
+    /// # Errors
+    /// The server would not start, Curator is not installed, or the connection failed.
+    pub async fn start() -> anyhow::Result<Self> {
+        use anyhow::Context as _;
+        let server = zkr_testing::TestingServer::start().await.context("starting a ZooKeeper server")?;
+        let connect_string = server.connect_string();
+        let curator =
+            zkr_testing::peers::CuratorTool::locate().context("Apache Curator (libcurator-recipes-java)")?;
+        let zk = zkr_connection::ZkClient::connect(connect_string.as_str()).await?;
+        Ok(Setup { server, connect_string, curator, zk })
+    }
+}
+
 /// Prints a benchmark's report: `## <title>`, the machine's facts, then the table (markdown).
 pub fn print_report(title: &str, table: &Table) {
     println!("## {title}\n");
