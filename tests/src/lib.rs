@@ -34,6 +34,18 @@ pub fn announce_sessions(zk: &ZkClient, label: &'static str) {
     });
 }
 
+/// The children of `path` as a raw observer sees them; none when `path` does not exist.
+///
+/// # Panics
+/// On any other error (a test failure).
+pub async fn children(observer: &zookeeper_client::Client, path: &str) -> Vec<String> {
+    match observer.list_children(path).await {
+        Ok(children) => children,
+        Err(zookeeper_client::Error::NoNode) => Vec::new(),
+        Err(e) => panic!("listing {path}: {e}"),
+    }
+}
+
 /// The test timing (scaled by `ZKR_TIMING_MULTIPLIER`).
 pub fn timing() -> Timing {
     Timing::from_env()

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use zkr_integration_tests::id_worker::{check_runs, progress, IdWorker};
-use zkr_integration_tests::{connect, connect_with_session, eventually, timing, unique_root};
+use zkr_integration_tests::{children, connect, connect_with_session, eventually, timing, unique_root};
 use zkr_recipes::id::{
     IdError, IdGenerator, SegmentIdGenerator, SequentialIdGenerator, SnowflakeIdGenerator, SnowflakeLayout,
     StepPolicy,
@@ -23,14 +23,6 @@ fn assert_unique(ids: &[u64]) {
 fn assert_increasing(ids: &[u64], who: &str) {
     for pair in ids.windows(2) {
         assert!(pair[0] < pair[1], "{who}: {} then {}", pair[0], pair[1]);
-    }
-}
-
-async fn children(observer: &Client, path: &str) -> Vec<String> {
-    match observer.list_children(path).await {
-        Ok(children) => children,
-        Err(zookeeper_client::Error::NoNode) => Vec::new(),
-        Err(e) => panic!("listing {path}: {e}"),
     }
 }
 

@@ -4,19 +4,11 @@
 
 use std::time::Duration;
 
-use zkr_integration_tests::{connect, eventually, timing, unique_root};
+use zkr_integration_tests::{children, connect, eventually, timing, unique_root};
 use zkr_recipes::leader::{LatchState, LeaderLatch};
 use zkr_recipes::locks::LockError;
 use zkr_testing::{expire_session, shared_server, TestingCluster};
 use zookeeper_client::Client;
-
-async fn children(observer: &Client, path: &str) -> Vec<String> {
-    match observer.list_children(path).await {
-        Ok(children) => children,
-        Err(zookeeper_client::Error::NoNode) => Vec::new(),
-        Err(e) => panic!("listing {path}: {e}"),
-    }
-}
 
 fn leaders(latches: &[LeaderLatch]) -> Vec<usize> {
     latches.iter().enumerate().filter(|(_, l)| l.has_leadership()).map(|(i, _)| i).collect()

@@ -4,20 +4,12 @@
 
 use std::time::Duration;
 
-use zkr_integration_tests::{connect, eventually, timing, unique_root};
+use zkr_integration_tests::{children, connect, eventually, timing, unique_root};
 use zkr_recipes::locks::{InterProcessReadWriteLock, LockError};
 use zkr_testing::shared_server;
 use zookeeper_client::Client;
 
 const SHORT: Duration = Duration::from_millis(300);
-
-async fn children(observer: &Client, path: &str) -> Vec<String> {
-    match observer.list_children(path).await {
-        Ok(children) => children,
-        Err(zookeeper_client::Error::NoNode) => Vec::new(),
-        Err(e) => panic!("listing {path}: {e}"),
-    }
-}
 
 /// `n` read-write locks at `path`, each on its own session.
 async fn locks(

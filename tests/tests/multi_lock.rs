@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use zkr_integration_tests::{connect, eventually, timing, unique_root};
+use zkr_integration_tests::{children, connect, eventually, timing, unique_root};
 use zkr_recipes::locks::{
     InterProcessMultiLock, InterProcessMutex, InterProcessSemaphoreMutex, LockError, LostReason,
 };
@@ -14,11 +14,7 @@ use zookeeper_client::Client;
 const SHORT: Duration = Duration::from_millis(300);
 
 async fn count(observer: &Client, path: &str) -> usize {
-    match observer.list_children(path).await {
-        Ok(children) => children.len(),
-        Err(zookeeper_client::Error::NoNode) => 0,
-        Err(e) => panic!("listing {path}: {e}"),
-    }
+    children(observer, path).await.len()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

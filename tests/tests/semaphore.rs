@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use zkr_integration_tests::{connect, eventually, timing, unique_root};
+use zkr_integration_tests::{children, connect, eventually, timing, unique_root};
 use zkr_recipes::locks::{
     InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LockError, LostReason, MaxLeases,
 };
@@ -17,11 +17,7 @@ use zookeeper_client::{Client, CreateMode};
 const SHORT: Duration = Duration::from_millis(300);
 
 async fn leases(observer: &Client, root: &str) -> usize {
-    match observer.list_children(&format!("{root}/leases")).await {
-        Ok(children) => children.len(),
-        Err(zookeeper_client::Error::NoNode) => 0,
-        Err(e) => panic!("listing leases: {e}"),
-    }
+    children(observer, &format!("{root}/leases")).await.len()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
