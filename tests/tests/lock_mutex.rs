@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use rand::Rng;
 use zkr_connection::ZkClient;
-use zkr_integration_tests::{builder, connect, connect_with_session, eventually, timing, unique_root};
+use zkr_integration_tests::{
+    builder, children, connect, connect_with_session, eventually, timing, unique_root,
+};
 use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard, KazooLockDriver, LockError, LostReason};
 use zkr_testing::{expire_session, shared_server, FaultProxy, TestingCluster, TestingServer};
 use zookeeper_client::{Client, CreateMode};
@@ -27,17 +29,8 @@ async fn two_contenders(
     (zk_a, zk_b, a, b)
 }
 
-/// Lock nodes left under `path` (none must remain after every test's work is done).
-async fn nodes(observer: &Client, path: &str) -> Vec<String> {
-    match observer.list_children(path).await {
-        Ok(children) => children,
-        Err(zookeeper_client::Error::NoNode) => Vec::new(),
-        Err(e) => panic!("listing {path}: {e}"),
-    }
-}
-
 async fn no_nodes_left(observer: &Client, path: &str) {
-    eventually("every lock node to be gone", || async { nodes(observer, path).await.is_empty() }).await;
+    eventually("every lock node to be gone", || async { children(observer, path).await.is_empty() }).await;
 }
 
 /// Runs `tasks` tasks that each take the lock `rounds` times, asserting nobody else is inside.
@@ -107,7 +100,7 @@ async fn reentrant_acquires_nest_without_new_nodes() {
     let snafu = mutex.acquire().await.unwrap();
     assert_eq!(snafu.hold_count(), 3);
     assert_eq!(bar.node_path(), node);
-    assert_eq!(nodes(&observer, &path).await.len(), 1, "reentrant acquires create no nodes");
+    assert_eq!(children(&observer, &path).await.len(), 1, "reentrant acquires create no nodes");
 
     snafu.release().await.unwrap();
     bar.release().await.unwrap();
@@ -197,7 +190,7 @@ async fn a_timeout_or_failed_try_leaves_no_node() {
 
     assert!(waiter.acquire_timeout(Duration::from_millis(200)).await.unwrap().is_none());
     assert!(waiter.try_acquire().await.unwrap().is_none());
-    eventually("the waiter's nodes to go", || async { nodes(&observer, &path).await.len() == 1 }).await;
+    eventually("the waiter's nodes to go", || async { children(&observer, &path).await.len() == 1 }).await;
     assert!(!waiter.is_acquired_in_this_process());
     guard.release().await.unwrap();
     let guard = waiter.try_acquire().await.unwrap().expect("free now");
@@ -288,11 +281,11 @@ async fn a_killed_session_while_waiting_starts_over_and_gets_the_lock() {
         let w = waiter.clone();
         tokio::spawn(async move { w.acquire().await })
     };
-    eventually("the waiter to queue", || async { nodes(&observer, &path).await.len() == 2 }).await;
+    eventually("the waiter to queue", || async { children(&observer, &path).await.len() == 2 }).await;
     let old = waiter_zk.session().await.unwrap();
     expire_session(old.client(), &server.connect_string()).await.unwrap();
     eventually("the waiter to queue again on its new session", || async {
-        waiter_zk.generation() > old.generation() && nodes(&observer, &path).await.len() == 2
+        waiter_zk.generation() > old.generation() && children(&observer, &path).await.len() == 2
     })
     .await;
     guard.release().await.unwrap();
@@ -317,7 +310,7 @@ async fn holder_and_waiter(connect_string: String, path: &str) -> HolderAndWaite
     let guard = a.acquire().await.unwrap();
     let waiting = tokio::spawn(async move { b.acquire().await });
     let observer = raw(&connect_string).await;
-    eventually("the waiter to queue", || async { nodes(&observer, path).await.len() == 2 }).await;
+    eventually("the waiter to queue", || async { children(&observer, path).await.len() == 2 }).await;
     HolderAndWaiter { _clients: (zk_a, zk_b), guard, waiting }
 }
 
@@ -375,13 +368,13 @@ async fn a_lost_create_reply_leaves_exactly_one_node_and_the_lock_is_taken() {
         let m = mutex.clone();
         tokio::spawn(async move { m.acquire().await })
     };
-    eventually("the create to reach the server", || async { !nodes(&observer, &path).await.is_empty() })
+    eventually("the create to reach the server", || async { !children(&observer, &path).await.is_empty() })
         .await;
     proxy.cut();
     proxy.heal();
     let guard = tokio::time::timeout(timing().wait(), acquiring).await.unwrap().unwrap().unwrap();
     assert_eq!(
-        nodes(&observer, &path).await,
+        children(&observer, &path).await,
         vec![zkr_connection::path::node_name(guard.node_path()).to_string()]
     );
     guard.release().await.unwrap();
@@ -522,7 +515,7 @@ async fn participant_nodes_list_the_holder_first() {
         tokio::spawn(async move { m.acquire().await.unwrap().release().await.unwrap() })
     };
     let observer = raw(&server.connect_string()).await;
-    eventually("the waiter to queue", || async { nodes(&observer, &path).await.len() == 2 }).await;
+    eventually("the waiter to queue", || async { children(&observer, &path).await.len() == 2 }).await;
     let participants = mutex.participant_nodes().await.unwrap();
     assert_eq!(participants.len(), 2);
     assert_eq!(participants[0], guard.node_path());
@@ -547,4 +540,38 @@ async fn acquire_timeout_is_a_real_deadline_even_with_the_server_down() {
     let guard = mutex.acquire_timeout(timing().wait()).await.unwrap().expect("works again");
     guard.release().await.unwrap();
     no_nodes_left(&raw(&server.connect_string()).await, &path).await;
+}
+
+/// The acquire's fast path rests on this server behaviour: a sequential child is numbered by
+/// its parent's count of child creates, and the parent's `Stat` gives that count as
+/// `(cversion + num_children) / 2` (`cversion` counts creates and deletes). A listing sent just
+/// before our create therefore proves itself complete when our number equals that count.
+#[tokio::test]
+async fn sequence_numbers_count_the_creates_the_parents_stat_reports() {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("cversion");
+    let client = raw(&server.connect_string()).await;
+    client
+        .create(&path, b"", &CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()))
+        .await
+        .unwrap();
+    let child = format!("{path}/lock-");
+    let options = CreateMode::EphemeralSequential.with_acls(zookeeper_client::Acls::anyone_all());
+    let mut kept = Vec::new();
+    for round in 0..8 {
+        let (_, before) = client.get_children(&path).await.unwrap();
+        let (_, seq) = client.create(&child, b"", &options).await.unwrap();
+        let creates = (before.cversion + before.num_children) / 2;
+        assert_eq!(seq.into_i64(), i64::from(creates), "round {round}: {before:?}");
+        // Keep every third node, delete the rest, and delete an old one now and then.
+        if round % 3 == 0 {
+            kept.push(format!("{child}{seq}"));
+        } else {
+            client.delete(&format!("{child}{seq}"), None).await.unwrap();
+        }
+        if round == 4 {
+            client.delete(&kept.remove(0), None).await.unwrap();
+        }
+    }
+    assert_eq!(children(&client, &path).await.len(), kept.len());
 }

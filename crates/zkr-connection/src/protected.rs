@@ -68,8 +68,12 @@ pub struct ProtectedNode {
     pub stat: Stat,
     /// The session the node was created on (for ephemeral nodes: the session it lives with).
     pub session: Session,
-    /// The parent's children as listed right after the create (one round trip with it), when
-    /// [`ProtectedCreate::list_siblings`] asked for them and the listing succeeded.
+    /// The parent's children, our node among them, when [`ProtectedCreate::list_siblings`]
+    /// asked for them and the listing took no extra round trip. For sequential modes every
+    /// sibling created before our node that still existed when it was created is there (some
+    /// may have been deleted since); nodes created after ours are not. For other modes the
+    /// listing was taken right after the create. `None` when the listing could not be proved
+    /// complete, failed, or the create had to be repeated: list the parent yourself.
     pub siblings: Option<Vec<String>>,
 }
 
@@ -126,6 +130,28 @@ fn parse_sequence(name: &str, node_prefix: &str) -> Option<i64> {
     name.strip_prefix(node_prefix).and_then(|s| s.parse::<i64>().ok())
 }
 
+/// The name ZooKeeper gave a node created as `<node_prefix>` in `mode`.
+fn node_name(node_prefix: &str, mode: CreateMode, seq: zookeeper_client::CreateSequence) -> String {
+    if is_sequential(mode) {
+        format!("{node_prefix}{seq}")
+    } else {
+        node_prefix.to_string()
+    }
+}
+
+/// Was a listing of a parent whose `Stat` is `parent` taken when exactly `sequence` children had
+/// ever been created under it, that is, right before the create that got `sequence`?
+///
+/// ZooKeeper names a sequential child after its parent's count of child creates, and reports
+/// `cversion` as the count of child changes (creates plus deletes), so the count of creates is
+/// `(cversion + num_children) / 2`. Both wrap as 32-bit integers; the comparison is modulo
+/// 2^31, which the halving leaves (two billion creates between a listing and the next create
+/// are not a case to plan for).
+pub(crate) fn listing_precedes(parent: &Stat, sequence: i64) -> bool {
+    let changes_plus_children = (parent.cversion as u32).wrapping_add(parent.num_children as u32);
+    changes_plus_children % 2 == 0 && changes_plus_children / 2 == (sequence as u32) & 0x7fff_ffff
+}
+
 fn is_sequential(mode: CreateMode) -> bool {
     matches!(mode, CreateMode::EphemeralSequential | CreateMode::PersistentSequential)
 }
@@ -149,7 +175,10 @@ fn is_ephemeral(mode: CreateMode) -> bool {
 /// let node = zk
 ///     .create_protected_ext(ProtectedCreate::new("/locks/x", "__lock__", CreateMode::EphemeralSequential).tag(tag).list_siblings(true))
 ///     .await?;
-/// assert!(node.siblings.unwrap().contains(&node.name));
+/// // `None` when another contender was created between the listing and ours: list again then.
+/// if let Some(siblings) = node.siblings {
+///     assert!(siblings.contains(&node.name));
+/// }
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
@@ -192,8 +221,16 @@ impl<'a> ProtectedCreate<'a> {
         self
     }
 
-    /// Also list the parent's children, pipelined behind the create so both take one round
-    /// trip; the listing includes our node. Defaults to false.
+    /// Also list the parent's children in the same round trip as the create; the listing
+    /// includes our node (see [`ProtectedNode::siblings`]). Defaults to false.
+    ///
+    /// For sequential modes the listing is sent *before* the create, so the server answers it
+    /// at once instead of after the create is written, and costs the caller no time. Our
+    /// sequence number then says whether it is complete: ZooKeeper numbers a sequential child
+    /// by the count of children ever created under its parent, which the listing's parent
+    /// `Stat` gives (`cversion` counts creates and deletes, `num_children` the difference). When
+    /// no child was created between the listing and our create, the listing holds every
+    /// older sibling; otherwise `siblings` is `None`.
     pub fn list_siblings(mut self, list: bool) -> Self {
         self.list_siblings = list;
         self
@@ -310,28 +347,47 @@ impl ZkClient {
                         }
                     }
                 }
-                // Both requests are sent before either reply is awaited: one round trip.
+                // Every request is sent before any reply is awaited: one round trip. A listing for
+                // a sequential create goes first (see `ProtectedCreate::list_siblings`).
                 let acls = self.acl_for_path(&node_path);
                 let create_options = mode.with_acls(zookeeper_client::Acls::new(&acls));
+                let list_first = list_siblings && is_sequential(mode);
+                let before = list_first.then(|| client.get_children(parent));
                 let create = client.create(&node_path, data, &create_options);
-                let listing = list_siblings.then(|| client.list_children(parent));
+                let after = (list_siblings && !list_first).then(|| client.list_children(parent));
                 let created = create.await;
-                let mut siblings = match listing {
+                let before = match before {
+                    Some(listing) => listing.await.ok(),
+                    None => None,
+                };
+                let after = match after {
                     Some(listing) => listing.await.ok(),
                     None => None,
                 };
                 let (stat, seq) = match created {
                     Err(zookeeper_client::Error::NoNode) => {
-                        siblings = None;
                         create_parents_on(self, client, &node_path).await?;
-                        create_on(self, client, &node_path, data, mode).await?
+                        let created = create_on(self, client, &node_path, data, mode).await?;
+                        let name = node_name(&node_prefix, mode, created.1);
+                        return Ok((
+                            name,
+                            created.0,
+                            is_sequential(mode).then(|| created.1.into_i64()),
+                            None,
+                        ));
                     }
                     other => other?,
                 };
                 let sequence = is_sequential(mode).then(|| seq.into_i64());
-                let name = match sequence {
-                    Some(_) => format!("{node_prefix}{seq}"),
-                    None => node_prefix.clone(),
+                let name = node_name(&node_prefix, mode, seq);
+                let siblings = match (before, sequence) {
+                    (Some((mut children, parent_stat)), Some(sequence))
+                        if listing_precedes(&parent_stat, sequence) =>
+                    {
+                        children.push(name.clone());
+                        Some(children)
+                    }
+                    _ => after,
                 };
                 Ok((name, stat, sequence, siblings))
             };
@@ -465,7 +521,104 @@ mod tests {
         assert_eq!(parse_sequence("_c_y-lock-1", "_c_x-lock-"), None);
     }
 
+    /// A parent as ZooKeeper keeps it: the count of child creates (which names the next
+    /// sequential child) and the children; its `Stat` reports `cversion` as creates plus deletes
+    /// (DataNode.copyStat), in 32-bit arithmetic.
+    #[derive(Debug, Clone, Copy)]
+    struct Parent {
+        creates: i32,
+        children: i32,
+    }
+
+    impl Parent {
+        fn stat(self) -> Stat {
+            Stat {
+                czxid: 1,
+                mzxid: 1,
+                pzxid: 1,
+                ctime: 0,
+                mtime: 0,
+                version: 0,
+                cversion: self.creates.wrapping_mul(2).wrapping_sub(self.children),
+                aversion: 0,
+                ephemeral_owner: 0,
+                data_length: 0,
+                num_children: self.children,
+            }
+        }
+
+        /// The sequence number the next sequential create gets, as the client parses it.
+        fn next_sequence(self) -> i64 {
+            i64::from(self.creates)
+        }
+
+        fn apply(&mut self, create: bool) {
+            if create {
+                self.creates = self.creates.wrapping_add(1);
+                self.children += 1;
+            } else if self.children > 0 {
+                self.children -= 1;
+            }
+        }
+    }
+
+    #[test]
+    fn a_listing_right_before_the_create_is_complete() {
+        let mut parent = Parent { creates: 0, children: 0 };
+        assert!(listing_precedes(&parent.stat(), 0));
+        parent.apply(true);
+        parent.apply(false);
+        // The server's figures of the integration test: cversion 2, no children, next is 1.
+        assert_eq!(parent.stat().cversion, 2);
+        assert!(listing_precedes(&parent.stat(), 1));
+        let listed = parent.stat();
+        parent.apply(true);
+        assert!(!listing_precedes(&listed, parent.next_sequence()));
+    }
+
+    #[test]
+    fn the_check_survives_the_counter_wrapping() {
+        let mut parent = Parent { creates: i32::MAX, children: 3 };
+        assert!(listing_precedes(&parent.stat(), parent.next_sequence()));
+        parent.apply(true);
+        assert_eq!(parent.next_sequence(), -2147483648);
+        assert!(listing_precedes(&parent.stat(), parent.next_sequence()));
+        let listed = parent.stat();
+        parent.apply(false);
+        assert!(listing_precedes(&listed, parent.next_sequence()));
+        parent.apply(true);
+        assert!(!listing_precedes(&listed, parent.next_sequence()));
+    }
+
     proptest! {
+        /// Deletes between the listing and the create keep it usable (it only lists some gone
+        /// nodes too); any create in between (up to a billion) makes it refused.
+        #[test]
+        fn only_a_create_in_between_spoils_the_listing(
+            creates in any::<i32>(),
+            children in 0..10_000i32,
+            history in proptest::collection::vec(any::<bool>(), 0..50),
+            later in prop_oneof![Just(0u32), 1..1_000_000_000u32],
+        ) {
+            let mut parent = Parent { creates, children };
+            for &create in &history {
+                parent.apply(create);
+            }
+            let listed = parent.stat();
+            for &create in &history {
+                if !create {
+                    parent.apply(false);
+                }
+            }
+            for _ in 0..later.min(64) {
+                parent.apply(true);
+            }
+            if later > 64 {
+                parent.creates = parent.creates.wrapping_add((later - 64) as i32);
+            }
+            prop_assert_eq!(listing_precedes(&listed, parent.next_sequence()), later == 0);
+        }
+
         #[test]
         fn protected_names_never_panic(name in "\\PC{0,60}") {
             let _ = is_protected_name(&name);

@@ -19,7 +19,7 @@ pub struct PredicateResults {
 /// How a contender node is created: Curator's `createsTheLock`, as a description.
 ///
 /// A description rather than a function so that [`LockInternals`](super::LockInternals) can
-/// send the create and the first children listing back to back (one round trip for an
+/// send the first children listing and the create back to back (one round trip for an
 /// uncontended acquire) and find the node again by its `tag` after a lost reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContenderSpec {
@@ -100,6 +100,12 @@ pub trait LockInternalsDriver: Send + Sync + fmt::Debug + 'static {
     /// Do we hold the lock, and if not, whom do we watch? Curator's `getsTheLock`: we hold it
     /// when we are among the first `max_leases` contenders; otherwise we watch the contender
     /// `max_leases` places ahead of us.
+    ///
+    /// The answer must depend only on the contenders ahead of us, and lock order must follow
+    /// creation order (the sequence), as in every ZooKeeper lock: a contender created after us
+    /// that sorted ahead could take the lock while we hold it. [`LockInternals`](super::LockInternals)
+    /// relies on this when it decides from a listing taken just before our node was created
+    /// (it shows every older contender, and none created after ours).
     ///
     /// # Errors
     /// [`LockError::NodeVanished`] when `our_node` is not among `sorted_children`.

@@ -287,8 +287,9 @@ impl From<zkr_connection::Error> for WaitError {
 /// The lock algorithm (Curator's `LockInternals`), shared by the lock recipes; the
 /// [`LockInternalsDriver`] supplies the policy.
 ///
-/// To acquire: create our contender node (protected, so a lost reply is found again, and
-/// pipelined with the first children listing: one round trip when the lock is free); sort the
+/// To acquire: create our contender node (protected, so a lost reply is found again, with the
+/// first children listing sent just ahead of it: one round trip when the lock is free, and the
+/// server answers the listing before it writes the create); sort the
 /// contenders; if we are among the first `max_leases` we hold it; otherwise set a data watch on
 /// the contender `max_leases` ahead of us (only that one: no herd, across processes or inside
 /// one) and wait for it to go. When the node we watched was the head of the queue its deletion
@@ -404,7 +405,9 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         loop {
             let error_epoch = self.zk.error_epoch();
             let spec = self.driver.contender(&self.lock_name);
-            // Alone, the first listing rides with the create (one round trip). With other local
+            // Alone, the first listing goes just ahead of the create, in the same round trip
+            // (`ProtectedCreate::list_siblings`; when our sequence cannot prove it complete,
+            // `siblings` is `None` and `wait_for_lock` lists). With other local
             // attempts under way, share their listings instead: N waiters arriving at once must
             // not each download the whole queue.
             let not_before = self.lister.mark();
