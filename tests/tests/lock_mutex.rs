@@ -575,3 +575,99 @@ async fn sequence_numbers_count_the_creates_the_parents_stat_reports() {
     }
     assert_eq!(children(&client, &path).await.len(), kept.len());
 }
+
+/// Acquire + release cycles on `mutex`.
+async fn cycles(mutex: &InterProcessMutex, n: usize) {
+    for _ in 0..n {
+        mutex.acquire().await.unwrap().release().await.unwrap();
+    }
+}
+
+/// The packets a server has received (`mntr`).
+async fn packets_received(server: &TestingServer) -> u64 {
+    let mntr = server.four_letter_word("mntr").await.unwrap();
+    mntr.lines()
+        .find_map(|l| l.strip_prefix("zk_packets_received"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("zk_packets_received in mntr")
+}
+
+#[tokio::test]
+async fn a_lock_this_process_uses_alone_costs_one_create_and_one_delete_per_cycle() {
+    // A server of its own: the packet count must be ours alone.
+    let server = TestingServer::start().await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let mutex = InterProcessMutex::new(&zk, "/alone").unwrap();
+    // A few quiet acquires (each with its listing) set the children view up; give its
+    // watch and listing a moment to be answered.
+    cycles(&mutex, 10).await;
+    let before = packets_received(&server).await;
+    cycles(&mutex, 50).await;
+    let sent = packets_received(&server).await - before;
+    // Two requests per cycle (create, delete), a ping or two; with a listing it would be 150.
+    assert!((100..=105).contains(&sent), "{sent} packets for 50 cycles");
+    zk.close().await;
+}
+
+#[tokio::test]
+async fn the_children_view_never_grants_a_lock_another_session_holds() {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("view-race");
+    let (zk_a, zk_b, a, b) = two_contenders(&server.connect_string(), &path).await;
+    let inside = Arc::new(AtomicBool::new(false));
+    let holder = |mutex: InterProcessMutex, inside: Arc<AtomicBool>| async move {
+        let guard = mutex.acquire().await.unwrap();
+        assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
+        tokio::task::yield_now().await;
+        inside.store(false, Ordering::SeqCst);
+        guard.release().await.unwrap();
+    };
+    for _ in 0..30 {
+        // Alone for a while (the view goes live), then both at once: b's create races a's.
+        cycles(&a, 5).await;
+        let (ra, rb) = tokio::join!(
+            tokio::spawn(holder(a.clone(), inside.clone())),
+            tokio::spawn(holder(b.clone(), inside.clone()))
+        );
+        ra.unwrap();
+        rb.unwrap();
+        // And b holding while a, on its view, tries.
+        let held = b.acquire().await.unwrap();
+        assert!(a.acquire_timeout(Duration::from_millis(20)).await.unwrap().is_none());
+        held.release().await.unwrap();
+    }
+    no_nodes_left(&raw(&server.connect_string()).await, &path).await;
+    zk_a.close().await;
+    zk_b.close().await;
+}
+
+#[tokio::test]
+async fn changes_missed_while_disconnected_do_not_fool_the_children_view() {
+    let server = shared_server().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let path = unique_root("view-disconnect");
+    let zk_a = connect_with_session(proxy.connect_string(), 30).await;
+    let a = InterProcessMutex::new(&zk_a, &path).unwrap();
+    let zk_b = connect(&server.connect_string()).await;
+    let b = InterProcessMutex::new(&zk_b, &path).unwrap();
+    cycles(&a, 10).await;
+    // a hears nothing while b takes the lock, then a's connection is reset and comes back
+    // on the same session.
+    proxy.blackhole();
+    let held = b.acquire().await.unwrap();
+    let generation = zk_a.generation();
+    proxy.cut();
+    proxy.heal();
+    assert!(a.acquire_timeout(Duration::from_secs(1)).await.unwrap().is_none(), "a took b's lock");
+    assert_eq!(zk_a.generation(), generation, "the session survived");
+    held.release().await.unwrap();
+    a.acquire().await.unwrap().release().await.unwrap();
+    // Quiet again: the view comes back and still excludes.
+    cycles(&a, 10).await;
+    let held = b.acquire().await.unwrap();
+    assert!(a.acquire_timeout(Duration::from_millis(200)).await.unwrap().is_none());
+    held.release().await.unwrap();
+    no_nodes_left(&raw(&server.connect_string()).await, &path).await;
+    zk_a.close().await;
+    zk_b.close().await;
+}

@@ -13,6 +13,7 @@ use zookeeper_client::{EventType, Stat};
 
 use super::driver::LockInternalsDriver;
 use super::error::{LockError, LostReason};
+use super::view::ChildrenView;
 
 /// How long [`LockInternals::attempt_lock`] may wait for the lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -289,8 +290,9 @@ impl From<zkr_connection::Error> for WaitError {
 ///
 /// To acquire: create our contender node (protected, so a lost reply is found again, with the
 /// first children listing sent just ahead of it: one round trip when the lock is free, and the
-/// server answers the listing before it writes the create); sort the
-/// contenders; if we are among the first `max_leases` we hold it; otherwise set a data watch on
+/// server answers the listing before it writes the create; while this process is the lock's
+/// only user a live copy of the children, kept by a persistent watch, replaces the listing);
+/// sort the contenders; if we are among the first `max_leases` we hold it; otherwise set a data watch on
 /// the contender `max_leases` ahead of us (only that one: no herd, across processes or inside
 /// one) and wait for it to go. When the node we watched was the head of the queue its deletion
 /// means we hold the lock (sequence numbers only grow), without listing again. If our node
@@ -311,6 +313,8 @@ pub struct LockInternals<D> {
     /// is one of them knows it is now first without listing the queue again, so a local queue
     /// drains in one round trip per hand-over instead of one listing of the whole queue.
     released_heads: Mutex<VecDeque<String>>,
+    /// The lock directory's children, kept live while this process is its only user.
+    view: ChildrenView,
 }
 
 impl<D: LockInternalsDriver> LockInternals<D> {
@@ -344,6 +348,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             lister: Lister::default(),
             attempts: AtomicUsize::new(0),
             released_heads: Mutex::new(VecDeque::new()),
+            view: ChildrenView::new(base_path),
         })
     }
 
@@ -407,14 +412,17 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             let spec = self.driver.contender(&self.lock_name);
             // Alone, the first listing goes just ahead of the create, in the same round trip
             // (`ProtectedCreate::list_siblings`; when our sequence cannot prove it complete,
-            // `siblings` is `None` and `wait_for_lock` lists). With other local
-            // attempts under way, share their listings instead: N waiters arriving at once must
-            // not each download the whole queue.
+            // `siblings` is `None` and `wait_for_lock` lists), or, while this process is the
+            // lock's only user, the children view replaces it. With other local attempts under
+            // way, share their listings instead: N waiters arriving at once must not each
+            // download the whole queue.
+            let alone = attempts.alone();
+            let by_view = alone && self.view.is_live(&self.zk);
             let not_before = self.lister.mark();
             let mut request = ProtectedCreate::new(&self.base_path, &spec.name, spec.mode)
                 .tag(spec.tag)
                 .data(&self.node_data)
-                .list_siblings(attempts.alone());
+                .list_siblings(alone && !by_view);
             if let Wait::Until(deadline) = wait {
                 let remaining = deadline.saturating_duration_since(Instant::now());
                 request = request.retry_options(RetryOptions::default().deadline(remaining));
@@ -429,10 +437,17 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                 path: Some(node.path.clone()),
                 generation: node.session.generation(),
             };
-            let first_listing = node
-                .siblings
-                .clone()
-                .map(|children| Arc::new(self.driver.sort_children(&children, &self.lock_name)));
+            let mut siblings = node.siblings.clone();
+            if by_view && siblings.is_none() {
+                siblings = until(wait, self.view.children_with(&node.session, &node.name)).await.flatten();
+            }
+            let first_listing =
+                siblings.map(|children| Arc::new(self.driver.sort_children(&children, &self.lock_name)));
+            match first_listing.as_deref().map(Vec::len) {
+                Some(1) if !by_view => self.view.uncontended(&self.zk, &node.session),
+                Some(n) if n > 1 => self.view.contended(),
+                _ => {}
+            }
             match self
                 .wait_for_lock(&node.session, &node.name, first_listing, not_before, error_epoch, wait)
                 .await

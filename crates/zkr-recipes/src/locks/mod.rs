@@ -19,6 +19,7 @@ mod mutex;
 mod owner;
 mod read_write;
 mod semaphore;
+mod view;
 
 pub use driver::{
     sequence_key, ContenderSpec, KazooLockDriver, LockInternalsDriver, PredicateResults,
