@@ -319,3 +319,74 @@ fn apply(inner: &Inner, epoch: u64, batch: Vec<WatchedEvent>) -> bool {
     inner.bump();
     keep
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zookeeper_client::SessionState;
+
+    fn live(children: &[&str]) -> Inner {
+        let state = State {
+            phase: Phase::Live { epoch: 7, generation: 1 },
+            epoch: 7,
+            children: children.iter().map(|c| c.to_string()).collect(),
+            quiet: 0,
+            creates: 0,
+            refused: false,
+        };
+        Inner { base: "/locks/x".into(), state: Mutex::new(state), applied: watch::channel(0).0 }
+    }
+
+    fn event(kind: EventType, path: &str) -> WatchedEvent {
+        WatchedEvent::new(kind, path)
+    }
+
+    fn sorted(inner: &Inner) -> Vec<String> {
+        let mut children: Vec<String> = inner.state().children.iter().cloned().collect();
+        children.sort();
+        children
+    }
+
+    #[test]
+    fn child_creates_and_deletes_are_applied_and_nothing_else() {
+        let inner = live(&["a"]);
+        let batch = vec![
+            event(EventType::NodeCreated, "/locks/x/b"),
+            event(EventType::NodeDataChanged, "/locks/x/a"),
+            event(EventType::NodeCreated, "/locks/x/b/grandchild"),
+            event(EventType::NodeDeleted, "/locks/x/a"),
+            event(EventType::NodeCreated, "/locks/xy"),
+        ];
+        assert!(apply(&inner, 7, batch));
+        assert_eq!(sorted(&inner), ["b"]);
+        // The directory deleted (a container, emptied): nothing is left under it.
+        assert!(apply(&inner, 7, vec![event(EventType::NodeDeleted, "/locks/x")]));
+        assert!(sorted(&inner).is_empty());
+    }
+
+    #[test]
+    fn other_processes_creating_nodes_end_the_view() {
+        let inner = live(&[]);
+        for i in 0..=FOREIGN_CREATES {
+            assert!(apply(&inner, 7, vec![event(EventType::NodeCreated, &format!("/locks/x/n{i}"))]));
+        }
+        assert!(!apply(&inner, 7, vec![event(EventType::NodeCreated, "/locks/x/one-too-many")]));
+    }
+
+    #[test]
+    fn a_session_event_ends_the_view_and_a_stale_consumer_applies_nothing() {
+        let inner = live(&[]);
+        let batch = vec![
+            event(EventType::NodeCreated, "/locks/x/a"),
+            WatchedEvent::new_session(SessionState::Disconnected),
+        ];
+        assert!(!apply(&inner, 7, batch));
+        assert!(!apply(&inner, 6, vec![event(EventType::NodeCreated, "/locks/x/b")]));
+        assert_eq!(sorted(&inner), ["a"]);
+        inner.end(Some(6));
+        assert!(inner.state().is_current(7), "a stale consumer cannot end the current view");
+        inner.end(Some(7));
+        assert_eq!(inner.state().phase, Phase::Off);
+        assert!(sorted(&inner).is_empty());
+    }
+}
