@@ -583,6 +583,13 @@ async fn cycles(mutex: &InterProcessMutex, n: usize) {
     }
 }
 
+/// While `holder` holds the lock, `other` does not get it within `wait`.
+async fn assert_excluded(holder: &InterProcessMutex, other: &InterProcessMutex, wait: Duration) {
+    let held = holder.acquire().await.unwrap();
+    assert!(other.acquire_timeout(wait).await.unwrap().is_none(), "both held the lock");
+    held.release().await.unwrap();
+}
+
 /// The packets a server has received (`mntr`).
 async fn packets_received(server: &TestingServer) -> u64 {
     let mntr = server.four_letter_word("mntr").await.unwrap();
@@ -632,9 +639,7 @@ async fn the_children_view_never_grants_a_lock_another_session_holds() {
         ra.unwrap();
         rb.unwrap();
         // And b holding while a, on its view, tries.
-        let held = b.acquire().await.unwrap();
-        assert!(a.acquire_timeout(Duration::from_millis(20)).await.unwrap().is_none());
-        held.release().await.unwrap();
+        assert_excluded(&b, &a, Duration::from_millis(20)).await;
     }
     no_nodes_left(&raw(&server.connect_string()).await, &path).await;
     zk_a.close().await;
@@ -664,9 +669,7 @@ async fn changes_missed_while_disconnected_do_not_fool_the_children_view() {
     a.acquire().await.unwrap().release().await.unwrap();
     // Quiet again: the view comes back and still excludes.
     cycles(&a, 10).await;
-    let held = b.acquire().await.unwrap();
-    assert!(a.acquire_timeout(Duration::from_millis(200)).await.unwrap().is_none());
-    held.release().await.unwrap();
+    assert_excluded(&b, &a, Duration::from_millis(200)).await;
     no_nodes_left(&raw(&server.connect_string()).await, &path).await;
     zk_a.close().await;
     zk_b.close().await;
