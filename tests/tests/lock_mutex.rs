@@ -674,3 +674,26 @@ async fn changes_missed_while_disconnected_do_not_fool_the_children_view() {
     zk_a.close().await;
     zk_b.close().await;
 }
+
+#[tokio::test]
+async fn the_children_view_ends_when_the_leader_dies() {
+    let cluster = TestingCluster::start(3).await.unwrap();
+    let path = unique_root("view-leader-kill");
+    let zk_a = connect_with_session(cluster.connect_string(), 30).await;
+    let a = InterProcessMutex::new(&zk_a, &path).unwrap();
+    cycles(&a, 10).await;
+    let generation = zk_a.generation();
+    // Every follower drops its clients when the leader goes; a reconnects on the same session.
+    cluster.kill(cluster.leader().await.expect("a leader")).unwrap();
+    let zk_b = connect_with_session(cluster.connect_string(), 30).await;
+    let b = InterProcessMutex::new(&zk_b, &path).unwrap();
+    let held = b.acquire().await.unwrap();
+    assert!(a.acquire_timeout(Duration::from_secs(2)).await.unwrap().is_none(), "a took b's lock");
+    assert_eq!(zk_a.generation(), generation, "the session survived");
+    held.release().await.unwrap();
+    cycles(&a, 10).await;
+    assert_excluded(&b, &a, Duration::from_millis(200)).await;
+    no_nodes_left(&raw(&cluster.connect_string()).await, &path).await;
+    zk_a.close().await;
+    zk_b.close().await;
+}
