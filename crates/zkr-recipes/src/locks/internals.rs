@@ -427,7 +427,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                 let remaining = deadline.saturating_duration_since(Instant::now());
                 request = request.retry_options(RetryOptions::default().deadline(remaining));
             }
-            let node = match self.zk.create_protected_ext(request).await {
+            let mut node = match self.zk.create_protected_ext(request).await {
                 Ok(node) => node,
                 Err(zkr_connection::Error::DeadlineExceeded { .. }) => return Ok(None),
                 Err(e) => return Err(e.into()),
@@ -437,7 +437,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                 path: Some(node.path.clone()),
                 generation: node.session.generation(),
             };
-            let mut siblings = node.siblings.clone();
+            let mut siblings = node.siblings.take();
             if by_view && siblings.is_none() {
                 siblings = until(wait, self.view.children_with(&node.session, &node.name)).await.flatten();
             }
