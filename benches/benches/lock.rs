@@ -67,6 +67,9 @@ const POLL: Duration = Duration::from_millis(50);
 /// A pause before reading the server's counters, for a closing session's last packet to arrive.
 const SETTLE: Duration = Duration::from_millis(300);
 
+/// The window of the contended scenario's server-work run (plus the usual warm-up).
+const SERVER_WORK_SECONDS: f64 = 2.0;
+
 const ZKR: &str = "zkr InterProcessMutex";
 const CURATOR: &str = "Curator 5.4 InterProcessMutex";
 const ZKCLIENT: &str = "zookeeper-client 0.11.2 Client::lock";
@@ -405,6 +408,12 @@ impl Bench {
                 })
             }),
         ];
+        let paths = ["/bench/contended/zkr", "/bench/contended/curator", "/bench/contended/zkclient"];
+        let mut work = Vec::new();
+        for ((label, job), path) in jobs.iter().zip(paths) {
+            let step = format!("{label} (server work)");
+            work.push((*label, self.step(scenario, &step, self.server_work(path, job)).await));
+        }
         let mut results = self.alternating(scenario, jobs).await.into_iter();
         let (zkr, curator, zkclient) =
             (results.next().flatten(), results.next().flatten(), results.next().flatten());
@@ -417,6 +426,52 @@ impl Bench {
             zkr.as_ref(),
             &[("curator", curator.as_ref()), ("zookeeper-client", zkclient.as_ref())],
         );
+        println!("\n## contended: server work per acquisition\n");
+        let mut table =
+            Table::new(&["library", "acquisitions", "packets per acquisition", "fsyncs per acquisition"]);
+        for (label, w) in &work {
+            match w {
+                Some(w) => table.row(vec![
+                    label.to_string(),
+                    w.acquisitions.to_string(),
+                    format!("{:.2}", w.packets as f64 / w.acquisitions.max(1) as f64),
+                    format!("{:.2}", w.fsyncs as f64 / w.acquisitions.max(1) as f64),
+                ]),
+                None => table.row(vec![label.to_string(), "failed (see above)".into()]),
+            }
+        }
+        print!("{}", table.render());
+        println!(
+            "\nA separate {SERVER_WORK_SECONDS} s run of each library before the timed rounds, alone on the \
+             server. Packets: `zk_packets_received` and fsyncs: `zk_cnt_fsynctime` (`mntr`), before and \
+             after, so connecting and closing the {CONTENDED_SESSIONS} sessions count too. Acquisitions \
+             are counted by the server: the lock node's child version moves by two per acquisition (a \
+             create and a delete)."
+        );
+    }
+
+    /// The server's packets and fsyncs while `job` runs [`SERVER_WORK_SECONDS`] on `path`, and
+    /// the acquisitions the server saw.
+    async fn server_work(&self, path: &str, job: &Job) -> anyhow::Result<ServerWork> {
+        let counters = |mntr: &str| -> anyhow::Result<(u64, u64)> {
+            let packets = packets_received(mntr).ok_or_else(|| anyhow!("no zk_packets_received"))?;
+            let fsyncs = mntr_value(mntr, "zk_cnt_fsynctime")
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| anyhow!("no zk_cnt_fsynctime"))?;
+            Ok((packets, fsyncs))
+        };
+        let first = self.cversion(path).await?;
+        let before = counters(&self.server.four_letter_word("mntr").await?)?;
+        job(SERVER_WORK_SECONDS).await?;
+        tokio::time::sleep(SETTLE).await;
+        let after = counters(&self.server.four_letter_word("mntr").await?)?;
+        let changes = self.cversion(path).await? - first;
+        ensure!(changes > 0 && changes % 2 == 0, "{path}'s cversion moved by {changes}");
+        Ok(ServerWork {
+            acquisitions: (changes / 2) as u64,
+            packets: after.0.saturating_sub(before.0),
+            fsyncs: after.1.saturating_sub(before.1),
+        })
     }
 
     async fn inprocess(&mut self) {
@@ -864,6 +919,14 @@ impl Bench {
         }
         Ok(RequestCount { cycles, packets, session_packets })
     }
+}
+
+/// What the server did during one library's contended run.
+#[derive(Debug, Clone, Copy)]
+struct ServerWork {
+    acquisitions: u64,
+    packets: u64,
+    fsyncs: u64,
 }
 
 /// One library's packet counts in the `requests` scenario.
