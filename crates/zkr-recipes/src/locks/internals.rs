@@ -288,17 +288,16 @@ impl From<zkr_connection::Error> for WaitError {
 /// The lock algorithm (Curator's `LockInternals`), shared by the lock recipes; the
 /// [`LockInternalsDriver`] supplies the policy.
 ///
-/// To acquire: create our contender node (protected, so a lost reply is found again, with the
-/// first children listing sent just ahead of it: one round trip when the lock is free, and the
-/// server answers the listing before it writes the create; while this process is the lock's
-/// only user a live copy of the children, kept by a persistent watch, replaces the listing);
-/// sort the contenders; if we are among the first `max_leases` we hold it; otherwise set a data watch on
-/// the contender `max_leases` ahead of us (only that one: no herd, across processes or inside
-/// one) and wait for it to go. When the node we watched was the head of the queue its deletion
-/// means we hold the lock (sequence numbers only grow), without listing again. If our node
-/// vanishes (the session expired while we waited) we start over on the new session as the
-/// retry policy allows. On timeout, error or cancellation our node is deleted in the
-/// background.
+/// To acquire: create our contender node (protected, so a lost reply is found again, with the first
+/// children listing sent just ahead of it: one round trip when the lock is free, and the server
+/// answers the listing before it writes the create; while this process is the lock's only user a
+/// live copy of the children, kept by a persistent watch, replaces the listing); sort the
+/// contenders; if we are among the first `max_leases` we hold it; otherwise set a data watch on the
+/// contender `max_leases` ahead of us (only that one: no herd, across processes or inside one) and
+/// wait for it to go. When the node we watched was the head of the queue its deletion means we hold
+/// the lock (sequence numbers only grow), without listing again. If our node vanishes (the session
+/// expired while we waited) we start over on the new session as the retry policy allows. On
+/// timeout, error or cancellation our node is deleted in the background.
 #[derive(Debug)]
 pub struct LockInternals<D> {
     zk: ZkClient,
@@ -438,7 +437,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                 generation: node.session.generation(),
             };
             let mut siblings = node.siblings.take();
-            if by_view && siblings.is_none() {
+            if by_view {
                 siblings = until(wait, self.view.children_with(&node.session, &node.name)).await.flatten();
             }
             let first_listing =
