@@ -697,3 +697,67 @@ async fn the_children_view_ends_when_the_leader_dies() {
     zk_a.close().await;
     zk_b.close().await;
 }
+
+#[tokio::test]
+async fn a_short_queue_hands_the_lock_over_without_listing() {
+    // A server of its own: the packet count must be ours alone.
+    let server = TestingServer::start().await.unwrap();
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        sessions.push(connect(&server.connect_string()).await);
+    }
+    let mutexes: Vec<InterProcessMutex> =
+        sessions.iter().map(|zk| InterProcessMutex::new(zk, "/handover").unwrap()).collect();
+    // A few acquires that meet a short queue set every session's children view up.
+    assert_eq!(hammer(mutexes.clone(), 10).await, 30);
+    let before = packets_received(&server).await;
+    let acquisitions = hammer(mutexes, 30).await as u64;
+    let sent = packets_received(&server).await - before;
+    // A create and a delete per acquisition (180), and a few pings or listings where a view was
+    // late. Waiting on the node ahead instead lists again at almost every hand-over: about 5
+    // requests per acquisition.
+    assert_eq!(acquisitions, 90);
+    assert!(sent <= acquisitions * 5 / 2, "{sent} packets for {acquisitions} acquisitions");
+    for zk in &sessions {
+        zk.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_waiter_on_the_children_view_still_gets_the_lock_after_missing_the_release() {
+    let server = shared_server().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let path = unique_root("view-waiter-disconnect");
+    let observer = raw(&server.connect_string()).await;
+    let zk_a = connect(&server.connect_string()).await;
+    let a = InterProcessMutex::new(&zk_a, &path).unwrap();
+    let zk_b = connect_with_session(proxy.connect_string(), 30).await;
+    let b = InterProcessMutex::new(&zk_b, &path).unwrap();
+    let zk_c = connect(&server.connect_string()).await;
+    let c = InterProcessMutex::new(&zk_c, &path).unwrap();
+    // Both meet a short queue a few times: b's view goes live.
+    hammer(vec![a.clone(), b.clone()], 10).await;
+    let held = a.acquire().await.unwrap();
+    let waiter = tokio::spawn(async move { b.acquire().await.map(|guard| (b, guard)) });
+    eventually("b to queue", || async { children(&observer, &path).await.len() == 2 }).await;
+    // b hears nothing of a's release, then its connection is reset and comes back on the
+    // same session. c queues behind b meanwhile.
+    let generation = zk_b.generation();
+    proxy.blackhole();
+    held.release().await.unwrap();
+    let third = tokio::spawn(async move { c.acquire().await.map(|guard| (c, guard)) });
+    eventually("c to queue", || async { children(&observer, &path).await.len() == 2 }).await;
+    proxy.cut();
+    proxy.heal();
+    let (b, guard) = waiter.await.unwrap().unwrap();
+    assert_eq!(zk_b.generation(), generation, "the session survived");
+    assert!(!third.is_finished(), "c took b's lock");
+    guard.release().await.unwrap();
+    let (c, guard) = third.await.unwrap().unwrap();
+    guard.release().await.unwrap();
+    assert_excluded(&c, &b, Duration::from_millis(200)).await;
+    no_nodes_left(&observer, &path).await;
+    for zk in [zk_a, zk_b, zk_c] {
+        zk.close().await;
+    }
+}

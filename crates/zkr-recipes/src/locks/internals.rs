@@ -13,7 +13,7 @@ use zookeeper_client::{EventType, Stat};
 
 use super::driver::LockInternalsDriver;
 use super::error::{LockError, LostReason};
-use super::view::ChildrenView;
+use super::view::{ChildrenView, Turn, MAX_QUEUE};
 
 /// How long [`LockInternals::attempt_lock`] may wait for the lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -273,6 +273,19 @@ impl Drop for AttemptCount<'_> {
     }
 }
 
+/// What an attempt knows about the queue when it starts waiting.
+struct FirstLook {
+    /// The sorted contenders, from the listing sent with the create or from the children view;
+    /// `None`: list first.
+    listing: Option<Arc<Vec<String>>>,
+    /// The lister's mark taken before the create.
+    not_before: u64,
+    /// The manager's error epoch taken before the create.
+    epoch: u64,
+    /// The children view gave `listing` and can tell when our turn comes.
+    via_view: bool,
+}
+
 enum WaitError {
     /// Our node is gone (session expired or deleted): start over.
     NodeMissing,
@@ -294,7 +307,9 @@ impl From<zkr_connection::Error> for WaitError {
 /// live copy of the children, kept by a persistent watch, replaces the listing); sort the
 /// contenders; if we are among the first `max_leases` we hold it; otherwise set a data watch on the
 /// contender `max_leases` ahead of us (only that one: no herd, across processes or inside one) and
-/// wait for it to go. When the node we watched was the head of the queue its deletion means we hold
+/// wait for it to go. While the queue is short and this process uses the lock, the children view
+/// replaces that watch too: it shows when nobody is left ahead, with no listing per hand-over,
+/// at the price of a bounded number of notifications (see `locks/view.rs`). When the node we watched was the head of the queue its deletion means we hold
 /// the lock (sequence numbers only grow), without listing again. If our node vanishes (the session
 /// expired while we waited) we start over on the new session as the retry policy allows. On
 /// timeout, error or cancellation our node is deleted in the background.
@@ -443,14 +458,14 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             let first_listing =
                 siblings.map(|children| Arc::new(self.driver.sort_children(&children, &self.lock_name)));
             match first_listing.as_deref().map(Vec::len) {
-                Some(1) if !by_view => self.view.uncontended(&self.zk, &node.session),
-                Some(n) if n > 1 => self.view.contended(),
+                Some(n) if n > MAX_QUEUE => self.view.long_queue(),
+                Some(_) if !by_view => self.view.short_queue(&self.zk, &node.session),
                 _ => {}
             }
-            match self
-                .wait_for_lock(&node.session, &node.name, first_listing, not_before, error_epoch, wait)
-                .await
-            {
+            // The view proved the first listing: it can also tell us when our turn comes.
+            let via_view = by_view && first_listing.is_some();
+            let first = FirstLook { listing: first_listing, not_before, epoch: error_epoch, via_view };
+            match self.wait_for_lock(&node.session, &node.name, first, wait).await {
                 Ok(Some(error_epoch)) => {
                     cleanup.disarm();
                     return Ok(Some(LockNode {
@@ -497,16 +512,15 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         &self,
         session: &Session,
         our_name: &str,
-        first_listing: Option<Arc<Vec<String>>>,
-        mut not_before: u64,
-        epoch: u64,
+        first: FirstLook,
         wait: Wait,
     ) -> Result<Option<u64>, WaitError> {
         let client = session.client();
         let policy = self.zk.retry_policy().clone();
         let started = Instant::now();
         let mut retries = 0u32;
-        let mut listing = first_listing;
+        let FirstLook { listing, mut not_before, epoch, mut via_view } = first;
+        let mut listing = listing;
         // A disruption before the listing that proves our place does not make the new holder's
         // lock doubtful (the session survived: the generation says so); one after it does.
         let mut epoch = if listing.is_some() { epoch } else { self.zk.error_epoch() };
@@ -531,6 +545,27 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                 let Some(ahead) = predicate.path_to_watch else { return Ok(None) };
                 if wait == Wait::NoWait {
                     return Ok(Some(false));
+                }
+                if std::mem::take(&mut via_view) {
+                    // Wait on the children view rather than a watch on the node ahead: no
+                    // listing when that node goes without having been the head.
+                    let watched_at = self.zk.error_epoch();
+                    let turn = self
+                        .view
+                        .wait_turn(session.generation(), our_name, |children| {
+                            let sorted = self.driver.sort_children(&children, &self.lock_name);
+                            self.driver
+                                .gets_the_lock(&sorted, our_name, self.max_leases)
+                                .is_ok_and(|p| p.gets_the_lock)
+                        })
+                        .await;
+                    // Ours only if the connection was not disrupted meanwhile; otherwise (or
+                    // when the view ended, or our node left it) list again to be sure.
+                    if turn == Turn::Ours && self.zk.error_epoch() == watched_at {
+                        epoch = watched_at;
+                        return Ok(Some(true));
+                    }
+                    return Ok(None);
                 }
                 let shortcut = self.max_leases == 1 && self.driver.head_release_grants();
                 let ahead_is_head = shortcut && sorted.first() == Some(&ahead);

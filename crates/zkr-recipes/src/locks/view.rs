@@ -1,19 +1,26 @@
-//! [`ChildrenView`]: a live copy of a lock directory's children, so that an uncontended acquire
-//! costs one create and no listing at all.
+//! [`ChildrenView`]: a live copy of a lock directory's children, so that an acquire costs one
+//! create and no listing at all, and a hand-over in a short queue costs no listing either.
 //!
 //! A persistent recursive watch on the lock directory delivers every child create and delete.
 //! ZooKeeper sends a session's notifications and replies in the order it applies the changes,
 //! and `zookeeper-client` hands them on in that order, so by the time our create's reply
 //! arrives the watch has already delivered every change before it, our own node's creation
 //! included. Once the view has applied our node's creation it holds every contender older than
-//! ours that still exists: the same proof a listing gives, without its request.
+//! ours that still exists: the same proof a listing gives, without its request. From then on
+//! the view can only lag behind the server, never run ahead of it: a contender it shows deleted
+//! is gone for good (sequence numbers are never reused), so when it shows none left ahead of
+//! ours the lock is ours. A waiter that watches its predecessor instead must list the queue
+//! again whenever that predecessor was not the head (it may have given up rather than
+//! released), and on a standalone server that listing waits behind every queued write.
 //!
-//! The watch costs every other change of the directory a notification to us, which is the herd
-//! a lock queue exists to avoid. So the view is only kept while this process is the lock's only
-//! recent user: it is set up after a few acquires found nobody else, and dropped as soon as an
-//! acquire meets another contender or other processes create a handful of nodes between two of
-//! ours. A disconnection or a new session ends it too (events may have been missed); the next
-//! quiet acquires set it up again.
+//! The watch costs every change of the directory a notification to us: a herd, which a lock
+//! queue exists to avoid. It is kept bounded. The view is set up only after a few acquires
+//! found a short queue ([`MAX_QUEUE`] contenders at most), and dropped as soon as the queue
+//! grows past that or other processes create more than [`FOREIGN_CREATES`] nodes between two of
+//! our acquires: a process receives at most a few dozen notifications per acquire of its own,
+//! and none for a lock it is not using. A long queue goes back to watching one predecessor
+//! each. A disconnection or a new session ends the view too (events may have been missed); the
+//! next acquires set it up again.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -24,11 +31,16 @@ use tokio::sync::watch;
 use zkr_connection::{is_retryable, is_session_error, Session, ZkClient};
 use zookeeper_client::{AddWatchMode, EventType, WatchedEvent};
 
-/// Uncontended acquires (seen by their listings) before the view is set up.
+/// Acquires in a row whose listing showed a short queue before the view is set up.
 const QUIET_ACQUIRES: u32 = 3;
 
-/// Nodes other processes may create between two of our acquires before the view is dropped.
-const FOREIGN_CREATES: u32 = 4;
+/// The longest queue (contenders, holders included) the view is kept for: each change of the
+/// directory notifies at most this many sessions that use the view.
+pub(crate) const MAX_QUEUE: usize = 16;
+
+/// Nodes other processes may create between two of our acquires before the view is dropped:
+/// the bound on notifications per acquire of ours (twice this: a create and a delete each).
+const FOREIGN_CREATES: u32 = 32;
 
 /// How long an acquire waits for the view to apply its own node's creation before it lists
 /// instead. The event is already on its way when the create's reply arrives, so this bound is
@@ -55,7 +67,7 @@ struct State {
     /// The last consumer started; a consumer whose epoch is no longer current ends.
     epoch: u64,
     children: HashSet<String>,
-    /// Uncontended acquires in a row seen while the view was off.
+    /// Acquires in a row that saw a short queue while the view was off.
     quiet: u32,
     /// Child creates since our last acquire through the view.
     creates: u32,
@@ -169,22 +181,56 @@ impl ChildrenView {
         tokio::time::timeout(APPLY_WAIT, wait).await.ok().flatten()
     }
 
-    /// An acquire met other contenders: drop the view (no notifications for their changes).
-    pub(crate) fn contended(&self) {
+    /// Waits until the view shows the lock is ours: `is_ours` is asked about the children (our
+    /// node among them) after every change the view applies. Call it after
+    /// [`children_with`](Self::children_with) found our node: from then on the view lists every
+    /// older contender that still exists, or lags behind the server, so a "yes" is a proof.
+    /// The view must be live on session `generation`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (it only reads).
+    pub(crate) async fn wait_turn<F>(&self, generation: u64, our_name: &str, mut is_ours: F) -> Turn
+    where
+        F: FnMut(Vec<String>) -> bool,
+    {
+        let mut applied = self.inner.applied.subscribe();
+        loop {
+            let children = {
+                let state = self.inner.state();
+                match state.phase {
+                    Phase::Live { generation: live, .. } if live == generation => {}
+                    _ => return Turn::Ended,
+                }
+                if !state.children.contains(our_name) {
+                    return Turn::Gone;
+                }
+                state.children.iter().cloned().collect()
+            };
+            if is_ours(children) {
+                return Turn::Ours;
+            }
+            if applied.changed().await.is_err() {
+                return Turn::Ended;
+            }
+        }
+    }
+
+    /// An acquire met a long queue: drop the view (no notifications for every change of it).
+    pub(crate) fn long_queue(&self) {
         let on = {
             let mut state = self.inner.state();
             state.quiet = 0;
             state.phase != Phase::Off
         };
         if on {
-            tracing::debug!(path = %self.inner.base, "lock contended: dropping the children view");
+            tracing::debug!(path = %self.inner.base, "long lock queue: dropping the children view");
             self.inner.end(None);
         }
     }
 
-    /// An acquire found nobody else (by its listing): after a few in a row, set the view up on
-    /// `session`.
-    pub(crate) fn uncontended(&self, zk: &ZkClient, session: &Session) {
+    /// An acquire found a short queue (by its listing): after a few in a row, set the view up
+    /// on `session`.
+    pub(crate) fn short_queue(&self, zk: &ZkClient, session: &Session) {
         let epoch = {
             let mut state = self.inner.state();
             if state.phase != Phase::Off || state.refused || session.generation() != zk.generation() {
@@ -202,6 +248,17 @@ impl ChildrenView {
         };
         tokio::spawn(consume(self.inner.clone(), epoch, zk.clone(), session.clone()));
     }
+}
+
+/// How [`ChildrenView::wait_turn`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Turn {
+    /// The lock is ours.
+    Ours,
+    /// Our node is gone from the view (deleted, or its session ended).
+    Gone,
+    /// The view ended (or is on another session): list instead.
+    Ended,
 }
 
 /// Consumer `epoch`: sets the watch, lists once, then applies events until the view ends.
@@ -227,18 +284,33 @@ async fn consume(inner: Arc<Inner>, epoch: u64, zk: ZkClient, session: Session) 
     let (Ok(mut watcher), children) = (watcher, listing.unwrap_or_default()) else {
         return inner.end(Some(epoch));
     };
-    // Events delivered before the listing's reply are already in it.
+    // Every event queued now goes on top of the listing, not into the bin: those delivered
+    // before its reply are already in it, but others may have arrived since, and the queue does
+    // not say which are which. Applied in order, each child's last event gives its state (a
+    // no-op for the older ones), and a child with no event is as listed.
+    let mut early = Vec::new();
     while let Some(event) = watcher.changed().now_or_never() {
         if event.event_type == EventType::Session {
             return inner.end(Some(epoch));
         }
+        early.push(event);
     }
     {
         let mut state = inner.state();
         if !state.is_current(epoch) {
             return; // dropped while building
         }
+        // Still `Building`: nobody reads the children before the early events are applied.
         state.children = children.into_iter().collect();
+    }
+    if !apply(&inner, epoch, early) {
+        return inner.end(Some(epoch));
+    }
+    {
+        let mut state = inner.state();
+        if !state.is_current(epoch) {
+            return;
+        }
         state.phase = Phase::Live { epoch, generation };
     }
     inner.bump();
@@ -308,6 +380,11 @@ fn apply(inner: &Inner, epoch: u64, batch: Vec<WatchedEvent>) -> bool {
                         keep = false;
                         break;
                     }
+                    if state.children.len() > MAX_QUEUE {
+                        tracing::debug!(path = %base, "long lock queue: dropping the children view");
+                        keep = false;
+                        break;
+                    }
                 }
                 EventType::NodeDeleted => {
                     state.children.remove(name);
@@ -368,9 +445,75 @@ mod tests {
     fn other_processes_creating_nodes_end_the_view() {
         let inner = live(&[]);
         for i in 0..=FOREIGN_CREATES {
+            let node = format!("/locks/x/n{i}");
+            let batch = vec![event(EventType::NodeCreated, &node), event(EventType::NodeDeleted, &node)];
+            assert!(apply(&inner, 7, batch));
+        }
+        assert!(!apply(&inner, 7, vec![event(EventType::NodeCreated, "/locks/x/one-too-many")]));
+    }
+
+    #[test]
+    fn events_queued_with_the_listing_are_applied_on_top_of_it() {
+        // The listing saw 6 (and ours, 5, deleted earlier); 7 came and 6 went before the
+        // consumer drained its queue, which also still held 5's deletion and 6's creation.
+        let inner = live(&["6"]);
+        let early = vec![
+            event(EventType::NodeDeleted, "/locks/x/5"),
+            event(EventType::NodeCreated, "/locks/x/6"),
+            event(EventType::NodeCreated, "/locks/x/7"),
+            event(EventType::NodeDeleted, "/locks/x/6"),
+        ];
+        assert!(apply(&inner, 7, early));
+        assert_eq!(sorted(&inner), ["7"]);
+    }
+
+    #[test]
+    fn a_queue_longer_than_the_bound_ends_the_view() {
+        let inner = live(&[]);
+        for i in 0..MAX_QUEUE {
             assert!(apply(&inner, 7, vec![event(EventType::NodeCreated, &format!("/locks/x/n{i}"))]));
         }
         assert!(!apply(&inner, 7, vec![event(EventType::NodeCreated, "/locks/x/one-too-many")]));
+    }
+
+    fn view_of(inner: Inner) -> ChildrenView {
+        ChildrenView { inner: Arc::new(inner) }
+    }
+
+    /// `wait_turn`'s answer for a view live on generation 1, our node `b`, "ours when first".
+    async fn turn_after(view: &ChildrenView, change: impl FnOnce(&Inner)) -> Turn {
+        let first = |children: Vec<String>| children.iter().min().is_some_and(|c| c == "b");
+        let waiting = view.wait_turn(1, "b", first);
+        tokio::pin!(waiting);
+        assert!(futures::poll!(waiting.as_mut()).is_pending(), "a is ahead of us");
+        change(&view.inner);
+        waiting.await
+    }
+
+    #[tokio::test]
+    async fn the_turn_comes_when_the_view_shows_nobody_ahead() {
+        let view = view_of(live(&["a", "b", "c"]));
+        let turn = turn_after(&view, |inner| {
+            // A node behind us goes: still waiting; then the one ahead goes.
+            assert!(apply(inner, 7, vec![event(EventType::NodeDeleted, "/locks/x/c")]));
+            assert!(apply(inner, 7, vec![event(EventType::NodeDeleted, "/locks/x/a")]));
+        })
+        .await;
+        assert_eq!(turn, Turn::Ours);
+    }
+
+    #[tokio::test]
+    async fn losing_our_node_or_the_view_ends_the_wait_without_the_lock() {
+        let view = view_of(live(&["a", "b"]));
+        let turn = turn_after(&view, |inner| {
+            assert!(apply(inner, 7, vec![event(EventType::NodeDeleted, "/locks/x/b")]));
+        })
+        .await;
+        assert_eq!(turn, Turn::Gone);
+
+        let view = view_of(live(&["a", "b"]));
+        let turn = turn_after(&view, |inner| inner.end(Some(7))).await;
+        assert_eq!(turn, Turn::Ended);
     }
 
     #[test]
