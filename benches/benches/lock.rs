@@ -427,24 +427,33 @@ impl Bench {
             &[("curator", curator.as_ref()), ("zookeeper-client", zkclient.as_ref())],
         );
         println!("\n## contended: server work per acquisition\n");
-        let mut table =
-            Table::new(&["library", "acquisitions", "packets per acquisition", "fsyncs per acquisition"]);
+        let mut table = Table::new(&[
+            "library",
+            "acquisitions",
+            "packets received per acquisition",
+            "packets sent per acquisition",
+            "fsyncs per acquisition",
+        ]);
         for (label, w) in &work {
             match w {
-                Some(w) => table.row(vec![
-                    label.to_string(),
-                    w.acquisitions.to_string(),
-                    format!("{:.2}", w.packets as f64 / w.acquisitions.max(1) as f64),
-                    format!("{:.2}", w.fsyncs as f64 / w.acquisitions.max(1) as f64),
-                ]),
+                Some(w) => {
+                    let per = |n: u64| format!("{:.2}", n as f64 / w.acquisitions.max(1) as f64);
+                    table.row(vec![
+                        label.to_string(),
+                        w.acquisitions.to_string(),
+                        per(w.packets),
+                        per(w.sent),
+                        per(w.fsyncs),
+                    ])
+                }
                 None => table.row(vec![label.to_string(), "failed (see above)".into()]),
             }
         }
         print!("{}", table.render());
         println!(
             "\nA separate {SERVER_WORK_SECONDS} s run of each library before the timed rounds, alone on the \
-             server. Packets: `zk_packets_received` and fsyncs: `zk_cnt_fsynctime` (`mntr`), before and \
-             after, so connecting and closing the {CONTENDED_SESSIONS} sessions count too. Acquisitions \
+             server. Packets received (requests and pings): `zk_packets_received`; packets sent (replies and \
+             watch notifications): `zk_packets_sent`; fsyncs: `zk_cnt_fsynctime` (`mntr`), before and after, so connecting and closing the {CONTENDED_SESSIONS} sessions count too. Acquisitions \
              are counted by the server: the lock node's child version moves by two per acquisition (a \
              create and a delete)."
         );
@@ -453,12 +462,12 @@ impl Bench {
     /// The server's packets and fsyncs while `job` runs [`SERVER_WORK_SECONDS`] on `path`, and
     /// the acquisitions the server saw.
     async fn server_work(&self, path: &str, job: &Job) -> anyhow::Result<ServerWork> {
-        let counters = |mntr: &str| -> anyhow::Result<(u64, u64)> {
+        let counters = |mntr: &str| -> anyhow::Result<(u64, u64, u64)> {
             let packets = packets_received(mntr).ok_or_else(|| anyhow!("no zk_packets_received"))?;
-            let fsyncs = mntr_value(mntr, "zk_cnt_fsynctime")
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| anyhow!("no zk_cnt_fsynctime"))?;
-            Ok((packets, fsyncs))
+            let number = |key: &str| {
+                mntr_value(mntr, key).and_then(|v| v.parse().ok()).ok_or_else(|| anyhow!("no {key}"))
+            };
+            Ok((packets, number("zk_packets_sent")?, number("zk_cnt_fsynctime")?))
         };
         let first = self.cversion(path).await?;
         let before = counters(&self.server.four_letter_word("mntr").await?)?;
@@ -470,7 +479,8 @@ impl Bench {
         Ok(ServerWork {
             acquisitions: (changes / 2) as u64,
             packets: after.0.saturating_sub(before.0),
-            fsyncs: after.1.saturating_sub(before.1),
+            sent: after.1.saturating_sub(before.1),
+            fsyncs: after.2.saturating_sub(before.2),
         })
     }
 
@@ -925,7 +935,10 @@ impl Bench {
 #[derive(Debug, Clone, Copy)]
 struct ServerWork {
     acquisitions: u64,
+    /// Packets received: requests and pings.
     packets: u64,
+    /// Packets sent: replies and watch notifications.
+    sent: u64,
     fsyncs: u64,
 }
 
