@@ -761,3 +761,47 @@ async fn a_waiter_on_the_children_view_still_gets_the_lock_after_missing_the_rel
         zk.close().await;
     }
 }
+
+/// The server's count of watches (`mntr`).
+async fn watch_count(server: &TestingServer) -> u64 {
+    let mntr = server.four_letter_word("mntr").await.unwrap();
+    mntr.lines()
+        .find_map(|l| l.strip_prefix("zk_watch_count"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("zk_watch_count in mntr")
+}
+
+#[tokio::test]
+async fn a_queue_longer_than_sixteen_drops_the_children_view_and_its_watch() {
+    // A server of its own: the watch count must be ours alone.
+    let server = TestingServer::start().await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let mutex = InterProcessMutex::new(&zk, "/long").unwrap();
+    assert_eq!(watch_count(&server).await, 0);
+    cycles(&mutex, 10).await;
+    // The view's persistent recursive watch counts twice (data and children).
+    eventually("the children view's watch", || async { watch_count(&server).await == 2 }).await;
+    // 17 other sessions queue up, one holding and 16 waiting, each waiter with a data watch on
+    // the node ahead: with the view still on there would be 18 watches.
+    let mut others = Vec::new();
+    for _ in 0..17 {
+        others.push(connect(&server.connect_string()).await);
+    }
+    let held = InterProcessMutex::new(&others[0], "/long").unwrap().acquire().await.unwrap();
+    let mut queued = Vec::new();
+    for zk in &others[1..] {
+        let m = InterProcessMutex::new(zk, "/long").unwrap();
+        queued.push(tokio::spawn(async move { m.acquire().await.unwrap().release().await.unwrap() }));
+    }
+    eventually("16 waiters' watches and no view", || async { watch_count(&server).await == 16 }).await;
+    held.release().await.unwrap();
+    for q in queued {
+        q.await.unwrap();
+    }
+    // Quiet again: the view comes back.
+    cycles(&mutex, 10).await;
+    eventually("the children view's watch again", || async { watch_count(&server).await == 2 }).await;
+    for zk in others.iter().chain([&zk]) {
+        zk.close().await;
+    }
+}
