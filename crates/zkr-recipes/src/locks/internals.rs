@@ -301,18 +301,23 @@ impl From<zkr_connection::Error> for WaitError {
 /// The lock algorithm (Curator's `LockInternals`), shared by the lock recipes; the
 /// [`LockInternalsDriver`] supplies the policy.
 ///
-/// To acquire: create our contender node (protected, so a lost reply is found again, with the first
-/// children listing sent just ahead of it: one round trip when the lock is free, and the server
-/// answers the listing before it writes the create; while this process is the lock's only user a
-/// live copy of the children, kept by a persistent watch, replaces the listing); sort the
-/// contenders; if we are among the first `max_leases` we hold it; otherwise set a data watch on the
-/// contender `max_leases` ahead of us (only that one: no herd, across processes or inside one) and
-/// wait for it to go. While the queue is short and this process uses the lock, the children view
-/// replaces that watch too: it shows when nobody is left ahead, with no listing per hand-over,
-/// at the price of a bounded number of notifications (see `locks/view.rs`). When the node we watched was the head of the queue its deletion means we hold
-/// the lock (sequence numbers only grow), without listing again. If our node vanishes (the session
-/// expired while we waited) we start over on the new session as the retry policy allows. On
-/// timeout, error or cancellation our node is deleted in the background.
+/// To acquire: create our contender node (protected, so a lost reply is found again, with the
+/// first children listing sent just ahead of it: one round trip when the lock is free, and the
+/// server answers the listing before it writes the create); sort the contenders; if we are among
+/// the first `max_leases` we hold it; otherwise set a data watch on the contender `max_leases`
+/// ahead of us (only that one: no herd, across processes or inside one) and wait for it to go.
+/// When the node we watched was the head of the queue its deletion means we hold the lock
+/// (sequence numbers only grow), without listing again.
+///
+/// While this process uses the lock and its queue is short, a live copy of the children (kept by
+/// a persistent watch, `locks/view.rs`) replaces both the listing and the watch on the node
+/// ahead: the acquire is the create alone, and a waiter holds the lock when the copy shows
+/// nobody ahead, with no listing per hand-over, at the price of a bounded number of
+/// notifications.
+///
+/// If our node vanishes (the session expired while we waited) we start over on the new session
+/// as the retry policy allows. On timeout, error or cancellation our node is deleted in the
+/// background.
 #[derive(Debug)]
 pub struct LockInternals<D> {
     zk: ZkClient,
@@ -519,8 +524,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         let policy = self.zk.retry_policy().clone();
         let started = Instant::now();
         let mut retries = 0u32;
-        let FirstLook { listing, mut not_before, epoch, mut via_view } = first;
-        let mut listing = listing;
+        let FirstLook { mut listing, mut not_before, epoch, mut via_view } = first;
         // A disruption before the listing that proves our place does not make the new holder's
         // lock doubtful (the session survived: the generation says so); one after it does.
         let mut epoch = if listing.is_some() { epoch } else { self.zk.error_epoch() };

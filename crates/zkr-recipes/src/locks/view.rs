@@ -494,7 +494,7 @@ mod tests {
     async fn the_turn_comes_when_the_view_shows_nobody_ahead() {
         let view = view_of(live(&["a", "b", "c"]));
         let turn = turn_after(&view, |inner| {
-            // A node behind us goes: still waiting; then the one ahead goes.
+            // A node behind us goes, then the one ahead.
             assert!(apply(inner, 7, vec![event(EventType::NodeDeleted, "/locks/x/c")]));
             assert!(apply(inner, 7, vec![event(EventType::NodeDeleted, "/locks/x/a")]));
         })
