@@ -590,13 +590,18 @@ async fn assert_excluded(holder: &InterProcessMutex, other: &InterProcessMutex, 
     held.release().await.unwrap();
 }
 
-/// The packets a server has received (`mntr`).
-async fn packets_received(server: &TestingServer) -> u64 {
+/// One of a server's `mntr` counters.
+async fn mntr_counter(server: &TestingServer, key: &str) -> u64 {
     let mntr = server.four_letter_word("mntr").await.unwrap();
-    mntr.lines()
-        .find_map(|l| l.strip_prefix("zk_packets_received"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("zk_packets_received in mntr")
+    zkr_testing::parse_mntr(&mntr)
+        .into_iter()
+        .find_map(|(k, v)| (k == key).then(|| v.parse().ok()).flatten())
+        .unwrap_or_else(|| panic!("{key} in mntr"))
+}
+
+/// The packets a server has received.
+async fn packets_received(server: &TestingServer) -> u64 {
+    mntr_counter(server, "zk_packets_received").await
 }
 
 #[tokio::test]
@@ -762,13 +767,9 @@ async fn a_waiter_on_the_children_view_still_gets_the_lock_after_missing_the_rel
     }
 }
 
-/// The server's count of watches (`mntr`).
+/// The server's count of watches.
 async fn watch_count(server: &TestingServer) -> u64 {
-    let mntr = server.four_letter_word("mntr").await.unwrap();
-    mntr.lines()
-        .find_map(|l| l.strip_prefix("zk_watch_count"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("zk_watch_count in mntr")
+    mntr_counter(server, "zk_watch_count").await
 }
 
 #[tokio::test]
