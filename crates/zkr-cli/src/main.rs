@@ -4,31 +4,55 @@
 mod config;
 mod connect;
 mod demo;
+mod exit;
 mod id;
 mod lock;
 mod server;
+mod signals;
 
-/// Exit code for bad arguments (clap's own).
-pub(crate) const EXIT_USAGE: i32 = 2;
+use std::io::IsTerminal as _;
 
 use clap::{Parser, Subcommand};
+use exit::{Code, Exit};
+
+/// `zkr --help`, after the subcommands: the exit codes and the environment.
+const AFTER_HELP: &str = "\
+Environment:
+  ZK_CONNECT  the default for --connect (127.0.0.1:2181)
+  ZKR_AUTH    the default for --auth
+  ZKR_LOG     a tracing filter for what zkr logs on stderr, for example `debug` or
+              `zkr_connection=info`; it overrides -v (default: warnings only)
+";
 
 #[derive(Debug, Parser)]
-#[command(name = "zkr", version, about = "ZooKeeper recipes from the shell: locks, IDs, config")]
+#[command(
+    name = "zkr",
+    version,
+    about = "ZooKeeper recipes from the shell: locks, IDs, config",
+    after_help = after_help()
+)]
 struct Cli {
-    /// More output (tracing at debug level); twice for trace.
+    /// More output (tracing at debug level); twice for trace. ZKR_LOG overrides it.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
-    #[command(flatten)]
-    connect: connect::ConnectArgs,
+    /// Exit with N (1-255) instead of any of zkr's own failure codes (1-7), so that they cannot
+    /// be mistaken for the command's own status (as flock's -E).
+    #[arg(short = 'E', long, value_name = "N", global = true,
+          value_parser = clap::value_parser!(u8).range(1..))]
+    error_exit_code: Option<u8>,
     #[command(subcommand)]
     command: Command,
+}
+
+/// The exit-code table, then the environment.
+fn after_help() -> String {
+    format!("{}\n\n{AFTER_HELP}", exit::EXIT_TABLE)
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a command while holding a lock (the InterProcessMutex Apache Curator also takes at
-    /// that path). Exit: the command's status; 3 not acquired; 4 lock lost while it ran; 2 usage.
+    /// that path). Exit: the command's status; 3 not acquired; 4 lock lost while it ran.
     Lock(lock::LockArgs),
     /// Show the holder of a lock and who waits for it.
     LockInfo(lock::LockInfoArgs),
@@ -36,7 +60,7 @@ enum Command {
     Id(id::IdArgs),
     /// Read, publish and watch config nodes.
     Config(config::ConfigArgs),
-    /// Run a real local ZooKeeper (1 or 3 servers) in the foreground until Ctrl-C.
+    /// Run a real local ZooKeeper (1 or 3 servers) in the foreground until Ctrl-C or SIGTERM.
     Server(server::ServerArgs),
     /// The demo: an embedded 3-server ZooKeeper and zkr's recipes at work.
     Demo(demo::DemoArgs),
@@ -54,37 +78,57 @@ fn init_tracing(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("ZKR_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
+/// Parses the command line; a usage error exits 2 (or `-E`'s code), help and version 0.
+fn parse() -> Cli {
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::scan_error_exit_code(std::env::args_os()).map_or(Exit::Usage.code(), i32::from)
+            } else {
+                0
+            };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    }
+}
+
+async fn dispatch(command: Command) -> anyhow::Result<Code> {
+    match command {
+        Command::Lock(args) => lock::run(args).await,
+        Command::LockInfo(args) => lock::info(args).await,
+        Command::Config(args) => config::run(args).await,
+        Command::Id(args) => id::run(args).await,
+        Command::Server(args) => server::run(args).await,
+        Command::Demo(args) => demo::run(args).await,
+        Command::DemoSeller(args) => demo::run_seller(args).await,
+    }
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = parse();
     init_tracing(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("zkr: cannot start the async runtime: {e}");
-            std::process::exit(1);
+            std::process::exit(exit::process_code(Code::Exit(Exit::Failure), cli.error_exit_code));
         }
     };
     let code = runtime.block_on(async {
-        let result = match cli.command {
-            Command::Lock(args) => lock::run(&cli.connect, args).await,
-            Command::LockInfo(args) => lock::info(&cli.connect, args).await,
-            Command::Config(args) => config::run(&cli.connect, args).await,
-            Command::Id(args) => id::run(&cli.connect, args).await,
-            Command::Server(args) => server::run(args).await,
-            Command::Demo(args) => demo::run(args).await,
-            Command::DemoSeller(args) => demo::run_seller(&cli.connect, args).await,
-        };
-        match result {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("zkr: {e:#}");
-                1
-            }
-        }
+        dispatch(cli.command).await.unwrap_or_else(|e| {
+            eprintln!("zkr: {}", exit::message(&e));
+            Code::Exit(exit::classify(&e))
+        })
     });
     drop(runtime);
-    std::process::exit(code);
+    std::process::exit(exit::process_code(code, cli.error_exit_code));
 }

@@ -3,6 +3,9 @@
 use anyhow::Context as _;
 use zkr_testing::{TestingCluster, TestingServer};
 
+use crate::exit::Code;
+use crate::signals::Signals;
+
 #[derive(Debug, clap::Args)]
 pub(crate) struct ServerArgs {
     /// Number of servers: 1 (standalone) or 3 (an ensemble on loopback).
@@ -18,27 +21,25 @@ fn parse_ensemble(value: &str) -> Result<usize, String> {
     }
 }
 
-pub(crate) async fn run(args: ServerArgs) -> anyhow::Result<i32> {
+/// Prints the connect string on stdout (for scripts) and serves until SIGINT or SIGTERM; the
+/// servers stop and their files go when it returns.
+pub(crate) async fn run(args: ServerArgs) -> anyhow::Result<Code> {
+    let mut signals = Signals::listen().context("listening for SIGINT and SIGTERM")?;
     if args.ensemble == 1 {
         let server = TestingServer::start().await.context("starting ZooKeeper")?;
-        println!("{}", server.connect_string());
-        eprintln!(
-            "ZooKeeper serving at {} (data in {}); Ctrl-C stops it",
-            server.connect_string(),
-            server.root_dir().display()
-        );
-        tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+        announce(&server.connect_string(), &format!("ZooKeeper (data in {})", server.root_dir().display()));
+        signals.recv().await;
         drop(server);
     } else {
         let cluster = TestingCluster::start(args.ensemble).await.context("starting the ensemble")?;
-        println!("{}", cluster.connect_string());
-        eprintln!(
-            "ZooKeeper ensemble of {} serving at {}; Ctrl-C stops it",
-            args.ensemble,
-            cluster.connect_string()
-        );
-        tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+        announce(&cluster.connect_string(), &format!("ZooKeeper ensemble of {}", args.ensemble));
+        signals.recv().await;
         drop(cluster);
     }
-    Ok(0)
+    Ok(Code::Success)
+}
+
+fn announce(connect_string: &str, what: &str) {
+    println!("{connect_string}");
+    eprintln!("{what} serving at {connect_string}; Ctrl-C or SIGTERM stops it");
 }

@@ -18,7 +18,7 @@ async fn get_and_set_with_versions_and_exit_codes() {
     let cs = server.connect_string();
     let path = format!("{}/url", unique("config"));
     let absent = run_zkr(&cs, &["config", "get", &path]).await;
-    assert_eq!(absent.status.code(), Some(4));
+    assert_eq!(absent.status.code(), Some(5));
     let set = run_zkr(&cs, &["config", "set", &path, "jdbc:mysql://a"]).await;
     assert!(set.status.success(), "{}", String::from_utf8_lossy(&set.stderr));
     assert_eq!(stdout(&set).trim(), "0");
@@ -31,17 +31,17 @@ async fn get_and_set_with_versions_and_exit_codes() {
     let cas = run_zkr(&cs, &["config", "set", &path, "jdbc:mysql://b", "--if-version", "0"]).await;
     assert_eq!(stdout(&cas).trim(), "1");
     let conflict = run_zkr(&cs, &["config", "set", &path, "jdbc:mysql://c", "--if-version", "0"]).await;
-    assert_eq!(conflict.status.code(), Some(3));
+    assert_eq!(conflict.status.code(), Some(6));
     assert!(String::from_utf8_lossy(&conflict.stderr).contains("version 0"));
     let missing = run_zkr(&cs, &["config", "set", &format!("{path}-x"), "v", "--if-version", "0"]).await;
-    assert_eq!(missing.status.code(), Some(4));
+    assert_eq!(missing.status.code(), Some(5));
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("value.txt");
     std::fs::write(&file, "from a file").unwrap();
     let from_file = run_zkr(&cs, &["config", "set", &path, &format!("@{}", file.display())]).await;
     assert!(from_file.status.success());
     assert_eq!(stdout(&run_zkr(&cs, &["config", "get", &path]).await), "from a file");
-    assert_eq!(run_zkr(&cs, &["config", "set", "no-slash", "v"]).await.status.code(), Some(1));
+    assert_eq!(run_zkr(&cs, &["config", "set", "no-slash", "v"]).await.status.code(), Some(2));
     assert_eq!(run_zkr(&cs, &["config", "set", &path]).await.status.code(), Some(2));
 }
 

@@ -55,6 +55,6 @@ async fn bad_id_arguments_exit_with_2() {
         assert_eq!(output.status.code(), Some(2), "{args:?}");
     }
     let output = run_zkr(&cs, &["id", "next", "not-a-path"]).await;
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("not-a-path"));
 }

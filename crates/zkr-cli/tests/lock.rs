@@ -162,9 +162,9 @@ async fn a_killed_holder_frees_the_lock_within_the_session_timeout() {
     let timeout_arg = format!("{}ms", session_timeout.as_millis());
     let mut holder = zkr(&server.connect_string())
         .args([
+            "lock",
             "--session-timeout",
             &timeout_arg,
-            "lock",
             &path,
             "--",
             "sh",

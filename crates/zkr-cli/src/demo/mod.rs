@@ -92,7 +92,7 @@ async fn read_node(zk: &ZkClient, path: &str) -> anyhow::Result<Vec<u8>> {
     Ok(zk.retry(|s| async move { s.client().get_data(path).await }).await?.0)
 }
 
-pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<i32> {
+pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<crate::exit::Code> {
     let sellers = args.sellers as usize;
     let (cluster, connect) = match std::env::var("ZK_CONNECT") {
         Ok(cs) if !cs.is_empty() => (None, cs),
@@ -198,7 +198,8 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<i32> {
     }
     let shared = Arc::try_unwrap(shared).map_err(|_| anyhow::anyhow!("readers still running"))?;
     let s = shared.into_inner().unwrap_or_else(|p| p.into_inner());
-    report(&args, &admin, &root, &s, &exits, price_changed_at, leader_kill).await
+    let ok = report(&args, &admin, &root, &s, &exits, price_changed_at, leader_kill).await?;
+    Ok(if ok { crate::exit::Code::Success } else { crate::exit::Code::Exit(crate::exit::Exit::Failure) })
 }
 
 async fn report(
@@ -209,7 +210,7 @@ async fn report(
     exits: &[Option<std::process::ExitStatus>],
     price_changed_at: Option<u32>,
     leader_kill: Option<(usize, u32, Instant)>,
-) -> anyhow::Result<i32> {
+) -> anyhow::Result<bool> {
     let left: u32 = String::from_utf8_lossy(&read_node(admin, &format!("{root}/stock")).await?)
         .parse()
         .context("stock")?;
@@ -293,7 +294,7 @@ async fn report(
         if ok { "OK" } else { "FAILED" },
         lock_nodes.len()
     );
-    Ok(if ok { 0 } else { 1 })
+    Ok(ok)
 }
 
 fn ms(d: Duration) -> f64 {

@@ -23,6 +23,8 @@ pub(crate) struct SellerArgs {
     /// This seller's number.
     #[arg(long)]
     id: usize,
+    #[command(flatten)]
+    connect: ConnectArgs,
 }
 
 /// What a seller tells the coordinator at the end.
@@ -34,9 +36,9 @@ struct Tally {
     confirmed_after_lost_reply: u32,
 }
 
-pub(crate) async fn run(connect: &ConnectArgs, args: SellerArgs) -> anyhow::Result<i32> {
+pub(crate) async fn run(args: SellerArgs) -> anyhow::Result<crate::exit::Code> {
     let root = args.root;
-    let zk = ZkClient::builder(&connect.connect)
+    let zk = ZkClient::builder(&args.connect.connect)
         .session_timeout(Duration::from_secs(6))
         .connect()
         .await
@@ -71,7 +73,7 @@ pub(crate) async fn run(connect: &ConnectArgs, args: SellerArgs) -> anyhow::Resu
     // Every recipe lets go of the session, so that closing it does not wait.
     drop((mutex, ids, price));
     zk.close().await;
-    Ok(0)
+    Ok(crate::exit::Code::Success)
 }
 
 /// Sells until the stock is empty. Each sale: take the lock, read the stock, and one guarded

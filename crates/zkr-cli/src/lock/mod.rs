@@ -1,0 +1,209 @@
+//! `zkr lock` and `zkr lock-info`: run a command under an `InterProcessMutex` (the same lock
+//! Apache Curator processes take at that path), and show who holds it.
+
+mod child;
+mod info;
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt as _;
+use zkr_connection::{
+    ConnectionState, SessionConnectionStateErrorPolicy, StandardConnectionStateErrorPolicy, ZkClient,
+};
+use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard, LockError};
+
+use crate::connect::{parse_duration, parse_path, ConnectArgs};
+use crate::exit::{Code, Exit, Failure};
+use crate::signals::{status_after, Signals};
+use child::{shell_status, Child};
+pub(crate) use info::{run as info, LockInfoArgs};
+
+/// `zkr lock --help`, after the options.
+pub(crate) const LOCK_LONG_HELP: &str = "\
+The command runs with the lock held and sees two variables:
+  ZKR_LOCK_NODE      the lock node, for example /locks/x/_c_...-lock-0000000007
+  ZKR_FENCING_TOKEN  a number that grows with every new holder (the node's czxid): pass it to
+                     the resource the lock protects and let it refuse writes with an older one
+Ctrl-C and SIGTERM are passed on to the command; when it exits the lock is released and zkr
+exits with the command's status.
+
+When ZooKeeper cannot be reached (a leader election, a rolling restart, a partition) the
+connection is suspended. With --on-suspend continue (the default) the command keeps running
+while the session can still be alive, and is stopped (SIGTERM, then SIGKILL after --grace;
+exit 4) as soon as it may not be: half a session timeout after the suspension, before the
+server can expire the session and give the lock to anyone else. The margin left is about a
+twentieth of the session timeout, so a command that takes longer than that to stop may
+overlap the next holder: keep --grace short, or use the fencing token. With --on-suspend stop
+the command is stopped at the first suspension, which leaves it half a session timeout more
+to stop but ends it on every failover.";
+
+/// What a suspended connection does to the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum OnSuspend {
+    /// Keep running while the session can still be alive; stop when it may be lost.
+    Continue,
+    /// Stop the command at once (the strict behaviour: every failover ends it).
+    Stop,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_long_help = LOCK_LONG_HELP)]
+pub(crate) struct LockArgs {
+    /// The lock path.
+    #[arg(value_parser = parse_path)]
+    path: String,
+    /// Give up if the lock is not acquired within this time, connecting included (exit 3).
+    #[arg(long, value_parser = parse_duration, conflicts_with = "try_only")]
+    timeout: Option<Duration>,
+    /// Only take the lock if it is free; otherwise exit 3 at once.
+    #[arg(long = "try")]
+    try_only: bool,
+    /// After the lock is lost, how long the command has between SIGTERM and SIGKILL.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    grace: Duration,
+    /// What a suspended connection does to the command (see below).
+    #[arg(long, value_enum, default_value = "continue")]
+    on_suspend: OnSuspend,
+    /// The command and its arguments (after `--`).
+    #[arg(required = true, last = true, num_args = 1..)]
+    command: Vec<String>,
+    #[command(flatten)]
+    connect: ConnectArgs,
+}
+
+pub(crate) async fn run(args: LockArgs) -> anyhow::Result<Code> {
+    // Registered before anything else: a signal that arrives while we wait for the lock, or
+    // just after the command starts, must not hit the default action (which kills zkr without
+    // forwarding anything to the command).
+    let mut signals = Signals::listen()?;
+    let started = Instant::now();
+    let connecting = async {
+        match args.on_suspend {
+            OnSuspend::Continue => {
+                args.connect.connect_with(SessionConnectionStateErrorPolicy, args.timeout).await
+            }
+            OnSuspend::Stop => {
+                args.connect.connect_with(StandardConnectionStateErrorPolicy, args.timeout).await
+            }
+        }
+    };
+    let zk = tokio::select! {
+        zk = connecting => zk?,
+        signal = signals.recv() => return Ok(Code::Status(status_after(signal))),
+    };
+    let outcome = locked(&zk, &args, started, &mut signals).await;
+    // After a loss the session is gone or going, and the next holder may be minutes away from
+    // it; exit at once rather than wait for a connection that may not come back.
+    if !matches!(&outcome, Err(e) if crate::exit::classify(e) == Exit::Lost) {
+        zk.close().await;
+    }
+    outcome
+}
+
+/// Takes the lock, runs the command under it and releases it.
+async fn locked(
+    zk: &ZkClient,
+    args: &LockArgs,
+    started: Instant,
+    signals: &mut Signals,
+) -> anyhow::Result<Code> {
+    let mutex = InterProcessMutex::new(zk, &args.path)?;
+    // Interrupted while waiting: give up the place in the queue (the acquire is cancel safe)
+    // and exit as a shell would after the signal.
+    let acquired = tokio::select! {
+        acquired = acquire(&mutex, args, started) => acquired,
+        signal = signals.recv() => return Ok(Code::Status(status_after(signal))),
+    };
+    let acquired =
+        acquired.map_err(|e| anyhow::Error::new(e).context(format!("acquiring the lock {}", args.path)))?;
+    let Some(guard) = acquired else {
+        let why = if args.try_only { "it is held" } else { "not in time" };
+        return Err(Failure::error(Exit::NotAcquired, format!("lock {} not acquired: {why}", args.path)));
+    };
+    let child = match Child::spawn(&args.command, guard.node_path(), guard.fencing_token()) {
+        Ok(child) => child,
+        Err(e) => {
+            let _ = tokio::time::timeout(zk.session_timeout(), guard.release()).await;
+            return Err(e);
+        }
+    };
+    supervise(zk, guard, child, args, signals).await
+}
+
+/// Acquires as asked: `--try`, `--timeout` (less the time connecting took), or waiting.
+async fn acquire(
+    mutex: &InterProcessMutex,
+    args: &LockArgs,
+    started: Instant,
+) -> Result<Option<InterProcessMutexGuard>, LockError> {
+    if args.try_only {
+        return mutex.try_acquire().await;
+    }
+    let Some(timeout) = args.timeout else { return mutex.acquire().await.map(Some) };
+    let left = timeout.saturating_sub(started.elapsed());
+    // The outer bound holds even while the acquire waits for a connection.
+    tokio::time::timeout(left, mutex.acquire_timeout(left)).await.unwrap_or(Ok(None))
+}
+
+/// Waits for the command, stopping it if the lock is lost, passing signals on.
+async fn supervise(
+    zk: &ZkClient,
+    guard: InterProcessMutexGuard,
+    mut child: Child,
+    args: &LockArgs,
+    signals: &mut Signals,
+) -> anyhow::Result<Code> {
+    let mut states = zk.state_changes();
+    loop {
+        tokio::select! {
+            status = child.process.wait() => return finish(zk, guard, shell_status(status?), &args.path).await,
+            reason = guard.lost() => {
+                eprintln!("zkr: lock {} lost ({reason}); stopping the command", args.path);
+                child.stop(args.grace).await;
+                return Err(Failure::error(Exit::Lost, format!("the lock {} was lost while the command ran", args.path)));
+            }
+            Some(state) = states.next() => notice(state, args),
+            signal = signals.recv() => child.forward(signal),
+        }
+    }
+}
+
+/// Tells the user about a suspension the command rides out.
+fn notice(state: ConnectionState, args: &LockArgs) {
+    if args.on_suspend != OnSuspend::Continue {
+        return;
+    }
+    match state {
+        ConnectionState::Suspended => eprintln!(
+            "zkr: ZooKeeper connection suspended; the session may still be alive, so the command keeps \
+             running (it is stopped if the session may be lost)"
+        ),
+        ConnectionState::Reconnected => {
+            eprintln!("zkr: reconnected to ZooKeeper; still holding {}", args.path)
+        }
+        _ => {}
+    }
+}
+
+/// The command exited with `status`: release the lock and pass the status on, unless the lock
+/// was lost before it finished.
+async fn finish(
+    zk: &ZkClient,
+    guard: InterProcessMutexGuard,
+    status: i32,
+    path: &str,
+) -> anyhow::Result<Code> {
+    let lost = |reason: &dyn std::fmt::Display| {
+        Failure::error(Exit::Lost, format!("the lock {path} was lost ({reason}) before the command finished"))
+    };
+    if guard.is_lost() {
+        return Err(lost(&"the session may have ended"));
+    }
+    match tokio::time::timeout(zk.session_timeout(), guard.release()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(LockError::Lost { reason, .. })) => return Err(lost(&reason)),
+        Ok(Err(e)) => eprintln!("zkr: releasing {path}: {e}"),
+        Err(_) => eprintln!("zkr: releasing {path} timed out; the lock node goes with the session"),
+    }
+    Ok(Code::Status(status))
+}
