@@ -5,6 +5,7 @@ mod config;
 mod connect;
 mod demo;
 mod exit;
+mod generate;
 mod id;
 mod lock;
 mod server;
@@ -12,7 +13,7 @@ mod signals;
 
 use std::io::IsTerminal as _;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 use exit::{Code, Exit};
 
 /// `zkr --help`, after the subcommands: the exit codes and the environment.
@@ -22,6 +23,9 @@ Environment:
   ZKR_AUTH    the default for --auth
   ZKR_LOG     a tracing filter for what zkr logs on stderr, for example `debug` or
               `zkr_connection=info`; it overrides -v (default: warnings only)
+
+Shell completions and a man page, generated from these definitions:
+  zkr completions bash|zsh|fish|elvish|powershell   zkr man > zkr.1
 ";
 
 #[derive(Debug, Parser)]
@@ -67,6 +71,12 @@ enum Command {
     /// One seller process of the demo (started by `zkr demo`).
     #[command(hide = true)]
     DemoSeller(demo::SellerArgs),
+    /// Print a shell completion script (see `zkr --help`).
+    #[command(hide = true)]
+    Completions(generate::CompletionsArgs),
+    /// Print the man page, in roff (see `zkr --help`).
+    #[command(hide = true)]
+    Man,
 }
 
 fn init_tracing(verbose: u8) {
@@ -110,6 +120,8 @@ async fn dispatch(command: Command) -> anyhow::Result<Code> {
         Command::Server(args) => server::run(args).await,
         Command::Demo(args) => demo::run(args).await,
         Command::DemoSeller(args) => demo::run_seller(args).await,
+        Command::Completions(args) => generate::completions(&args, Cli::command()),
+        Command::Man => generate::man(Cli::command()),
     }
 }
 

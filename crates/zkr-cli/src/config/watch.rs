@@ -61,10 +61,11 @@ pub(crate) async fn run(zk: &zkr_connection::ZkClient, args: WatchArgs) -> anyho
         };
         if next.as_ref().map(|v| v.mzxid) != current.as_ref().map(|v| v.mzxid) {
             current = next;
-            print_line(&json_line(&args.path, current.as_ref()))?;
+            // The hook hears first, so that whoever reads this line knows it will run.
             if let Some((latest, _)) = &hooks {
                 latest.send_replace(current.clone());
             }
+            print_line(&json_line(&args.path, current.as_ref()))?;
         }
     }
     if let Some((latest, task)) = hooks {

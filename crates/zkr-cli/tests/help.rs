@@ -1,0 +1,84 @@
+//! Help that helps: each subcommand lists the options that apply to it, the lock's variables,
+//! the exit codes and `ZKR_LOG` are documented, completions and a man page come from the clap
+//! definitions, logs have no colour codes off a terminal, and `zkr server` stops on SIGTERM.
+
+use std::process::Stdio;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use zkr_testing::Timing;
+
+mod common;
+use common::{run_zkr, zkr};
+
+async fn stdout_of(args: &[&str]) -> String {
+    let out = run_zkr("127.0.0.1:1", args).await;
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn help_names_what_each_subcommand_takes() {
+    let lock = stdout_of(&["lock", "--help"]).await;
+    for needle in
+        ["ZKR_LOCK_NODE", "ZKR_FENCING_TOKEN", "--on-suspend", "--grace", "--connect-timeout", "--connect"]
+    {
+        assert!(lock.contains(needle), "lock --help lacks {needle}:\n{lock}");
+    }
+    let server = stdout_of(&["server", "--help"]).await;
+    for absent in ["--connect", "--session-timeout", "--namespace", "--auth"] {
+        assert!(!server.contains(absent), "server --help offers {absent}:\n{server}");
+    }
+    let demo = stdout_of(&["demo", "--help"]).await;
+    assert!(!demo.contains("--connect"), "{demo}");
+    for args in [["config", "--help"], ["id", "--help"], ["lock-info", "--help"]] {
+        assert!(stdout_of(&args).await.contains("--connect"), "{args:?}");
+    }
+    assert!(stdout_of(&["config", "get", "--help"]).await.contains("--connect"));
+    let top = stdout_of(&["--help"]).await;
+    for needle in ["Exit codes", "127", "--error-exit-code", "ZKR_LOG", "zkr completions", "zkr man"] {
+        assert!(top.contains(needle), "zkr --help lacks {needle}:\n{top}");
+    }
+}
+
+#[tokio::test]
+async fn completions_and_the_man_page_are_generated() {
+    let bash = stdout_of(&["completions", "bash"]).await;
+    assert!(bash.contains("_zkr") && bash.contains("lock-info") && bash.contains("--on-suspend"), "{bash}");
+    for shell in ["zsh", "fish"] {
+        assert!(stdout_of(&["completions", shell]).await.contains("lock-info"), "{shell}");
+    }
+    let man = stdout_of(&["man"]).await;
+    assert!(man.contains(".TH zkr 1") && man.contains("Exit codes"), "{man}");
+    assert_eq!(run_zkr("127.0.0.1:1", &["completions", "tcsh"]).await.status.code(), Some(2));
+}
+
+#[tokio::test]
+async fn logs_off_a_terminal_have_no_colour_codes() {
+    let out = zkr("127.0.0.1:1")
+        .args(["config", "get", "/x", "--connect-timeout", "300ms"])
+        .env("ZKR_LOG", "debug")
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("DEBUG"), "ZKR_LOG=debug logs: {stderr}");
+    assert!(!stderr.contains('\u{1b}'), "colour codes into a pipe: {stderr:?}");
+}
+
+#[tokio::test]
+async fn server_stops_its_zookeeper_on_sigterm() {
+    let mut server = zkr("127.0.0.1:1").args(["server"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let wait = Timing::from_env().wait();
+    let connect =
+        tokio::time::timeout(wait, lines.next_line()).await.unwrap().unwrap().expect("connect string");
+    assert_eq!(zkr_testing::four_letter_word(&connect, "ruok").await.unwrap(), "imok");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server.id().unwrap() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = tokio::time::timeout(wait, server.wait()).await.unwrap().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(zkr_testing::four_letter_word(&connect, "ruok").await.is_err(), "the server outlived zkr server");
+}
