@@ -6,7 +6,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use zkr_testing::{shared_server, Timing};
 
 mod common;
-use common::{run_zkr, unique, zkr};
+use common::{exit_status, run_zkr, send_signal, unique, zkr};
 
 fn stdout(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
@@ -82,12 +82,8 @@ async fn watch_prints_changes_from_another_process_and_runs_exec() {
     observer.delete(&path, None).await.unwrap();
     let third = next(&mut lines, wait).await;
     assert!(third["value"].is_null());
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(watch.id().unwrap() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let status = tokio::time::timeout(wait, watch.wait()).await.unwrap().unwrap();
+    send_signal(&watch, nix::sys::signal::Signal::SIGINT);
+    let status = exit_status(&mut watch).await;
     assert!(status.success(), "Ctrl-C ends the watch cleanly: {status}");
     let reloads = std::fs::read_to_string(&log).unwrap();
     assert_eq!(reloads.lines().take(2).collect::<Vec<_>>(), ["0=10", "1=12"], "{reloads}");

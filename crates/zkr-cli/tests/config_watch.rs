@@ -13,7 +13,7 @@ use zkr_testing::{shared_server, Timing};
 use zookeeper_client::{Acls, CreateMode};
 
 mod common;
-use common::{unique, zkr};
+use common::{exit_status, send_signal, unique, zkr};
 
 /// A hook that logs `start V`, blocks until the gate file exists, then logs `end V` (V is
 /// `deleted` without a version).
@@ -86,13 +86,8 @@ impl Watch {
     }
 
     async fn stop(mut self) {
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id().unwrap() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        )
-        .unwrap();
-        let status =
-            tokio::time::timeout(Timing::from_env().wait(), self.child.wait()).await.unwrap().unwrap();
+        send_signal(&self.child, nix::sys::signal::Signal::SIGTERM);
+        let status = exit_status(&mut self.child).await;
         assert!(status.success(), "{status}");
     }
 }

@@ -12,7 +12,7 @@ use tokio::process::{Child, ChildStderr, ChildStdout};
 use zkr_testing::{FaultProxy, TestingCluster, Timing};
 
 mod common;
-use common::{unique, zkr};
+use common::{exit_status, unique, wait_for_children, zkr};
 
 /// One ensemble at a time: each test starts its own, and three JVMs are plenty for 2 cores.
 static ONE_ENSEMBLE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -62,11 +62,7 @@ async fn line_containing<R: tokio::io::AsyncBufRead + Unpin>(lines: &mut Lines<R
 }
 
 async fn exit_code(child: &mut Child) -> Option<i32> {
-    tokio::time::timeout(Timing::from_env().wait(), child.wait())
-        .await
-        .expect("zkr exited in time")
-        .unwrap()
-        .code()
+    exit_status(child).await.code()
 }
 
 fn gated_script(gate: &Path) -> String {
@@ -120,7 +116,7 @@ async fn a_partitioned_holder_exits_4_before_another_process_gets_the_lock() {
     let waiter_script = format!("echo waiter-got >> {}; echo got", log.display());
     let mut waiter = spawn_lock(&cluster.connect_string(), &["--timeout", "120s"], &path, &waiter_script);
     let mut waiter_out = stdout_lines(&mut waiter);
-    wait_for_queue(&cluster.connect_string(), &path, 2).await;
+    wait_for_children(&cluster.connect_string(), &path, |n| n >= 2, "the waiter never queued").await;
 
     proxy.blackhole();
     let first = tokio::time::timeout(Timing::from_env().wait(), async {
@@ -135,18 +131,10 @@ async fn a_partitioned_holder_exits_4_before_another_process_gets_the_lock() {
     let status =
         first.unwrap_or_else(|line| panic!("the waiter got the lock ({line:?}) while the holder ran"));
     assert_eq!(status.code(), Some(4), "the partitioned holder exits 4");
+    let holder_exited = std::time::Instant::now();
     line_containing(&mut waiter_out, "got").await;
+    eprintln!("the waiter got the lock {:?} after the holder exited", holder_exited.elapsed());
     assert_eq!(exit_code(&mut waiter).await, Some(0));
     let order = std::fs::read_to_string(&log).unwrap();
     assert_eq!(order.lines().collect::<Vec<_>>(), ["holder-stopped", "waiter-got"], "{order}");
-}
-
-/// Waits until `path` has `n` lock nodes (the waiter has queued).
-async fn wait_for_queue(connect: &str, path: &str, n: usize) {
-    let admin = zookeeper_client::Client::connect(connect).await.unwrap();
-    let deadline = tokio::time::Instant::now() + Timing::from_env().wait();
-    while admin.list_children(path).await.map(|c| c.len()).unwrap_or(0) < n {
-        assert!(tokio::time::Instant::now() < deadline, "the waiter never queued");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }

@@ -8,7 +8,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use zkr_testing::Timing;
 
 mod common;
-use common::{run_zkr, zkr};
+use common::{exit_status, run_zkr, send_signal, zkr};
 
 async fn stdout_of(args: &[&str]) -> String {
     let out = run_zkr("127.0.0.1:1", args).await;
@@ -73,12 +73,8 @@ async fn server_stops_its_zookeeper_on_sigterm() {
     let connect =
         tokio::time::timeout(wait, lines.next_line()).await.unwrap().unwrap().expect("connect string");
     assert_eq!(zkr_testing::four_letter_word(&connect, "ruok").await.unwrap(), "imok");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(server.id().unwrap() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    let status = tokio::time::timeout(wait, server.wait()).await.unwrap().unwrap();
+    send_signal(&server, nix::sys::signal::Signal::SIGTERM);
+    let status = exit_status(&mut server).await;
     assert!(status.success(), "{status}");
     assert!(zkr_testing::four_letter_word(&connect, "ruok").await.is_err(), "the server outlived zkr server");
 }

@@ -8,7 +8,7 @@ use zkr_recipes::locks::InterProcessMutex;
 use zkr_testing::{shared_server, Timing};
 
 mod common;
-use common::{rand_suffix, run_zkr, unique, zkr};
+use common::{exit_status, rand_suffix, run_zkr, send_signal, unique, wait_for_children, zkr};
 
 /// The first line a child with piped stdout prints, within the wait bound.
 async fn first_line(child: &mut tokio::process::Child) -> String {
@@ -117,8 +117,7 @@ async fn a_lost_lock_stops_the_command_and_exits_4() {
     // An operator breaks the lock: the command must be stopped and zkr must say so.
     let admin = zookeeper_client::Client::connect(&server.connect_string()).await.unwrap();
     admin.delete(&node, None).await.unwrap();
-    let status = tokio::time::timeout(Timing::from_env().wait(), child.wait()).await.unwrap().unwrap();
-    assert_eq!(status.code(), Some(4));
+    assert_eq!(exit_status(&mut child).await.code(), Some(4));
 }
 
 #[tokio::test]
@@ -139,12 +138,8 @@ async fn ctrl_c_is_forwarded_and_the_lock_released() {
         .spawn()
         .unwrap();
     assert_eq!(first_line(&mut child).await, "ready");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id().unwrap() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let status = tokio::time::timeout(Timing::from_env().wait(), child.wait()).await.unwrap().unwrap();
+    send_signal(&child, nix::sys::signal::Signal::SIGINT);
+    let status = exit_status(&mut child).await;
     assert_eq!(status.code(), Some(42), "the command's own exit status after its INT trap");
     // Released: the lock is free at once for someone else.
     let out = run_zkr(&server.connect_string(), &["lock", "--try", &path, "--", "true"]).await;
@@ -213,22 +208,10 @@ async fn ctrl_c_while_waiting_gives_up_and_exits_130() {
     let mutex = InterProcessMutex::new(&zk, &path).unwrap();
     let held = mutex.acquire().await.unwrap();
     let mut waiter = zkr(&server.connect_string()).args(["lock", &path, "--", "true"]).spawn().unwrap();
-    let admin = zookeeper_client::Client::connect(&server.connect_string()).await.unwrap();
-    let deadline = tokio::time::Instant::now() + Timing::from_env().wait();
-    while admin.list_children(&path).await.map(|c| c.len()).unwrap_or(0) < 2 {
-        assert!(tokio::time::Instant::now() < deadline, "zkr lock never queued");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(waiter.id().unwrap() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let status = tokio::time::timeout(Timing::from_env().wait(), waiter.wait()).await.unwrap().unwrap();
-    assert_eq!(status.code(), Some(130));
-    while admin.list_children(&path).await.map(|c| c.len()).unwrap_or(0) != 1 {
-        assert!(tokio::time::Instant::now() < deadline, "the waiter's node was left behind");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let cs = server.connect_string();
+    wait_for_children(&cs, &path, |n| n >= 2, "zkr lock never queued").await;
+    send_signal(&waiter, nix::sys::signal::Signal::SIGINT);
+    assert_eq!(exit_status(&mut waiter).await.code(), Some(130));
+    wait_for_children(&cs, &path, |n| n == 1, "the waiter's node was left behind").await;
     held.release().await.unwrap();
 }

@@ -10,7 +10,7 @@ use futures::StreamExt as _;
 use zkr_connection::{
     ConnectionState, SessionConnectionStateErrorPolicy, StandardConnectionStateErrorPolicy, ZkClient,
 };
-use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard, LockError};
+use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard, LockError, LostReason};
 
 use crate::connect::{parse_duration, parse_path, ConnectArgs};
 use crate::exit::{Code, Exit, Failure};
@@ -158,13 +158,26 @@ async fn supervise(
         tokio::select! {
             status = child.process.wait() => return finish(zk, guard, shell_status(status?), &args.path).await,
             reason = guard.lost() => {
-                eprintln!("zkr: lock {} lost ({reason}); stopping the command", args.path);
+                eprintln!("zkr: lock {} lost ({}); stopping the command", args.path, why_lost(reason, args.on_suspend));
                 child.stop(args.grace).await;
                 return Err(Failure::error(Exit::Lost, format!("the lock {} was lost while the command ran", args.path)));
             }
             Some(state) = states.next() => notice(state, args),
             signal = signals.recv() => child.forward(signal),
         }
+    }
+}
+
+/// Why the lock counts as lost, in the terms of `--on-suspend`.
+fn why_lost(reason: LostReason, on_suspend: OnSuspend) -> String {
+    match (reason, on_suspend) {
+        (LostReason::ConnectionState, OnSuspend::Continue) => {
+            "ZooKeeper unreachable for half the session timeout: the session may be lost".into()
+        }
+        (LostReason::ConnectionState, OnSuspend::Stop) => {
+            "the connection was suspended (--on-suspend stop)".into()
+        }
+        (reason, _) => reason.to_string(),
     }
 }
 

@@ -31,3 +31,28 @@ pub fn rand_suffix() -> u64 {
     h.write_u64(1);
     h.finish()
 }
+
+/// Sends `signal` to a running child.
+pub fn send_signal(child: &tokio::process::Child, signal: nix::sys::signal::Signal) {
+    let pid = child.id().expect("the child runs");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).expect("signal the child");
+}
+
+/// The child's exit status, within the wait bound.
+pub async fn exit_status(child: &mut tokio::process::Child) -> std::process::ExitStatus {
+    tokio::time::timeout(Timing::from_env().wait(), child.wait())
+        .await
+        .expect("the child exited in time")
+        .expect("wait for the child")
+}
+
+/// Waits, within the wait bound, until `path` has a number of children that `wanted` accepts
+/// (a missing node has none).
+pub async fn wait_for_children(connect: &str, path: &str, wanted: impl Fn(usize) -> bool, what: &str) {
+    let admin = zookeeper_client::Client::connect(connect).await.expect("connect");
+    let deadline = tokio::time::Instant::now() + Timing::from_env().wait();
+    while !wanted(admin.list_children(path).await.map(|c| c.len()).unwrap_or(0)) {
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
