@@ -210,30 +210,32 @@ mod tests {
         args.iter().map(Into::into).collect()
     }
 
+    /// An invalid path, made by the library (not by hand, so that new fields do not break it).
+    fn invalid_path() -> ConnectionError {
+        zkr_connection::path::validate_path("x").expect_err("a relative path is invalid")
+    }
+
     #[test]
     fn a_cause_already_in_its_parents_message_is_said_once() {
-        let error = ConnectionError::InvalidPath {
-            path: "x".into(),
-            source: zkr_connection::path::PathError::NotAbsolute,
-        };
+        /// An error that puts its source into its own message, as `InvalidPath` once did.
+        #[derive(Debug, thiserror::Error)]
+        #[error("invalid path \"x\": {source}")]
+        struct Repeats {
+            source: zkr_connection::path::PathError,
+        }
+        let error = Repeats { source: zkr_connection::path::PathError::NotAbsolute };
         let error = anyhow::Error::new(error).context("reading x");
         let text = message(&error);
         assert_eq!(text.matches("must start with '/'").count(), 1, "{text}");
         assert!(text.starts_with("reading x: invalid path \"x\""), "{text}");
     }
 
-    #[test]
-    fn library_errors_map_to_their_codes() {
-        let path = ConnectionError::InvalidPath {
-            path: "x".into(),
-            source: zkr_connection::path::PathError::NotAbsolute,
-        };
-        assert_eq!(classify(&ConfigError::Connection(path).into()), Exit::Usage);
-        let timeout = ConnectionError::ConnectTimeout {
-            connect_string: "127.0.0.1:1".into(),
-            timeout: std::time::Duration::from_secs(1),
-            last_error: None,
-        };
+    #[tokio::test]
+    async fn library_errors_map_to_their_codes() {
+        assert_eq!(classify(&ConfigError::Connection(invalid_path()).into()), Exit::Usage);
+        let zk = zkr_connection::ZkClient::builder("127.0.0.1:1").build().unwrap();
+        let timeout = zk.wait_connected(std::time::Duration::from_millis(50)).await.unwrap_err();
+        zk.close().await;
         assert_eq!(classify(&anyhow::Error::new(LockError::Connection(timeout))), Exit::Unreachable);
         let conflict = ConfigError::VersionConflict { path: "/x".into(), expected: 1 };
         assert_eq!(classify(&anyhow::Error::new(conflict).context("setting")), Exit::Conflict);
