@@ -130,7 +130,7 @@ fn connection_class(error: &ConnectionError) -> Exit {
 fn lock_class(error: &LockError) -> Option<Exit> {
     match error {
         LockError::Connection(e) => Some(connection_class(e)),
-        LockError::InvalidLockPath { .. } => Some(Exit::Usage),
+        LockError::InvalidLockPath { .. } | LockError::InvalidArgument(_) => Some(Exit::Usage),
         LockError::Lost { .. } => Some(Exit::Lost),
         _ => None,
     }

@@ -265,6 +265,21 @@ fn validate(config: &Config) -> Result<()> {
     Ok(())
 }
 
+/// Splits a connect string into its hosts and its chroot (`""` when there is none): the chroot
+/// starts at the first '/' that is not part of a "scheme://".
+pub(crate) fn split_chroot(connect_string: &str) -> (&str, &str) {
+    let mut search_from = 0;
+    while let Some(i) = connect_string[search_from..].find('/') {
+        let at = search_from + i;
+        if connect_string[at..].starts_with("//") && connect_string[..at].ends_with(':') {
+            search_from = at + 2;
+            continue;
+        }
+        return connect_string.split_at(at);
+    }
+    (connect_string, "")
+}
+
 /// Checks `host:port[,host:port...][/chroot]`, with optional `tcp://` or `tcp+tls://` per host.
 pub(crate) fn validate_connect_string(connect_string: &str) -> Result<()> {
     let invalid =
@@ -273,19 +288,7 @@ pub(crate) fn validate_connect_string(connect_string: &str) -> Result<()> {
     if trimmed.is_empty() {
         return Err(invalid("it is empty".into()));
     }
-    // The chroot starts at the first '/' that is not part of a "scheme://".
-    let mut hosts_end = trimmed.len();
-    let mut search_from = 0;
-    while let Some(i) = trimmed[search_from..].find('/') {
-        let at = search_from + i;
-        if trimmed[at..].starts_with("//") && trimmed[..at].ends_with(':') {
-            search_from = at + 2;
-            continue;
-        }
-        hosts_end = at;
-        break;
-    }
-    let (hosts, chroot) = trimmed.split_at(hosts_end);
+    let (hosts, chroot) = split_chroot(trimmed);
     if !chroot.is_empty() {
         path::check_path(chroot).map_err(|e| invalid(format!("chroot {chroot:?}: {e}")))?;
     }

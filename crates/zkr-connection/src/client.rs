@@ -72,6 +72,8 @@ pub(crate) struct Shared {
     state: watch::Sender<Option<ConnectionState>>,
     listeners: Mutex<Vec<mpsc::UnboundedSender<ConnectionState>>>,
     last_error: Mutex<Option<zookeeper_client::Error>>,
+    /// Why the last connection attempt failed, as a connect of our own saw it.
+    last_cause: Mutex<Option<String>>,
     generation: AtomicU64,
     error_epoch: watch::Sender<u64>,
     pub(crate) cancel: CancellationToken,
@@ -144,6 +146,7 @@ impl ZkClient {
             state: watch::channel(None).0,
             listeners: Mutex::new(Vec::new()),
             last_error: Mutex::new(None),
+            last_cause: Mutex::new(None),
             generation: AtomicU64::new(0),
             error_epoch: watch::channel(0).0,
             cancel: cancel.clone(),
@@ -164,7 +167,7 @@ impl ZkClient {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn session(&self) -> Result<Session> {
-        self.session_until(Instant::now() + self.shared.config.connection_timeout).await
+        self.session_for(None).await
     }
 
     /// The current session if there is one, without waiting.
@@ -172,7 +175,18 @@ impl ZkClient {
         self.shared.session.borrow().clone()
     }
 
-    pub(crate) async fn session_until(&self, deadline: Instant) -> Result<Session> {
+    /// The session for an operation with an optional overall deadline (when it falls, and the
+    /// duration the caller gave): waits at most the connection timeout, or to the deadline if
+    /// that comes first, and the error names whichever bound it hit.
+    pub(crate) async fn session_for(&self, deadline: Option<(Instant, Duration)>) -> Result<Session> {
+        let timeout = self.shared.config.connection_timeout;
+        match deadline {
+            Some((at, total)) if at < Instant::now() + timeout => self.session_until(at, total).await,
+            _ => self.session_until(Instant::now() + timeout, timeout).await,
+        }
+    }
+
+    async fn session_until(&self, deadline: Instant, bound: Duration) -> Result<Session> {
         let mut rx = self.shared.session.subscribe();
         let wait = async {
             loop {
@@ -188,11 +202,7 @@ impl ZkClient {
             biased;
             r = wait => r,
             _ = self.shared.cancel.cancelled() => Err(Error::Closed),
-            _ = tokio::time::sleep_until(deadline) => Err(Error::ConnectTimeout {
-                connect_string: self.shared.config.connect_string.clone(),
-                timeout: self.shared.config.connection_timeout,
-                last_error: self.shared.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
-            }),
+            _ = tokio::time::sleep_until(deadline) => Err(self.shared.connect_timeout(bound)),
         }
     }
 
@@ -221,11 +231,7 @@ impl ZkClient {
             biased;
             r = wait => r.map(|_| ()).map_err(|_| Error::Closed),
             _ = self.shared.cancel.cancelled() => Err(Error::Closed),
-            _ = tokio::time::sleep(timeout) => Err(Error::ConnectTimeout {
-                connect_string: self.shared.config.connect_string.clone(),
-                timeout,
-                last_error: self.shared.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
-            }),
+            _ = tokio::time::sleep(timeout) => Err(self.shared.connect_timeout(timeout)),
         }
     }
 
@@ -332,6 +338,32 @@ impl ZkClient {
         self.shared.config.error_policy.is_error_state(state)
     }
 
+    /// Checks a path a recipe is given: ZooKeeper's rules, and not in the server's reserved
+    /// `/zookeeper` tree (which a namespace or a chroot moves away from it).
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`], with [`PathError::Reserved`](crate::path::PathError::Reserved)
+    /// for the reserved tree.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f() -> zkr_connection::Result<()> {
+    /// let zk = zkr_connection::ZkClient::connect("127.0.0.1:2181").await?;
+    /// assert!(zk.validate_recipe_path("/locks/orders").is_ok());
+    /// assert!(zk.validate_recipe_path("/zookeeper/quota").is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn validate_recipe_path(&self, path: &str) -> Result<()> {
+        path::validate_path(path)?;
+        let chroot = crate::builder::split_chroot(self.connect_string().trim()).1;
+        let rooted = self.namespace().is_some() || !matches!(chroot, "" | "/");
+        if !rooted && path::is_reserved(path) {
+            return Err(Error::InvalidPath { path: path.to_owned(), source: path::PathError::Reserved });
+        }
+        Ok(())
+    }
+
     /// The ACL for a node created at `path`.
     pub fn acl_for_path(&self, path: &str) -> Vec<Acl> {
         self.shared.config.acl_provider.acl_for_path(path)
@@ -346,9 +378,10 @@ impl ZkClient {
     }
 
     /// Stops the manager and closes the session. Every handle sees [`Error::Closed`] afterwards.
-    /// It waits (at most 2 s) until the session is closed on the server, which happens once the
-    /// last `Session` handle in the process is dropped, so ephemeral nodes are gone when it
-    /// returns.
+    /// It waits (at most 2 s) until the session is closed on the server, so ephemeral nodes are
+    /// gone when it returns, even while lock guards, leases, latches or watchers still hold
+    /// `Session` handles (those report the loss). When the server cannot be reached it
+    /// returns at once: the session ends there at its timeout.
     ///
     /// # Cancel safety
     /// Cancel safe: the manager is stopped at the first poll; only the wait for the supervisor
@@ -392,6 +425,16 @@ impl Shared {
         listeners.retain(|tx| tx.send(state).is_ok());
     }
 
+    /// The error for a wait of `timeout` for a session that did not come.
+    fn connect_timeout(&self, timeout: Duration) -> Error {
+        Error::ConnectTimeout {
+            connect_string: self.config.connect_string.clone(),
+            timeout,
+            last_error: self.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            cause: self.last_cause.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+        }
+    }
+
     fn current(&self) -> Option<ConnectionState> {
         *self.state.borrow()
     }
@@ -412,8 +455,12 @@ impl Shared {
         connector
     }
 
-    async fn connect_once(&self) -> std::result::Result<Client, zookeeper_client::Error> {
-        let connector = self.connector();
+    /// Connects `connector` to the ensemble (over TLS when configured), within the connection
+    /// timeout.
+    async fn dial(
+        &self,
+        connector: zookeeper_client::Connector,
+    ) -> std::result::Result<Client, zookeeper_client::Error> {
         let cs = &self.config.connect_string;
         #[cfg(feature = "tls")]
         let connecting = async {
@@ -425,10 +472,14 @@ impl Shared {
         };
         #[cfg(not(feature = "tls"))]
         let connecting = connector.connect(cs);
-        let client = match tokio::time::timeout(self.config.connection_timeout, connecting).await {
-            Ok(result) => result?,
-            Err(_) => return Err(zookeeper_client::Error::Timeout),
-        };
+        match tokio::time::timeout(self.config.connection_timeout, connecting).await {
+            Ok(result) => result,
+            Err(_) => Err(zookeeper_client::Error::Timeout),
+        }
+    }
+
+    async fn connect_once(&self) -> std::result::Result<Client, zookeeper_client::Error> {
+        let client = self.dial(self.connector()).await?;
         match &self.config.namespace {
             None => Ok(client),
             Some(ns) => {
@@ -460,10 +511,21 @@ impl Shared {
             match self.connect_once().await {
                 Ok(client) => {
                     *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                    *self.last_cause.lock().unwrap_or_else(|p| p.into_inner()) = None;
                     return client;
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "connection attempt failed");
+                    let cause = match e {
+                        zookeeper_client::Error::NoHosts
+                        | zookeeper_client::Error::ConnectionLoss
+                        | zookeeper_client::Error::Timeout => {
+                            let probe = self.config.connection_timeout.min(Duration::from_secs(1));
+                            crate::reach::diagnose(&self.config.connect_string, probe).await
+                        }
+                        _ => None,
+                    };
+                    *self.last_cause.lock().unwrap_or_else(|p| p.into_inner()) = cause;
                     *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(2));
@@ -512,18 +574,52 @@ async fn supervise(shared: Arc<Shared>) {
         });
         let end = monitor(&shared, &client, &mut watcher).await;
         shared.session.send_replace(None);
-        drop(client);
         if let SessionEnd::Closed = end {
-            // The session closes on the server (and its ephemeral nodes go) once the last
-            // handle is dropped; give handles that are finishing a request a moment, so that a
-            // process exiting right after `close()` leaves nothing behind.
-            let closed = async { while !watcher.changed().await.is_terminated() {} };
-            let _ = tokio::time::timeout(Duration::from_secs(2), closed).await;
+            close_on_server(&shared, client, watcher).await;
             break;
         }
+        drop(client);
         tracing::info!(generation, "rebuilding the session");
     }
     shared.session.send_replace(None);
+}
+
+/// Ends a closed manager's session on the server, so its ephemeral nodes are gone when
+/// `close()` returns, even while recipes still hold handles to it (a guard, a lease, a
+/// watcher): dropping our handle closes the session only if it was the last one, so when it
+/// does not end soon, a second connection attaches to the session and closes it from there.
+/// The handles left then see the session end. A server that cannot be reached is not waited
+/// for: the session ends there at its timeout.
+async fn close_on_server(shared: &Shared, client: Client, mut watcher: zookeeper_client::StateWatcher) {
+    let session = client.session().clone();
+    if !shared.current().is_some_and(ConnectionState::is_connected) || session.is_readonly() {
+        return;
+    }
+    drop(client);
+    let closing = async {
+        if watcher.peek_state().is_terminated() {
+            return;
+        }
+        let ended = async { while !watcher.changed().await.is_terminated() {} };
+        if tokio::time::timeout(Duration::from_millis(100), ended).await.is_ok() {
+            return;
+        }
+        // The handles' own connection takes the session back when it reconnects first: try
+        // again until ours is the one that closes it.
+        loop {
+            if watcher.peek_state().is_terminated() {
+                return;
+            }
+            if let Ok(closer) = shared.dial(shared.connector().with_session(session.clone())).await {
+                let mut closed = closer.state_watcher();
+                drop(closer);
+                while !closed.changed().await.is_terminated() {}
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(2), closing).await;
 }
 
 async fn monitor(

@@ -15,7 +15,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// A path is not a valid ZooKeeper path.
-    #[error("invalid path {path:?}: {source}")]
+    #[error("invalid path {path:?}")]
     InvalidPath {
         /// The offending path.
         path: String,
@@ -49,15 +49,24 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
-    /// No session could be established within the connection timeout.
-    #[error("could not connect to {connect_string} within {timeout:?}{}", last_error.as_ref().map(|e| format!(" (last error: {e})")).unwrap_or_default())]
+    /// No session could be had in time: within the connection timeout, or within the
+    /// deadline the caller gave (whichever was sooner; `timeout` names it).
+    #[error("could not connect to {connect_string} within {:?}{}", to_millis(*timeout), match (cause, last_error) {
+        (Some(cause), _) => format!(": {cause}"),
+        (None, Some(e)) => format!(" (last error: {e})"),
+        (None, None) => String::new(),
+    })]
     ConnectTimeout {
         /// The connect string.
         connect_string: String,
-        /// How long we waited.
+        /// How long we waited: the connection timeout, or the caller's deadline.
         timeout: Duration,
         /// The last error from a connection attempt, if any.
         last_error: Option<zookeeper_client::Error>,
+        /// Why the hosts could not be reached, host by host, when a connect of our own could
+        /// tell (`127.0.0.1:2181: connection refused`, unreachable, timed out, a name that
+        /// does not resolve).
+        cause: Option<String>,
     },
     /// No TLS session could be established, and a handshake of our own says why: the server's
     /// certificate is not signed by a trusted CA, does not name the host, or the peer does not
@@ -77,7 +86,7 @@ pub enum Error {
         session: i64,
     },
     /// The retry policy gave up.
-    #[error("gave up after {attempts} attempts in {elapsed:?}: {last}")]
+    #[error("gave up after {attempts} attempts in {elapsed:?}")]
     RetriesExhausted {
         /// How many attempts were made.
         attempts: u32,
@@ -151,6 +160,12 @@ impl Error {
     }
 }
 
+/// A duration rounded to whole milliseconds, for messages: a deadline computed as "what is
+/// left of 2 s" prints as `2s`, not `1.999969826s`.
+fn to_millis(duration: Duration) -> Duration {
+    Duration::from_millis((duration.as_secs_f64() * 1000.0).round() as u64)
+}
+
 /// The errors Curator's retry loop retries on the same session: connection loss, operation
 /// timeout, session moved; plus throttling, which ZooKeeper 3.7+ answers under load. `NoNode`,
 /// `NodeExists`, `BadVersion`, `NoAuth` and the rest are answers, not faults, and are never
@@ -202,6 +217,25 @@ mod tests {
         }
         for e in [E::NoNode, E::NodeExists, E::BadVersion, E::NoAuth, E::NotEmpty, E::SessionExpired] {
             assert!(!is_retryable(&e), "{e}");
+        }
+    }
+
+    /// Every cause is printed once: a message never repeats its source, so a report that walks
+    /// the chain (`anyhow`'s `{:#}`) says each thing once.
+    #[test]
+    fn no_error_repeats_its_source() {
+        use std::error::Error as _;
+        let errors = [
+            Error::InvalidPath { path: "x".into(), source: crate::path::PathError::NotAbsolute },
+            Error::RetriesExhausted {
+                attempts: 3,
+                elapsed: Duration::from_millis(5),
+                last: zookeeper_client::Error::ConnectionLoss,
+            },
+        ];
+        for error in errors {
+            let source = error.source().expect("a source").to_string();
+            assert!(!error.to_string().contains(&source), "{error} repeats {source}");
         }
     }
 }

@@ -33,6 +33,7 @@ mod error;
 mod ops;
 pub mod path;
 pub mod protected;
+mod reach;
 pub mod retry;
 mod retry_loop;
 mod state;

@@ -179,7 +179,12 @@ impl ZkClient {
                 Err(Error::Closed) => return false,
                 Err(_) => continue,
             };
-            match session.client().delete(path, None).await {
+            // A session the manager gave up never answers: stop waiting on it then.
+            let deleted = tokio::select! {
+                deleted = session.client().delete(path, None) => deleted,
+                () = self.session_replaced(session.generation()) => continue,
+            };
+            match deleted {
                 Ok(()) | Err(zookeeper_client::Error::NoNode) => {
                     tracing::debug!(path, "guaranteed delete done");
                     return true;

@@ -43,6 +43,10 @@ pub enum PathError {
     /// A node name (one segment) contains `/` or is otherwise unusable.
     #[error("invalid node name")]
     InvalidName,
+    /// A path in ZooKeeper's own `/zookeeper` tree (quotas, the ensemble config), which no
+    /// recipe may use.
+    #[error("the /zookeeper tree is reserved for ZooKeeper itself")]
+    Reserved,
 }
 
 fn is_invalid_char(c: char) -> bool {
@@ -109,6 +113,19 @@ pub fn validate_node_path(path: &str) -> Result<()> {
         return Err(Error::InvalidPath { path: path.to_string(), source: PathError::Root });
     }
     Ok(())
+}
+
+/// Is `path` in ZooKeeper's reserved tree (`/zookeeper` or below), as the server sees it?
+///
+/// # Examples
+///
+/// ```
+/// use zkr_connection::path::is_reserved;
+/// assert!(is_reserved("/zookeeper") && is_reserved("/zookeeper/quota/x"));
+/// assert!(!is_reserved("/zookeepers") && !is_reserved("/app/zookeeper"));
+/// ```
+pub fn is_reserved(path: &str) -> bool {
+    path.strip_prefix("/zookeeper").is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// Checks a single node name (one path segment).

@@ -152,6 +152,36 @@ pub(crate) fn listing_precedes(parent: &Stat, sequence: i64) -> bool {
     changes_plus_children % 2 == 0 && changes_plus_children / 2 == (sequence as u32) & 0x7fff_ffff
 }
 
+/// Does a listing of `parent` taken just before a sequential create hold every sibling older
+/// than the node created, which got `sequence`? `listed` is the parent's `Stat` from the
+/// listing, `after` the parent's `Stat` read right after the create.
+///
+/// Two things must hold: no child was created between the listing and the create
+/// (the sequence is the listing's count of creates), and the parent is the same node, not a
+/// new one of the same name. A lock directory is a container, which ZooKeeper deletes once it is
+/// empty; a recreated one counts its sequence from 0 again, so without the second check a
+/// foreign node in the new directory could hide behind a sequence that happens to match
+/// (issue 16, item 11). The parent's creation zxid tells the two incarnations apart.
+///
+/// # Examples
+///
+/// ```
+/// use zkr_connection::protected::listing_is_complete;
+/// use zookeeper_client::Stat;
+///
+/// let directory = |czxid, cversion| Stat {
+///     czxid, mzxid: czxid, pzxid: czxid, ctime: 0, mtime: 0, version: 0, cversion,
+///     aversion: 0, ephemeral_owner: 0, data_length: 0, num_children: 0,
+/// };
+/// // One child created and deleted (cversion 2): the next create gets sequence 1.
+/// assert!(listing_is_complete(&directory(7, 2), 1, &directory(7, 3)));
+/// // The directory was deleted and made again in between: the listing proves nothing.
+/// assert!(!listing_is_complete(&directory(7, 2), 1, &directory(9, 3)));
+/// ```
+pub fn listing_is_complete(listed: &Stat, sequence: i64, after: &Stat) -> bool {
+    listed.czxid == after.czxid && listing_precedes(listed, sequence)
+}
+
 fn is_sequential(mode: CreateMode) -> bool {
     matches!(mode, CreateMode::EphemeralSequential | CreateMode::PersistentSequential)
 }
@@ -328,14 +358,20 @@ impl ZkClient {
         let mut retries = 0u32;
         let mut attempted = false;
         loop {
-            let session_deadline = Instant::now() + self.connection_timeout();
-            let session_deadline = deadline.map_or(session_deadline, |d| d.min(session_deadline));
-            let session = self.session_until(session_deadline).await?;
+            let session = self.session_for(deadline.zip(options.deadline)).await?;
             let client = session.client();
             let look_first = attempted;
             attempted = true;
             let step = async {
                 if look_first {
+                    // After a lost reply the create may have landed on a server this
+                    // connection has left: a lagging follower's listing would miss it, and a
+                    // second node would queue behind our own orphan (Curator has the same
+                    // hole). The sync brings our server up to date first.
+                    match client.sync(parent).await {
+                        Ok(()) | Err(zookeeper_client::Error::NoNode) => {}
+                        Err(e) => return Err(e),
+                    }
                     if let Some((found, stat)) = find(client, parent, &prefix).await? {
                         if is_ephemeral(mode) && stat.ephemeral_owner != session.id() {
                             // CURATOR-498: a node of a session that has ended (seen through a
@@ -355,6 +391,8 @@ impl ZkClient {
                 let before = list_first.then(|| client.get_children(parent));
                 let create = client.create(&node_path, data, &create_options);
                 let after = (list_siblings && !list_first).then(|| client.list_children(parent));
+                // The parent as it is after the create: the same directory the listing saw?
+                let incarnation = list_first.then(|| client.check_stat(parent));
                 let created = create.await;
                 let before = match before {
                     Some(listing) => listing.await.ok(),
@@ -380,9 +418,13 @@ impl ZkClient {
                 };
                 let sequence = is_sequential(mode).then(|| seq.into_i64());
                 let name = node_name(&node_prefix, mode, seq);
-                let siblings = match (before, sequence) {
-                    (Some((mut children, parent_stat)), Some(sequence))
-                        if listing_precedes(&parent_stat, sequence) =>
+                let incarnation = match incarnation {
+                    Some(stat) => stat.await.ok().flatten(),
+                    None => None,
+                };
+                let siblings = match (before, sequence, incarnation) {
+                    (Some((mut children, listed)), Some(sequence), Some(after))
+                        if listing_is_complete(&listed, sequence, &after) =>
                     {
                         children.push(name.clone());
                         Some(children)
@@ -506,6 +548,19 @@ impl ZkClient {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_listing_of_another_incarnation_of_the_directory_proves_nothing() {
+        // The interleaving of issue 16 item 11: the directory had one child created and
+        // deleted (the proof expects sequence 1); it is deleted and recreated, a foreign node
+        // takes sequence 0 there, and ours gets 1.
+        let listed = Stat { czxid: 10, ..Parent { creates: 1, children: 0 }.stat() };
+        let recreated = Stat { czxid: 20, ..Parent { creates: 2, children: 2 }.stat() };
+        assert!(listing_precedes(&listed, 1), "the sequence alone is fooled");
+        assert!(!listing_is_complete(&listed, 1, &recreated));
+        let same = Stat { czxid: 10, ..Parent { creates: 2, children: 1 }.stat() };
+        assert!(listing_is_complete(&listed, 1, &same));
+    }
 
     #[test]
     fn prefix_is_curators() {

@@ -66,7 +66,8 @@ impl ZkClient {
     ///
     /// # Errors
     /// [`Error::Zk`] for an answer that is not retried, [`Error::RetriesExhausted`],
-    /// [`Error::SessionExpired`], [`Error::DeadlineExceeded`], [`Error::ConnectTimeout`] or
+    /// [`Error::SessionExpired`], [`Error::DeadlineExceeded`], [`Error::ConnectTimeout`] (which
+    /// names the deadline when that passed while waiting for a connection) or
     /// [`Error::Closed`].
     ///
     /// # Cancel safety
@@ -117,13 +118,7 @@ impl ZkClient {
                 Some(d) => d.min(Instant::now() + self.connection_timeout()),
                 None => Instant::now() + self.connection_timeout(),
             };
-            let session = match self.session_until(session_deadline).await {
-                Ok(s) => s,
-                Err(Error::ConnectTimeout { .. }) if deadline.is_some_and(|d| Instant::now() >= d) => {
-                    return Err(deadline_error(last_error));
-                }
-                Err(e) => return Err(e),
-            };
+            let session = self.session_for(deadline.zip(options.deadline)).await?;
             match &first_session {
                 Some(first) if first.generation() != session.generation() && !options.across_sessions => {
                     return Err(Error::SessionExpired { session: first.id() });

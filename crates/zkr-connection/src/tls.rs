@@ -10,17 +10,10 @@ use std::time::Duration;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, ServerName};
 
-/// The hosts of a connect string, without chroot or scheme prefixes.
-fn hosts(connect_string: &str) -> Vec<String> {
-    let plain = connect_string.replace("tcp+tls://", "").replace("tcp://", "");
-    let hosts = plain.split('/').next().unwrap_or_default();
-    hosts.split(',').map(|h| h.trim().to_owned()).filter(|h| !h.is_empty()).collect()
-}
-
 /// Handshakes with every host of `connect_string`, trusting `ca_pem`; the first failure, as
 /// `host: reason`, or `None` when every handshake works (the problem is elsewhere).
 pub(crate) async fn diagnose(connect_string: &str, ca_pem: &str, timeout: Duration) -> Option<String> {
-    let hosts = hosts(connect_string);
+    let hosts = crate::reach::hosts(connect_string);
     let ca_pem = ca_pem.to_owned();
     tokio::task::spawn_blocking(move || {
         hosts.iter().find_map(|host| handshake(host, &ca_pem, timeout).err().map(|e| format!("{host}: {e}")))
@@ -59,15 +52,4 @@ fn handshake(host: &str, ca_pem: &str, timeout: Duration) -> Result<(), String> 
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hosts_drop_chroot_and_schemes() {
-        assert_eq!(hosts("tcp+tls://a:1, b:2/chroot"), vec!["a:1", "b:2"]);
-        assert_eq!(hosts("[::1]:2181"), vec!["[::1]:2181"]);
-    }
 }

@@ -26,7 +26,7 @@ pub enum Error {
         detail: String,
     },
     /// An I/O operation failed (writing configuration, spawning the JVM, binding a port).
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Io {
         /// What we were doing.
         context: String,
@@ -69,7 +69,7 @@ pub enum Error {
     #[error("ZooKeeper server {0} is not running")]
     NotRunning(u32),
     /// Sending a signal to a server's process group failed.
-    #[error("sending {signal} to ZooKeeper server {server} failed: {source}")]
+    #[error("sending {signal} to ZooKeeper server {server} failed")]
     Signal {
         /// The server id (1-based).
         server: u32,

@@ -45,7 +45,7 @@ pub enum ConfigError {
     },
     /// ZooKeeper could not be reached at start and there is no last-known-good file to start
     /// from.
-    #[error("ZooKeeper is unreachable and there is no last-known-good copy of {path}: {source}")]
+    #[error("ZooKeeper is unreachable and there is no last-known-good copy of {path}")]
     Unavailable {
         /// The watched path.
         path: String,

@@ -324,6 +324,7 @@ impl<T: Send + Sync + 'static, S> ConfigWatcherBuilder<T, S> {
             Scope::Node => path::validate_node_path(&self.path)?,
             Scope::Tree => path::validate_path(&self.path)?,
         }
+        self.zk.validate_recipe_path(&self.path)?;
         let (snapshot_tx, snapshots) =
             watch::channel(Arc::new(ConfigSnapshot { entries: BTreeMap::new(), stale: true }));
         let (events, _) = broadcast::channel(self.capacity);

@@ -49,6 +49,7 @@ impl<T: Send + Sync + 'static> ConfigPublisher<T> {
 
     fn encode(&self, path: &str, value: &T) -> Result<Vec<u8>, ConfigError> {
         path::validate_node_path(path)?;
+        self.zk.validate_recipe_path(path)?;
         let data = self
             .codec
             .encode(value)
@@ -66,6 +67,7 @@ impl<T: Send + Sync + 'static> ConfigPublisher<T> {
     /// Cancel safe: a read.
     pub async fn get(&self, path: &str) -> Result<Option<Versioned<T>>, ConfigError> {
         path::validate_node_path(path)?;
+        self.zk.validate_recipe_path(path)?;
         let found = self
             .zk
             .retry(|s| async move {
@@ -154,6 +156,7 @@ impl<T: Send + Sync + 'static> ConfigPublisher<T> {
     /// Cancel safe.
     pub async fn delete(&self, path: &str, version: Option<i32>) -> Result<bool, ConfigError> {
         path::validate_node_path(path)?;
+        self.zk.validate_recipe_path(path)?;
         match self.zk.retry(|s| async move { s.client().delete(path, version).await }).await {
             Ok(()) => Ok(true),
             Err(e) if e.is_no_node() => Ok(false),

@@ -241,6 +241,7 @@ impl SegmentIdGeneratorBuilder {
     /// step, `min > max`, or a first ID of 0 or over `i64::MAX`.
     pub fn build(self) -> Result<SegmentIdGenerator, IdError> {
         path::validate_node_path(&self.path)?;
+        self.zk.validate_recipe_path(&self.path)?;
         self.policy.validate()?;
         if self.first_id == 0 || self.first_id > i64::MAX as u64 {
             return Err(IdError::InvalidArgument(format!(

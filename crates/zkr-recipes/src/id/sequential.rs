@@ -157,6 +157,7 @@ impl SequentialIdGenerator {
     /// ```
     pub fn with_epoch_capacity(zk: &ZkClient, path: &str, capacity: u32) -> Result<Self, IdError> {
         path::validate_node_path(path)?;
+        zk.validate_recipe_path(path)?;
         if capacity == 0 || capacity > DEFAULT_EPOCH_CAPACITY {
             return Err(IdError::InvalidArgument(format!(
                 "epoch capacity must be in 1..={DEFAULT_EPOCH_CAPACITY}, not {capacity}"

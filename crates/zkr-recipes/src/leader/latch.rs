@@ -92,8 +92,7 @@ struct Owner(Arc<Inner>);
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        self.0.state.send_replace(LatchState::Closed);
-        self.0.closing.notify_one();
+        self.0.close();
     }
 }
 
@@ -106,14 +105,28 @@ struct Inner {
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
+impl Inner {
+    /// Marks the latch closed (announced once) and wakes the participation task.
+    fn close(&self) {
+        self.state.send_if_modified(|state| {
+            let changed = *state != LatchState::Closed;
+            *state = LatchState::Closed;
+            changed
+        });
+        self.closing.notify_one();
+    }
+}
+
 impl LeaderLatch {
     /// A latch for the election at `path`, joining as `id` (stored in our node, shown by
     /// [`participants`](Self::participants)). Nothing happens until [`start`](Self::start).
     ///
     /// # Errors
-    /// [`LockError::InvalidLockPath`] or [`LockError::Connection`] for an invalid path, or an
-    /// id over ZooKeeper's data limit.
+    /// [`LockError::InvalidLockPath`] or [`LockError::Connection`] for an invalid path (or one
+    /// in the reserved `/zookeeper` tree) or an id over ZooKeeper's data limit;
+    /// [`LockError::InvalidArgument`] for an empty id.
     pub fn new(zk: &ZkClient, path: &str, id: &str) -> Result<Self, LockError> {
+        check_participant_id(id)?;
         let internals = LockInternals::new(zk, path, LATCH_NAME, StandardLockInternalsDriver, 1)?
             .with_node_data(id.as_bytes().to_vec())?;
         let inner = Arc::new(Inner {
@@ -243,8 +256,7 @@ impl LeaderLatch {
     /// # Cancel safety
     /// Cancel safe: the participation task finishes leaving on its own.
     pub async fn close(&self) {
-        self.inner.state.send_replace(LatchState::Closed);
-        self.inner.closing.notify_one();
+        self.inner.close();
         let task = self.inner.task.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(task) = task {
             let _ = task.await;
@@ -270,7 +282,7 @@ async fn participate(inner: Arc<Inner>) {
             Ok(None) => continue,
             Err(LockError::Connection(zkr_connection::Error::Closed)) => {
                 // The connection manager was closed: no session will come back.
-                inner.state.send_replace(LatchState::Closed);
+                inner.close();
                 return;
             }
             Err(e) => {
@@ -320,6 +332,15 @@ async fn lead(inner: &Inner, node: &LockNode) {
         }
         () = inner.closing.notified() => {}
     }
+}
+
+/// Refuses an empty participant id: such participants cannot be told apart in
+/// [`LeaderLatch::participants`] or Curator's `getParticipants` (Curator's default id is `""`).
+pub(crate) fn check_participant_id(id: &str) -> Result<(), LockError> {
+    if id.is_empty() {
+        return Err(LockError::InvalidArgument("a participant id must not be empty".into()));
+    }
+    Ok(())
 }
 
 /// The participants behind `nodes` (in queue order): each node's data is its id. A node that

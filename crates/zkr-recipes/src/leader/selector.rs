@@ -79,13 +79,15 @@ impl LeaderSelector {
     /// [`start`](Self::start).
     ///
     /// # Errors
-    /// [`LockError::InvalidLockPath`] or [`LockError::Connection`] for an invalid path or an id
-    /// over the data limit.
+    /// [`LockError::InvalidLockPath`] or [`LockError::Connection`] for an invalid path (or one
+    /// in the reserved `/zookeeper` tree) or an id over the data limit;
+    /// [`LockError::InvalidArgument`] for an empty id.
     pub fn new<F, Fut>(zk: &ZkClient, path: &str, id: &str, work: F) -> Result<Self, LockError>
     where
         F: Fn(Leadership) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
+        super::latch::check_participant_id(id)?;
         let internals = LockInternals::new(zk, path, LOCK_NAME, StandardLockInternalsDriver, 1)?
             .with_node_data(id.as_bytes().to_vec())?;
         let work: Work = Arc::new(move |term| Box::pin(work(term)));

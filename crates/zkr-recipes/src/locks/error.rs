@@ -58,6 +58,9 @@ pub enum LockError {
         /// What is wrong.
         reason: &'static str,
     },
+    /// An argument cannot be used (an empty participant id).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
     /// The lock path cannot be used (for example `/`).
     #[error("invalid lock path {path:?}: {reason}")]
     InvalidLockPath {

@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::future::{BoxFuture, FutureExt, Shared};
 use tokio::time::Instant;
 use zkr_connection::protected::ProtectedCreate;
 use zkr_connection::{is_retryable, is_session_error, path, RetryOptions, Session, ZkClient};
@@ -13,6 +12,7 @@ use zookeeper_client::{EventType, Stat};
 
 use super::driver::LockInternalsDriver;
 use super::error::{LockError, LostReason};
+use super::lister::Lister;
 use super::view::{ChildrenView, Turn, MAX_QUEUE};
 
 /// How long [`LockInternals::attempt_lock`] may wait for the lock.
@@ -85,11 +85,20 @@ impl LockNode {
         if let Some(reason) = self.lost_reason(zk) {
             return reason;
         }
+        tokio::select! {
+            reason = self.lost_locally(zk) => reason,
+            reason = node_gone(zk, &self.session, &self.path) => reason,
+        }
+    }
+
+    /// Completes when the lock is lost as this process can tell without asking ZooKeeper: the
+    /// connection enters an error state, or the manager gives up or replaces the session.
+    async fn lost_locally(&self, zk: &ZkClient) -> LostReason {
         let mut epochs = zk.error_epoch_watch();
         let epoch = self.error_epoch;
         tokio::select! {
             _ = epochs.wait_for(|e| *e != epoch) => LostReason::ConnectionState,
-            reason = node_gone(zk, &self.session, &self.path) => reason,
+            () = zk.session_replaced(self.session.generation()) => LostReason::SessionEnded,
         }
     }
 }
@@ -126,76 +135,6 @@ pub(crate) async fn node_gone(zk: &ZkClient, session: &Session, path: &str) -> L
     tokio::select! {
         () = ended => LostReason::SessionEnded,
         reason = deleted => reason,
-    }
-}
-
-type Listing = Shared<BoxFuture<'static, Result<Arc<Vec<String>>, zookeeper_client::Error>>>;
-
-/// One sorted children listing shared by every local waiter that needs one sent after a given
-/// moment: waiters that arrive together cost a handful of listings and one sort each, not one
-/// listing of the whole queue (and one sort of it) per waiter.
-#[derive(Default)]
-struct Lister {
-    state: Mutex<ListerState>,
-}
-
-#[derive(Default)]
-struct ListerState {
-    issued: u64,
-    latest: Option<(u64, u64, Listing)>,
-}
-
-impl std::fmt::Debug for Lister {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lister").finish_non_exhaustive()
-    }
-}
-
-impl Lister {
-    /// A mark: listings issued from now on have an id at least this. Take it before sending the
-    /// request whose effect a listing must show (requests of one session are applied in order).
-    fn mark(&self) -> u64 {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).issued + 1
-    }
-
-    /// The contenders under `base`, sorted by `sort`, from a listing issued at or after
-    /// `not_before` on `session`.
-    async fn list<F>(
-        &self,
-        session: &Session,
-        base: &str,
-        not_before: u64,
-        sort: F,
-    ) -> Result<Arc<Vec<String>>, zookeeper_client::Error>
-    where
-        F: FnOnce(Vec<String>) -> Vec<String> + Send + 'static,
-    {
-        let listing = {
-            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            match &state.latest {
-                Some((id, generation, listing))
-                    if *id >= not_before && *generation == session.generation() =>
-                {
-                    listing.clone()
-                }
-                _ => {
-                    state.issued += 1;
-                    let client = session.client().clone();
-                    let base = base.to_string();
-                    let listing = async move {
-                        client.list_children(&base).await.map(|children| Arc::new(sort(children)))
-                    }
-                    .boxed()
-                    .shared();
-                    // Poll once now, under the lock: the request is sent at its first poll, so
-                    // its id orders it after every mark taken so far.
-                    let _ = listing.clone().now_or_never();
-                    state.latest = Some((state.issued, session.generation(), listing.clone()));
-                    listing
-                }
-            }
-        };
-        listing.await
     }
 }
 
@@ -349,7 +288,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         driver: D,
         max_leases: usize,
     ) -> Result<Self, LockError> {
-        path::validate_path(base_path)?;
+        zk.validate_recipe_path(base_path)?;
         if base_path == "/" {
             return Err(LockError::InvalidLockPath {
                 path: base_path.to_string(),
@@ -676,8 +615,9 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         Ok(())
     }
 
-    /// Deletes a held node. A connection failure hands the delete to a background guaranteed
-    /// delete and still returns `Ok`; once the node's session has ended there is nothing to do.
+    /// Deletes a held node. When the lock is lost (before or during the delete) or the
+    /// connection fails, the delete goes to a background guaranteed delete and this returns
+    /// `Ok` at once; once the node's session has ended there is nothing to do.
     ///
     /// # Errors
     /// [`LockError::Connection`] for an answer that retrying cannot fix (`NoAuth`).
@@ -696,15 +636,32 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             }
             heads.push_back(node.name.clone());
         }
-        match node.session.client().delete(&node.path, None).await {
+        // After a loss nothing blocks: the delete goes on in the background while the session
+        // still allows it (a dead server would hold the delete until the retry policy gives up).
+        if node.lost_reason(&self.zk).is_some() {
+            self.delete_in_background(node);
+            return Ok(());
+        }
+        let deleted = tokio::select! {
+            deleted = node.session.client().delete(&node.path, None) => deleted,
+            _ = node.lost_locally(&self.zk) => {
+                self.delete_in_background(node);
+                return Ok(());
+            }
+        };
+        match deleted {
             Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
             Err(e) if is_retryable(&e) => {
-                let _ = self.zk.guaranteed_delete(node.path.clone(), Some(node.session.generation()));
+                self.delete_in_background(node);
                 Ok(())
             }
             Err(e) if is_session_error(&e) => Ok(()),
             Err(e) => Err(LockError::zk(e)),
         }
+    }
+
+    fn delete_in_background(&self, node: &LockNode) {
+        let _ = self.zk.guaranteed_delete(node.path.clone(), Some(node.session.generation()));
     }
 
     /// Was `name` released by this process while it held the lock (consumed by the asking

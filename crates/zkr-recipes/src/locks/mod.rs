@@ -14,6 +14,7 @@
 mod driver;
 mod error;
 mod internals;
+mod lister;
 mod multi;
 mod mutex;
 mod owner;

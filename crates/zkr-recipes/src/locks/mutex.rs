@@ -21,6 +21,9 @@ pub const LOCK_NAME: &str = "lock-";
 struct Hold {
     node: Option<Arc<LockNode>>,
     count: usize,
+    /// Acquires under way in this slot: it must stay in the map while one is (a guard released
+    /// on another task would otherwise retire the slot under a re-acquire).
+    acquiring: usize,
 }
 
 /// One owner's entry: a gate that serialises its acquisitions (so two futures of one task do
@@ -47,7 +50,10 @@ impl<D> Inner<D> {
     /// Removes `owner`'s entry if it is still `slot` and holds nothing (task ids are reused once
     /// a task is gone, so empty entries must not linger).
     fn retire(&self, owner: LockOwner, slot: &Arc<OwnerSlot>) {
-        self.holders.remove_if(&owner, |_, s| Arc::ptr_eq(s, slot) && s.hold().node.is_none());
+        self.holders.remove_if(&owner, |_, s| {
+            let hold = s.hold();
+            Arc::ptr_eq(s, slot) && hold.node.is_none() && hold.acquiring == 0
+        });
     }
 }
 
@@ -183,7 +189,7 @@ impl<D: LockInternalsDriver> InterProcessMutex<D> {
         loop {
             let slot = self.inner.holders.entry(owner).or_default().clone();
             // Retires the entry if we leave (error, timeout, cancellation) without a hold.
-            let retire = RetireOnExit { inner: &self.inner, owner, slot: &slot };
+            let mut retire = RetireOnExit { inner: &self.inner, owner, slot: &slot, acquiring: false };
             let _gate = match wait {
                 Wait::Until(deadline) => match tokio::time::timeout_at(deadline, slot.gate.lock()).await {
                     Ok(gate) => gate,
@@ -191,7 +197,14 @@ impl<D: LockInternalsDriver> InterProcessMutex<D> {
                 },
                 _ => slot.gate.lock().await,
             };
-            let current = self.inner.holders.get(&owner).is_some_and(|s| Arc::ptr_eq(&s, &slot));
+            // Checked and marked under the map's lock, so no retire slips in between.
+            let current = self.inner.holders.get(&owner).is_some_and(|s| {
+                Arc::ptr_eq(&s, &slot) && {
+                    slot.hold().acquiring += 1;
+                    true
+                }
+            });
+            retire.acquiring = current;
             if !current {
                 // The entry was retired while we waited for its gate: take a fresh one.
                 drop(retire);
@@ -202,7 +215,7 @@ impl<D: LockInternalsDriver> InterProcessMutex<D> {
                 if let Some(node) = hold.node.clone() {
                     hold.count += 1;
                     drop(hold);
-                    std::mem::forget(retire);
+                    drop(retire);
                     return Ok(Some(InterProcessMutexGuard::new(
                         self.inner.clone(),
                         owner,
@@ -219,7 +232,7 @@ impl<D: LockInternalsDriver> InterProcessMutex<D> {
                 hold.node = Some(node.clone());
                 hold.count = 1;
             }
-            std::mem::forget(retire);
+            drop(retire);
             return Ok(Some(InterProcessMutexGuard::new(self.inner.clone(), owner, slot.clone(), node)));
         }
     }
@@ -272,14 +285,20 @@ fn driver_lock_name<D: 'static>() -> &'static str {
     }
 }
 
+/// Ends an acquire's claim on its slot: unmarks it (when it was marked as acquiring) and
+/// retires it if it holds nothing then.
 struct RetireOnExit<'a, D> {
     inner: &'a Inner<D>,
     owner: LockOwner,
     slot: &'a Arc<OwnerSlot>,
+    acquiring: bool,
 }
 
 impl<D> Drop for RetireOnExit<'_, D> {
     fn drop(&mut self) {
+        if self.acquiring {
+            self.slot.hold().acquiring -= 1;
+        }
         self.inner.retire(self.owner, self.slot);
     }
 }
@@ -359,18 +378,27 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
     /// Commit it with `commit().await`; a lost lock makes it fail with
     /// `RuntimeInconsistent`.
     ///
+    /// It refuses once this guard knows the lock is lost ([`is_lost`](Self::is_lost)): the
+    /// session may still be alive and the node still there, but under the error policy the
+    /// lock counts as another's.
+    ///
     /// # Errors
-    /// [`LockError::Connection`] if `zookeeper-client` rejects the lock path (it does not for
-    /// a node it created).
+    /// [`LockError::Lost`] once the lock is known to be lost; [`LockError::Connection`] if
+    /// `zookeeper-client` rejects the lock path (it does not for a node it created).
     pub fn check_writer(&self) -> Result<CheckWriter<'_>, LockError> {
+        if let Some(reason) = self.node.lost_reason(self.inner.internals.zk()) {
+            return Err(LockError::Lost { path: self.inner.internals.base_path().to_string(), reason });
+        }
         self.node.session().client().new_check_writer(self.node.path(), None).map_err(LockError::zk)
     }
 
     /// Sets `path`'s data only while we hold the lock (a multi-op behind a check of our node).
     ///
     /// # Errors
-    /// [`LockError::Lost`] with [`LostReason::NodeDeleted`] when our node is gone; other
-    /// ZooKeeper errors as [`LockError::Connection`].
+    /// [`LockError::Lost`] when the guard already knows the lock is lost (the connection
+    /// entered an error state, the session ended or the manager was closed), or with
+    /// [`LostReason::NodeDeleted`] when our node is gone; other ZooKeeper errors as
+    /// [`LockError::Connection`].
     ///
     /// # Cancel safety
     /// The write is atomic; if the future is dropped it may or may not have been applied.
@@ -538,5 +566,31 @@ impl<D: LockInternalsDriver> Drop for InterProcessMutexGuard<D> {
         if let Some(node) = self.unhold() {
             spawn_release(self.inner.clone(), node);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 16 item 13, step by step: a guard released on another task clears the node and
+    /// retires the slot while the owner's new acquire is under way in it. The slot must stay
+    /// in the map, or the new hold lives where `is_owned_by_current_task` and reentrant
+    /// acquires cannot see it.
+    #[tokio::test]
+    async fn a_release_elsewhere_does_not_retire_a_slot_an_acquire_is_using() {
+        let zk = ZkClient::builder("127.0.0.1:1").build().unwrap();
+        let mutex = InterProcessMutex::new(&zk, "/t-slot").unwrap();
+        let owner = LockOwner::current();
+        let slot = mutex.inner.holders.entry(owner).or_default().clone();
+        // The owner's acquire has checked the slot and marked it (as acquire_inner does under
+        // the map's lock); the released guard's retire runs now.
+        let acquire = RetireOnExit { inner: &mutex.inner, owner, slot: &slot, acquiring: true };
+        slot.hold().acquiring += 1;
+        mutex.inner.retire(owner, &slot);
+        assert!(mutex.inner.holders.get(&owner).is_some_and(|s| Arc::ptr_eq(&s, &slot)));
+        // The acquire gives up without a hold: then the slot goes.
+        drop(acquire);
+        assert!(mutex.inner.holders.get(&owner).is_none());
     }
 }

@@ -122,9 +122,15 @@ impl Lease {
         if self.is_lost() {
             return Err(LockError::Lost { path: node, reason: LostReason::SessionEnded });
         }
-        let done = self.zk.guaranteed_delete(node, Some(self.session.generation()));
-        done.wait().await;
-        Ok(())
+        let generation = self.session.generation();
+        let done = self.zk.guaranteed_delete(node.clone(), Some(generation));
+        // Lost while deleting: return at once; the node goes with its session.
+        tokio::select! {
+            _ = done.wait() => Ok(()),
+            () = self.zk.session_replaced(generation) => {
+                Err(LockError::Lost { path: node, reason: LostReason::SessionEnded })
+            }
+        }
     }
 }
 
@@ -165,6 +171,7 @@ impl InterProcessSemaphoreV2 {
         }
         if let MaxLeases::Shared(count) = &max {
             path::validate_node_path(count)?;
+            zk.validate_recipe_path(count)?;
         }
         let mutex = InterProcessMutex::new(zk, &path::join(path, "locks"))?;
         Ok(InterProcessSemaphoreV2 {

@@ -162,6 +162,7 @@ impl SnowflakeIdGeneratorBuilder {
     /// Cancel safe: a lease taken before the drop is deleted in the background.
     pub async fn start(self) -> Result<SnowflakeIdGenerator, IdError> {
         path::validate_node_path(&self.path)?;
+        self.zk.validate_recipe_path(&self.path)?;
         let identity = match self.identity {
             Some(identity) => identity,
             None => nix::unistd::gethostname()

@@ -1,0 +1,323 @@
+//! What users meet on a bad day: release, close and shutdown after a loss return at once,
+//! guarded writes refuse once the guard knows it is lost, and `close()` ends the server session
+//! while recipes still hold handles.
+
+use std::future::Future;
+use std::time::Duration;
+
+use futures::StreamExt;
+use zkr_connection::ZkClient;
+use zkr_integration_tests::{builder, children, eventually, timing, unique_root};
+use zkr_recipes::leader::{LatchState, LeaderLatch, LeaderSelector};
+use zkr_recipes::locks::{
+    InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, LockError,
+    LostReason, MaxLeases,
+};
+use zkr_testing::{shared_server, FaultProxy, TestingServer};
+
+/// How long a call that must "return at once" may take before the test calls it hung: far
+/// above the 100 ms it needs, far below the retry policy's minutes it took before.
+fn at_once() -> Duration {
+    timing().multiple(Duration::from_secs(2))
+}
+
+/// Awaits `call`, failing the test if it does not return [`at_once`].
+async fn returns_at_once<T>(what: &str, call: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(at_once(), call).await {
+        Ok(value) => value,
+        Err(_) => panic!("{what} did not return within {:?} after the loss", at_once()),
+    }
+}
+
+/// A client of the shared server behind a proxy that [`kill`] turns into a dead server.
+struct Victim {
+    server: &'static TestingServer,
+    proxy: FaultProxy,
+    zk: ZkClient,
+    path: String,
+}
+
+impl Victim {
+    async fn new(name: &str) -> Self {
+        let server = shared_server().await.unwrap();
+        let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+        let zk = builder(&proxy.connect_string()).connect().await.unwrap();
+        Victim { server, proxy, zk, path: unique_root(name) }
+    }
+
+    /// No byte goes through any more, and the live connections are reset: the server is dead
+    /// as far as the client can tell.
+    fn kill(&self) {
+        self.proxy.blackhole();
+        self.proxy.cut();
+    }
+
+    /// Brings the server back and waits until the lock directories `dirs` (below the recipe's
+    /// path; `""` for the path itself) are empty.
+    async fn heal_and_expect_empty(&self, dirs: &[&str]) {
+        self.proxy.heal();
+        let observer = zookeeper_client::Client::connect(&self.server.connect_string()).await.unwrap();
+        for dir in dirs {
+            let path = if dir.is_empty() { self.path.clone() } else { format!("{}/{dir}", self.path) };
+            eventually("every recipe node to go", || async { children(&observer, &path).await.is_empty() })
+                .await;
+        }
+    }
+}
+
+fn is_lost<T: std::fmt::Debug>(result: &Result<T, LockError>) -> bool {
+    matches!(result, Err(LockError::Lost { .. }))
+}
+
+#[tokio::test]
+async fn a_mutex_released_after_loss_returns_at_once() {
+    let v = Victim::new("mutex-release").await;
+    let mutex = InterProcessMutex::new(&v.zk, &v.path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    v.kill();
+    guard.lost().await;
+    let released = returns_at_once("release", guard.release()).await;
+    assert!(is_lost(&released), "{released:?}");
+    v.heal_and_expect_empty(&[""]).await;
+}
+
+#[tokio::test]
+async fn a_mutex_released_while_the_server_dies_returns_when_the_loss_is_seen() {
+    let v = Victim::new("mutex-release-during").await;
+    let mutex = InterProcessMutex::new(&v.zk, &v.path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    v.proxy.blackhole();
+    // The delete goes out into the partition; the loss (Suspended) ends the wait for it.
+    let released = tokio::time::timeout(timing().wait(), guard.release()).await.expect("release hung");
+    assert!(released.is_ok() || is_lost(&released), "{released:?}");
+    v.heal_and_expect_empty(&[""]).await;
+}
+
+#[tokio::test]
+async fn a_write_lock_released_after_loss_returns_at_once() {
+    let v = Victim::new("rw-release").await;
+    let lock = InterProcessReadWriteLock::new(&v.zk, &v.path).unwrap();
+    let guard = lock.write_lock().acquire().await.unwrap();
+    v.kill();
+    guard.lost().await;
+    let released = returns_at_once("release", guard.release()).await;
+    assert!(is_lost(&released), "{released:?}");
+    v.heal_and_expect_empty(&[""]).await;
+}
+
+#[tokio::test]
+async fn a_multi_lock_released_after_loss_returns_at_once() {
+    let v = Victim::new("multi-release").await;
+    let both = InterProcessMultiLock::new(vec![
+        Box::new(InterProcessMutex::new(&v.zk, &format!("{}/a", v.path)).unwrap()),
+        Box::new(InterProcessMutex::new(&v.zk, &format!("{}/b", v.path)).unwrap()),
+    ]);
+    let held = both.acquire().await.unwrap();
+    v.kill();
+    held.lost().await;
+    let released = returns_at_once("release", held.release()).await;
+    assert!(is_lost(&released), "{released:?}");
+    v.heal_and_expect_empty(&["a", "b"]).await;
+}
+
+#[tokio::test]
+async fn a_semaphore_lease_released_after_loss_returns_at_once() {
+    let v = Victim::new("lease-release").await;
+    let semaphore = InterProcessSemaphoreV2::new(&v.zk, &v.path, MaxLeases::Fixed(2)).unwrap();
+    let lease = semaphore.acquire().await.unwrap();
+    v.kill();
+    lease.lost().await;
+    let released = returns_at_once("release", lease.release()).await;
+    assert!(is_lost(&released), "{released:?}");
+    v.heal_and_expect_empty(&["leases", "locks"]).await;
+}
+
+#[tokio::test]
+async fn a_semaphore_lease_released_during_an_outage_returns_when_the_session_is_lost() {
+    let v = Victim::new("lease-release-during").await;
+    let semaphore = InterProcessSemaphoreV2::new(&v.zk, &v.path, MaxLeases::Fixed(2)).unwrap();
+    let lease = semaphore.acquire().await.unwrap();
+    let mut states = v.zk.state_changes();
+    v.kill();
+    // A lease rides out a suspension, so the release waits for the server, until the manager
+    // gives the session up: then it returns, however long the retry policy would go on.
+    let release = tokio::spawn(lease.release());
+    while states.next().await != Some(zkr_connection::ConnectionState::Lost) {}
+    let released = returns_at_once("release", release).await.unwrap();
+    assert!(is_lost(&released), "{released:?}");
+    v.heal_and_expect_empty(&["leases", "locks"]).await;
+}
+
+#[tokio::test]
+async fn a_leader_latch_closed_after_loss_returns_at_once_and_says_closed_once() {
+    let v = Victim::new("latch-close").await;
+    let latch = LeaderLatch::new(&v.zk, &v.path, "p1").unwrap();
+    let mut states = latch.state_changes();
+    latch.start().await.unwrap();
+    latch.await_leadership().await.unwrap();
+    v.kill();
+    while !matches!(states.next().await, Some(LatchState::Waiting)) {}
+    returns_at_once("close", latch.close()).await;
+    assert_eq!(states.next().await, Some(LatchState::Closed));
+    drop(latch); // the last handle: closes again, which must not be announced again
+    let rest: Vec<LatchState> = states.collect().await;
+    assert_eq!(rest, vec![]);
+    v.heal_and_expect_empty(&[""]).await;
+}
+
+#[tokio::test]
+async fn a_leader_selector_closed_after_loss_returns_at_once() {
+    let v = Victim::new("selector-close").await;
+    let selector = LeaderSelector::new(&v.zk, &v.path, "p1", |_term| std::future::pending::<()>()).unwrap();
+    let mut leading = selector.leadership();
+    selector.start().await.unwrap();
+    leading.wait_for(Option::is_some).await.unwrap();
+    v.kill();
+    leading.wait_for(Option::is_none).await.unwrap();
+    returns_at_once("close", selector.close()).await;
+    v.heal_and_expect_empty(&[""]).await;
+}
+
+#[tokio::test]
+async fn close_ends_the_session_on_the_server_while_a_guard_holds_it() {
+    let server = shared_server().await.unwrap();
+    let path = unique_root("close-held");
+    let zk = builder(&server.connect_string()).connect().await.unwrap();
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    let latch = LeaderLatch::new(&zk, &format!("{path}-latch"), "p1").unwrap();
+    latch.start().await.unwrap();
+    latch.await_leadership().await.unwrap();
+    returns_at_once("close", zk.close()).await;
+    // Gone when close returns, though the guard and the latch still hold session handles.
+    let observer = zookeeper_client::Client::connect(&server.connect_string()).await.unwrap();
+    assert_eq!(observer.check_stat(guard.node_path()).await.unwrap(), None, "the lock node outlived close()");
+    assert!(
+        children(&observer, &format!("{path}-latch")).await.is_empty(),
+        "the latch node outlived close()"
+    );
+    assert!(guard.is_lost());
+    assert!(matches!(guard.lost().await, LostReason::SessionEnded));
+    let write = guard.set_data(&path, b"after close", None).await;
+    assert!(is_lost(&write), "{write:?}");
+    assert!(is_lost(&returns_at_once("release", guard.release()).await));
+    returns_at_once("latch close", latch.close()).await;
+}
+
+#[tokio::test]
+async fn guarded_writes_refuse_once_the_guard_knows_it_is_lost() {
+    let v = Victim::new("guarded-refuse").await;
+    let data = format!("{}-data", v.path);
+    let observer = zookeeper_client::Client::connect(&v.server.connect_string()).await.unwrap();
+    observer
+        .create(
+            &data,
+            b"before",
+            &zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    let mutex = InterProcessMutex::new(&v.zk, &v.path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    v.proxy.blackhole();
+    assert_eq!(guard.lost().await, LostReason::ConnectionState);
+    // The session is alive and will come back, but the lock counts as another's now.
+    let set = returns_at_once("set_data", guard.set_data(&data, b"after", None)).await;
+    let create = returns_at_once(
+        "create",
+        guard.create(&format!("{data}/x"), b"", zookeeper_client::CreateMode::Persistent),
+    )
+    .await;
+    let delete = returns_at_once("delete", guard.delete(&data, None)).await;
+    for result in [set.map(|_| ()), create.map(|_| ()), delete] {
+        assert!(is_lost(&result), "{result:?}");
+    }
+    v.proxy.heal();
+    v.zk.wait_connected(timing().wait()).await.unwrap();
+    assert_eq!(observer.get_data(&data).await.unwrap().0, b"before");
+    drop(guard);
+    v.heal_and_expect_empty(&[""]).await;
+}
+
+fn is_reserved_path_error(error: &zkr_connection::Error) -> bool {
+    matches!(
+        error,
+        zkr_connection::Error::InvalidPath { source: zkr_connection::path::PathError::Reserved, .. }
+    )
+}
+
+#[tokio::test]
+async fn every_recipe_refuses_the_reserved_zookeeper_tree() {
+    use zkr_recipes::config::{ConfigError, ConfigPublisher, ConfigTreeWatcher, ConfigWatcher, Raw};
+    use zkr_recipes::id::{IdError, SegmentIdGenerator, SequentialIdGenerator, SnowflakeIdGenerator};
+    let server = shared_server().await.unwrap();
+    let zk = builder(&server.connect_string()).connect().await.unwrap();
+    let observer = zookeeper_client::Client::connect(&server.connect_string()).await.unwrap();
+    let before = children(&observer, "/zookeeper").await;
+    let lock = |e: LockError| matches!(e, LockError::Connection(ref c) if is_reserved_path_error(c));
+    let id = |e: IdError| matches!(e, IdError::Connection(ref c) if is_reserved_path_error(c));
+    let config = |e: ConfigError| matches!(e, ConfigError::Connection(ref c) if is_reserved_path_error(c));
+    for path in ["/zookeeper", "/zookeeper/x", "/zookeeper/quota/x"] {
+        assert!(lock(InterProcessMutex::new(&zk, path).unwrap_err()), "{path}");
+        assert!(lock(InterProcessReadWriteLock::new(&zk, path).unwrap_err()), "{path}");
+        assert!(lock(InterProcessSemaphoreV2::new(&zk, path, MaxLeases::Fixed(1)).unwrap_err()), "{path}");
+        assert!(lock(LeaderLatch::new(&zk, path, "p1").unwrap_err()), "{path}");
+        assert!(lock(LeaderSelector::new(&zk, path, "p1", |_| async {}).unwrap_err()), "{path}");
+        assert!(id(SequentialIdGenerator::new(&zk, path).unwrap_err()), "{path}");
+        assert!(id(SegmentIdGenerator::new(&zk, path).unwrap_err()), "{path}");
+        assert!(id(SnowflakeIdGenerator::builder(&zk, path).start().await.unwrap_err()), "{path}");
+        assert!(
+            config(ConfigWatcher::<Vec<u8>>::builder(&zk, path, Raw).start().await.unwrap_err()),
+            "{path}"
+        );
+        assert!(
+            config(ConfigTreeWatcher::<Vec<u8>>::builder(&zk, path, Raw).start().await.unwrap_err()),
+            "{path}"
+        );
+        assert!(
+            config(ConfigPublisher::new(&zk, Raw).set(path, &b"x".to_vec()).await.unwrap_err()),
+            "{path}"
+        );
+    }
+    let shared = MaxLeases::Shared("/zookeeper/count".into());
+    assert!(lock(InterProcessSemaphoreV2::new(&zk, "/t-semaphore", shared).unwrap_err()));
+    assert_eq!(children(&observer, "/zookeeper").await, before, "a recipe created nodes under /zookeeper");
+    // A namespace moves the recipe's /zookeeper away from the server's.
+    let namespaced =
+        builder(&server.connect_string()).namespace(&unique_root("ns")[1..]).connect().await.unwrap();
+    let mutex = InterProcessMutex::new(&namespaced, "/zookeeper/x").unwrap();
+    mutex.acquire().await.unwrap().release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_participant_needs_an_id() {
+    let server = shared_server().await.unwrap();
+    let zk = builder(&server.connect_string()).connect().await.unwrap();
+    let path = unique_root("empty-id");
+    assert!(matches!(LeaderLatch::new(&zk, &path, ""), Err(LockError::InvalidArgument(_))));
+    assert!(matches!(LeaderSelector::new(&zk, &path, "", |_| async {}), Err(LockError::InvalidArgument(_))));
+}
+
+/// A port on loopback where nothing listens.
+fn closed_port() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_timed_acquire_on_a_dead_server_is_bounded_by_its_timeout_and_says_why() {
+    let dead = closed_port();
+    let zk = ZkClient::builder(&dead).connection_timeout(Duration::from_secs(15)).build().unwrap();
+    let mutex = InterProcessMutex::new(&zk, "/t-dead/lock").unwrap();
+    let acquired = tokio::time::timeout(timing().wait(), mutex.acquire_timeout(Duration::from_secs(2)))
+        .await
+        .expect("acquire_timeout(2s) outlived its timeout by far");
+    let Err(LockError::Connection(error)) = acquired else { panic!("{acquired:?}") };
+    let message = error.to_string();
+    assert!(
+        matches!(&error, zkr_connection::Error::ConnectTimeout { timeout, .. }
+            if timeout.abs_diff(Duration::from_secs(2)) < Duration::from_millis(50)),
+        "{message}"
+    );
+    assert!(message.contains("within 2s") && message.contains("connection refused"), "{message}");
+}
