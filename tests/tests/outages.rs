@@ -52,6 +52,18 @@ impl Victim {
         self.proxy.cut();
     }
 
+    /// Awaits a release after the loss: it returns [`at_once`] and reports the loss, and the
+    /// nodes under `dirs` go once the server is back.
+    async fn expect_lost_release_at_once<T: std::fmt::Debug>(
+        &self,
+        release: impl Future<Output = Result<T, LockError>>,
+        dirs: &[&str],
+    ) {
+        let released = returns_at_once("release", release).await;
+        assert!(is_lost(&released), "{released:?}");
+        self.heal_and_expect_empty(dirs).await;
+    }
+
     /// Brings the server back and waits until the lock directories `dirs` (below the recipe's
     /// path; `""` for the path itself) are empty.
     async fn heal_and_expect_empty(&self, dirs: &[&str]) {
@@ -76,9 +88,7 @@ async fn a_mutex_released_after_loss_returns_at_once() {
     let guard = mutex.acquire().await.unwrap();
     v.kill();
     guard.lost().await;
-    let released = returns_at_once("release", guard.release()).await;
-    assert!(is_lost(&released), "{released:?}");
-    v.heal_and_expect_empty(&[""]).await;
+    v.expect_lost_release_at_once(guard.release(), &[""]).await;
 }
 
 #[tokio::test]
@@ -100,9 +110,7 @@ async fn a_write_lock_released_after_loss_returns_at_once() {
     let guard = lock.write_lock().acquire().await.unwrap();
     v.kill();
     guard.lost().await;
-    let released = returns_at_once("release", guard.release()).await;
-    assert!(is_lost(&released), "{released:?}");
-    v.heal_and_expect_empty(&[""]).await;
+    v.expect_lost_release_at_once(guard.release(), &[""]).await;
 }
 
 #[tokio::test]
@@ -115,9 +123,7 @@ async fn a_multi_lock_released_after_loss_returns_at_once() {
     let held = both.acquire().await.unwrap();
     v.kill();
     held.lost().await;
-    let released = returns_at_once("release", held.release()).await;
-    assert!(is_lost(&released), "{released:?}");
-    v.heal_and_expect_empty(&["a", "b"]).await;
+    v.expect_lost_release_at_once(held.release(), &["a", "b"]).await;
 }
 
 #[tokio::test]
@@ -127,9 +133,7 @@ async fn a_semaphore_lease_released_after_loss_returns_at_once() {
     let lease = semaphore.acquire().await.unwrap();
     v.kill();
     lease.lost().await;
-    let released = returns_at_once("release", lease.release()).await;
-    assert!(is_lost(&released), "{released:?}");
-    v.heal_and_expect_empty(&["leases", "locks"]).await;
+    v.expect_lost_release_at_once(lease.release(), &["leases", "locks"]).await;
 }
 
 #[tokio::test]
