@@ -164,6 +164,26 @@ async fn segment_refuses_a_corrupt_counter_and_bad_settings() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequential_refuses_a_path_laid_out_for_another_generator() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("sequential-foreign");
+    let zk = connect(&server.connect_string()).await;
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let counter = format!("{root}/segment");
+    SegmentIdGenerator::new(&zk, &counter).unwrap().next().await.unwrap();
+    let snowflake = format!("{root}/snowflake");
+    let worker = SnowflakeIdGenerator::builder(&zk, &snowflake).start().await.unwrap();
+    for path in [&counter, &snowflake] {
+        let before = children(&observer, path).await;
+        let sequential = SequentialIdGenerator::new(&zk, path).unwrap();
+        let refused = sequential.next().await;
+        assert!(matches!(refused, Err(IdError::CorruptState { .. })), "{path}: {refused:?}");
+        assert_eq!(children(&observer, path).await, before, "{path}: epochs were created");
+    }
+    worker.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snowflake_workers_get_distinct_ids_and_an_identity_gets_its_own_back() {
     let server = shared_server().await.unwrap();
     let root = unique_root("snowflake");

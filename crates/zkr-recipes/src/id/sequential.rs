@@ -415,16 +415,23 @@ impl Inner {
 
     async fn newest_epoch(&self) -> Result<Option<u32>, IdError> {
         let path = &self.path;
-        let children = self
+        let listed = self
             .zk
             .retry(|s| async move {
-                match s.client().list_children(path).await {
-                    Err(zookeeper_client::Error::NoNode) => Ok(Vec::new()),
-                    other => other,
+                match s.client().get_children(path).await {
+                    Err(zookeeper_client::Error::NoNode) => Ok(None),
+                    other => other.map(Some),
                 }
             })
             .await?;
-        Ok(children.iter().filter_map(|c| parse_epoch(c)).max())
+        let Some((children, stat)) = listed else { return Ok(None) };
+        let newest = children.iter().filter_map(|c| parse_epoch(c)).max();
+        if newest.is_none() {
+            if let Some(reason) = foreign_layout(&stat, &children) {
+                return Err(IdError::CorruptState { path: self.path.clone(), reason: reason.into() });
+            }
+        }
+        Ok(newest)
     }
 
     async fn create_epoch(&self, epoch: u32) -> Result<(), IdError> {
@@ -432,6 +439,19 @@ impl Inner {
         let node = path::join(&self.path, &epoch_name(epoch));
         self.zk.create_if_absent(&node, &[], CreateMode::Persistent).await?;
         Ok(())
+    }
+}
+
+/// Why a node with no epochs under it is laid out for another generator, if it is: a segment
+/// counter is the node's own 8-byte value; a snowflake generator keeps `leases`, `workers`
+/// and `identities` under it. Epochs written there would hand out IDs from the wrong scheme.
+fn foreign_layout(stat: &zookeeper_client::Stat, children: &[String]) -> Option<&'static str> {
+    if stat.data_length == 8 {
+        Some("it holds a segment counter (an 8-byte value), not sequential epochs")
+    } else if children.iter().any(|c| matches!(c.as_str(), "leases" | "workers" | "identities")) {
+        Some("it holds a snowflake generator's leases, not sequential epochs")
+    } else {
+        None
     }
 }
 
