@@ -39,3 +39,40 @@ async fn a_guard_released_on_another_task_does_not_orphan_a_reacquire() {
         assert!(!mutex.is_acquired_in_this_process(), "round {round}");
     }
 }
+
+/// Issue 16 item 11, with the server's own `Stat`s: the listing sent ahead of our create saw a
+/// directory whose count of creates matches our sequence, but between the two the container
+/// was deleted (as ZooKeeper's container manager does once it is empty) and recreated by a
+/// contender whose node took sequence 0. The sequence alone would prove the listing complete,
+/// and it shows nobody ahead of us: two holders. The directory's creation zxid tells.
+#[tokio::test]
+async fn a_listing_of_a_deleted_and_recreated_lock_directory_proves_nothing() {
+    use zookeeper_client::{Acls, CreateMode};
+    let server = shared_server().await.unwrap();
+    let client = zookeeper_client::Client::connect(&server.connect_string()).await.unwrap();
+    let dir = unique_root("recreated");
+    let container = CreateMode::Container.with_acls(Acls::anyone_all());
+    let contender = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+    let child = format!("{dir}/lock-");
+    client.create(&dir, b"", &container).await.unwrap();
+    let (_, seq) = client.create(&child, b"", &contender).await.unwrap();
+    client.delete(&format!("{child}{seq}"), None).await.unwrap();
+    // Our listing, just ahead of our create: one create so far, so we expect sequence 1.
+    let (listed_children, listed) = client.get_children(&dir).await.unwrap();
+    assert!(listed_children.is_empty());
+    // In between: the empty container goes, a contender recreates it and takes sequence 0.
+    client.delete(&dir, None).await.unwrap();
+    client.create(&dir, b"", &container).await.unwrap();
+    let (_, foreign) = client.create(&child, b"", &contender).await.unwrap();
+    assert_eq!(foreign.into_i64(), 0);
+    let (_, ours) = client.create(&child, b"", &contender).await.unwrap();
+    let after = client.check_stat(&dir).await.unwrap().unwrap();
+    let creates_at_listing = i64::from((listed.cversion + listed.num_children) / 2);
+    assert_eq!(ours.into_i64(), creates_at_listing, "the sequence alone is fooled");
+    assert!(!zkr_connection::protected::listing_is_complete(&listed, ours.into_i64(), &after));
+    // Without the recreation the same check passes.
+    let (_, relisted) = client.get_children(&dir).await.unwrap();
+    let (_, next) = client.create(&child, b"", &contender).await.unwrap();
+    let after = client.check_stat(&dir).await.unwrap().unwrap();
+    assert!(zkr_connection::protected::listing_is_complete(&relisted, next.into_i64(), &after));
+}
