@@ -24,3 +24,40 @@ pub mod config;
 pub mod id;
 pub mod leader;
 pub mod locks;
+
+/// Every ```rust block of the README and the guides in `docs/`, compiled by
+/// `cargo test -p zkr-recipes --doc`: each markdown file is one item's doc comment (add an item
+/// for a new guide). The blocks are complete programs or functions with no hidden lines, so they
+/// must compile without warnings too; only never-called functions are allowed.
+#[cfg(doctest)]
+#[doc(test(attr(deny(warnings), allow(dead_code))))]
+mod guides {
+    #[doc = include_str!("../../../README.md")]
+    pub struct Readme;
+    #[doc = include_str!("../../../docs/architecture.md")]
+    pub struct Architecture;
+    #[doc = include_str!("../../../docs/benchmarks.md")]
+    pub struct Benchmarks;
+    #[doc = include_str!("../../../docs/connection.md")]
+    pub struct Connection;
+    #[doc = include_str!("../../../docs/migrating-from-curator.md")]
+    pub struct MigratingFromCurator;
+    #[doc = include_str!("../../../docs/reliability.md")]
+    pub struct Reliability;
+    #[doc = include_str!("../../../docs/testing.md")]
+    pub struct Testing;
+    #[doc = include_str!("../../../docs/why-zookeeper.md")]
+    pub struct WhyZookeeper;
+    #[doc = include_str!("../../../docs/recipes/config.md")]
+    pub struct RecipesConfig;
+    #[doc = include_str!("../../../docs/recipes/ids.md")]
+    pub struct RecipesIds;
+    #[doc = include_str!("../../../docs/recipes/leader.md")]
+    pub struct RecipesLeader;
+    #[doc = include_str!("../../../docs/recipes/mutex.md")]
+    pub struct RecipesMutex;
+    #[doc = include_str!("../../../docs/recipes/read-write-lock.md")]
+    pub struct RecipesReadWriteLock;
+    #[doc = include_str!("../../../docs/recipes/semaphore.md")]
+    pub struct RecipesSemaphore;
+}
