@@ -2,11 +2,12 @@
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::Stream;
+use parking_lot::Mutex;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -154,7 +155,7 @@ impl ZkClient {
             supervisor: Mutex::new(None),
         });
         let task = runtime.spawn(supervise(shared.clone()));
-        *shared.supervisor.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
+        *shared.supervisor.lock() = Some(task);
         ZkClient { shared, _stop_on_last_drop: Arc::new(cancel.drop_guard()) }
     }
 
@@ -250,7 +251,7 @@ impl ZkClient {
     /// unpolled forever: its queue grows).
     pub fn state_changes(&self) -> ConnectionStateStream {
         let (tx, rx) = mpsc::unbounded_channel();
-        self.shared.listeners.lock().unwrap_or_else(|p| p.into_inner()).push(tx);
+        self.shared.listeners.lock().push(tx);
         ConnectionStateStream { rx }
     }
 
@@ -388,7 +389,7 @@ impl ZkClient {
     /// task is lost.
     pub async fn close(&self) {
         self.shared.cancel.cancel();
-        let task = self.shared.supervisor.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let task = self.shared.supervisor.lock().take();
         if let Some(task) = task {
             let _ = task.await;
         }
@@ -421,7 +422,7 @@ impl Shared {
         if self.config.error_policy.is_error_state(state) {
             self.error_epoch.send_modify(|epoch| *epoch += 1);
         }
-        let mut listeners = self.listeners.lock().unwrap_or_else(|p| p.into_inner());
+        let mut listeners = self.listeners.lock();
         listeners.retain(|tx| tx.send(state).is_ok());
     }
 
@@ -430,8 +431,8 @@ impl Shared {
         Error::ConnectTimeout {
             connect_string: self.config.connect_string.clone(),
             timeout,
-            last_error: self.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
-            cause: self.last_cause.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            last_error: self.last_error.lock().clone(),
+            cause: self.last_cause.lock().clone(),
         }
     }
 
@@ -510,8 +511,8 @@ impl Shared {
         loop {
             match self.connect_once().await {
                 Ok(client) => {
-                    *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                    *self.last_cause.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                    *self.last_error.lock() = None;
+                    *self.last_cause.lock() = None;
                     return client;
                 }
                 Err(e) => {
@@ -525,8 +526,8 @@ impl Shared {
                         }
                         _ => None,
                     };
-                    *self.last_cause.lock().unwrap_or_else(|p| p.into_inner()) = cause;
-                    *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    *self.last_cause.lock() = cause;
+                    *self.last_error.lock() = Some(e);
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(2));
                 }

@@ -29,6 +29,7 @@
 mod acl;
 mod builder;
 mod client;
+mod deadline;
 mod error;
 mod ops;
 pub mod path;
@@ -43,6 +44,7 @@ mod tls;
 pub use acl::{AclProvider, CreatorAllAclProvider, OpenAclProvider};
 pub use builder::ZkClientBuilder;
 pub use client::{ConnectionStateStream, Session, ZkClient};
+pub use deadline::within;
 pub use error::{is_retryable, is_session_error, Error, Result};
 pub use ops::GuaranteedDelete;
 pub use path::MAX_DATA_LEN;

@@ -433,17 +433,11 @@ impl ZkClient {
                 };
                 Ok((name, stat, sequence, siblings))
             };
-            let outcome = match deadline {
-                Some(d) => match tokio::time::timeout_at(d, step).await {
-                    Ok(o) => o,
-                    Err(_) => {
-                        return Err(Error::DeadlineExceeded {
-                            deadline: options.deadline.unwrap_or_default(),
-                            last: None,
-                        })
-                    }
-                },
-                None => step.await,
+            let Some(outcome) = crate::within(deadline, step).await else {
+                return Err(Error::DeadlineExceeded {
+                    deadline: options.deadline.unwrap_or_default(),
+                    last: None,
+                });
             };
             let error = match outcome {
                 Ok((node_name, stat, sequence, siblings)) => {

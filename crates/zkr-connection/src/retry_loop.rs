@@ -135,12 +135,8 @@ impl ZkClient {
             let generation = session.generation();
             let session_id = session.id();
             let attempt = op(session);
-            let outcome = match deadline {
-                Some(d) => match tokio::time::timeout_at(d, attempt).await {
-                    Ok(outcome) => outcome,
-                    Err(_) => return Err(deadline_error(last_error)),
-                },
-                None => attempt.await,
+            let Some(outcome) = crate::within(deadline, attempt).await else {
+                return Err(deadline_error(last_error));
             };
             let error = match outcome {
                 Ok(value) => return Ok(value),

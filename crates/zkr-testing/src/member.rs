@@ -2,10 +2,11 @@
 //! [`TestingCluster`](crate::TestingCluster): its ports, files and process.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
+use parking_lot::{Mutex, MutexGuard};
 use zookeeper_client::Client;
 
 use crate::error::{Error, Result};
@@ -73,7 +74,7 @@ impl Member {
     }
 
     fn process(&self) -> MutexGuard<'_, Option<ServerProcess>> {
-        self.process.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.process.lock()
     }
 
     /// Writes `zoo.cfg` (and `myid` for quorum members).

@@ -1,9 +1,10 @@
 //! [`FaultProxy`]: a loopback TCP proxy that can cut, partition or half-partition connections.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -109,7 +110,7 @@ impl FaultProxy {
 
     /// Resets every live connection (RST to both ends). New connections are accepted as before.
     pub fn cut(&self) {
-        let mut set = self.connections.lock().unwrap_or_else(|p| p.into_inner());
+        let mut set = self.connections.lock();
         set.abort_all();
         // Reap what is finished so the set does not grow without bound.
         while set.try_join_next().is_some() {}
@@ -132,7 +133,7 @@ impl FaultProxy {
 
     /// Number of connections the proxy currently carries.
     pub fn connection_count(&self) -> usize {
-        let mut set = self.connections.lock().unwrap_or_else(|p| p.into_inner());
+        let mut set = self.connections.lock();
         while set.try_join_next().is_some() {}
         set.len()
     }
@@ -157,7 +158,7 @@ async fn accept_loop(
             continue;
         };
         let mode = mode.subscribe();
-        let mut set = connections.lock().unwrap_or_else(|p| p.into_inner());
+        let mut set = connections.lock();
         while set.try_join_next().is_some() {}
         set.spawn(carry(client, target, mode));
     }

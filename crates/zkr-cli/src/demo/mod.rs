@@ -15,10 +15,11 @@ mod seller;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{IsTerminal as _, Write as _};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use parking_lot::Mutex;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use zkr_connection::ZkClient;
 use zkr_recipes::config::{ConfigPublisher, Json};
@@ -60,7 +61,7 @@ struct Shared {
 }
 
 fn parse_line(shared: &Mutex<Shared>, id: usize, line: &str) {
-    let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
+    let mut s = shared.lock();
     let fields: Vec<&str> = line.split_whitespace().collect();
     match fields.as_slice() {
         ["SOLD", order, price, wait_us] => {
@@ -157,7 +158,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<crate::exit::Code> {
                 exits[i] = child.try_wait()?;
             }
         }
-        let sold = shared.lock().unwrap_or_else(|p| p.into_inner()).order_ids.len() as u32;
+        let sold = shared.lock().order_ids.len() as u32;
         if interactive {
             print!(
                 "\r  sold {sold:>5} / {}   price {}   {:>5.1}s{} ",
@@ -197,7 +198,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<crate::exit::Code> {
         let _ = reader.await;
     }
     let shared = Arc::try_unwrap(shared).map_err(|_| anyhow::anyhow!("readers still running"))?;
-    let s = shared.into_inner().unwrap_or_else(|p| p.into_inner());
+    let s = shared.into_inner();
     let ok = report(&args, &admin, &root, &s, &exits, price_changed_at, leader_kill).await?;
     Ok(if ok { crate::exit::Code::Success } else { crate::exit::Code::Exit(crate::exit::Exit::Failure) })
 }

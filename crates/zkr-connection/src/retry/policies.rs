@@ -1,9 +1,9 @@
 //! Curator's retry policies, formula for formula.
 
 use std::fmt;
-use std::sync::Mutex;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -85,7 +85,7 @@ impl ExponentialBackoffRetry {
     /// Curator's `getSleepTimeMs`.
     fn sleep_time(&self, retry_count: u32) -> Duration {
         let bound = 1u64 << (retry_count.min(MAX_RETRIES_LIMIT) + 1);
-        let draw = self.random.lock().unwrap_or_else(|p| p.into_inner()).random_range(0..bound);
+        let draw = self.random.lock().random_range(0..bound);
         let sleep = self.base.saturating_mul(draw.max(1) as u32);
         if sleep > self.max_sleep {
             tracing::warn!(?sleep, max = ?self.max_sleep, "sleep extension too large; capped");

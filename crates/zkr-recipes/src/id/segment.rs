@@ -2,9 +2,10 @@
 //! from memory, with the next range fetched in the background.
 
 use std::ops::Range;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::{Mutex, MutexGuard};
 use tokio::time::Instant;
 use zkr_connection::{path, ZkClient};
 use zookeeper_client::CreateMode;
@@ -337,7 +338,7 @@ impl SegmentIdGenerator {
 
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, Buffers> {
-        self.buffers.lock().unwrap_or_else(|p| p.into_inner())
+        self.buffers.lock()
     }
 
     /// Fetches a range now, unless another caller's fetch already refilled the buffers.

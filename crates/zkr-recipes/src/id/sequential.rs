@@ -1,7 +1,8 @@
 //! IDs from ZooKeeper sequence nodes, without the seeds' leaks and wrap.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
+use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 use zkr_connection::{path, Session, ZkClient};
@@ -273,7 +274,7 @@ impl Inner {
                 Ok(sequences) => sequences,
                 Err(e) if e.is_no_node() => {
                     // The epoch node is gone (deleted by an administrator): look again.
-                    *self.epoch.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                    *self.epoch.lock() = None;
                     continue;
                 }
                 Err(e) => return Err(e.into()),
@@ -376,7 +377,7 @@ impl Inner {
 
     /// The epoch to draw from: cached, or the newest epoch node (created if there is none).
     async fn current_epoch(&self) -> Result<u32, IdError> {
-        if let Some(epoch) = *self.epoch.lock().unwrap_or_else(|p| p.into_inner()) {
+        if let Some(epoch) = *self.epoch.lock() {
             return Ok(epoch);
         }
         let newest = self.newest_epoch().await?;
@@ -409,7 +410,7 @@ impl Inner {
     }
 
     fn set_epoch(&self, epoch: u32) {
-        let mut current = self.epoch.lock().unwrap_or_else(|p| p.into_inner());
+        let mut current = self.epoch.lock();
         *current = Some(current.map_or(epoch, |c| c.max(epoch)));
     }
 

@@ -1,9 +1,10 @@
 //! `LeaderLatch`: one leader among the participants on a path, Curator-compatible.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::Stream;
+use parking_lot::Mutex;
 use tokio::sync::{watch, Notify};
 use tokio_stream::wrappers::WatchStream;
 use zkr_connection::ZkClient;
@@ -147,7 +148,7 @@ impl LeaderLatch {
     /// # Cancel safety
     /// Cancel safe: it only spawns the participation task.
     pub async fn start(&self) -> Result<(), LockError> {
-        let mut task = self.inner.task.lock().unwrap_or_else(|p| p.into_inner());
+        let mut task = self.inner.task.lock();
         if task.is_some() || *self.inner.state.borrow() != LatchState::Latent {
             return Err(LockError::IllegalState {
                 path: self.path().to_owned(),
@@ -257,7 +258,7 @@ impl LeaderLatch {
     /// Cancel safe: the participation task finishes leaving on its own.
     pub async fn close(&self) {
         self.inner.close();
-        let task = self.inner.task.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let task = self.inner.task.lock().take();
         if let Some(task) = task {
             let _ = task.await;
         }

@@ -2,8 +2,9 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use parking_lot::Mutex;
 use tokio::sync::{watch, Notify};
 use zkr_connection::ZkClient;
 
@@ -120,7 +121,7 @@ impl LeaderSelector {
     /// # Cancel safety
     /// Cancel safe: it only spawns the participation task.
     pub async fn start(&self) -> Result<(), LockError> {
-        let mut task = self.inner.task.lock().unwrap_or_else(|p| p.into_inner());
+        let mut task = self.inner.task.lock();
         if task.is_some() || self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(LockError::IllegalState {
                 path: self.path().to_owned(),
@@ -170,7 +171,7 @@ impl LeaderSelector {
     pub async fn close(&self) {
         self.inner.closed.store(true, std::sync::atomic::Ordering::SeqCst);
         self.inner.closing.notify_one();
-        let task = self.inner.task.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let task = self.inner.task.lock().take();
         if let Some(task) = task {
             let _ = task.await;
         }

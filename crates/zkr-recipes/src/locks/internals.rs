@@ -2,9 +2,10 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::time::Instant;
 use zkr_connection::protected::ProtectedCreate;
 use zkr_connection::{is_retryable, is_session_error, path, RetryOptions, Session, ZkClient};
@@ -144,10 +145,11 @@ pub(crate) const TIMEOUT_CLEANUP_GRACE: Duration = Duration::from_millis(500);
 
 /// Runs `future` to completion, or until `wait`'s deadline: `None` when the deadline came first.
 async fn until<T>(wait: Wait, future: impl std::future::Future<Output = T>) -> Option<T> {
-    match wait {
-        Wait::Until(deadline) => tokio::time::timeout_at(deadline, future).await.ok(),
-        _ => Some(future.await),
-    }
+    let deadline = match wait {
+        Wait::Until(deadline) => Some(deadline),
+        _ => None,
+    };
+    zkr_connection::within(deadline, future).await
 }
 
 /// Deletes a contender node in the background unless disarmed: on timeout, error or a dropped
@@ -630,7 +632,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             return Ok(());
         }
         if self.max_leases == 1 {
-            let mut heads = self.released_heads.lock().unwrap_or_else(|p| p.into_inner());
+            let mut heads = self.released_heads.lock();
             if heads.len() >= 1024 {
                 heads.pop_front();
             }
@@ -670,7 +672,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         if self.max_leases != 1 {
             return false;
         }
-        let mut heads = self.released_heads.lock().unwrap_or_else(|p| p.into_inner());
+        let mut heads = self.released_heads.lock();
         match heads.iter().position(|h| h == name) {
             Some(i) => {
                 heads.remove(i);

@@ -1,8 +1,9 @@
 //! [`Lister`]: the children listings of a lock directory, shared by the local waiters.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use futures::future::{BoxFuture, FutureExt, Shared};
+use parking_lot::Mutex;
 use zkr_connection::Session;
 
 type Listing = Shared<BoxFuture<'static, Result<Arc<Vec<String>>, zookeeper_client::Error>>>;
@@ -31,7 +32,7 @@ impl Lister {
     /// A mark: listings issued from now on have an id at least this. Take it before sending the
     /// request whose effect a listing must show (requests of one session are applied in order).
     pub(crate) fn mark(&self) -> u64 {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).issued + 1
+        self.state.lock().issued + 1
     }
 
     /// The contenders under `base`, sorted by `sort`, from a listing issued at or after
@@ -47,7 +48,7 @@ impl Lister {
         F: FnOnce(Vec<String>) -> Vec<String> + Send + 'static,
     {
         let listing = {
-            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            let mut state = self.state.lock();
             match &state.latest {
                 // A listing that failed is never handed out again: a retry lists anew.
                 Some((id, generation, listing))

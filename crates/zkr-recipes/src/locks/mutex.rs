@@ -1,9 +1,10 @@
 //! [`InterProcessMutex`]: Curator's reentrant distributed lock, reentrant per tokio task.
 
-use std::sync::{Arc, Mutex as StdMutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use dashmap::DashMap;
+use parking_lot::Mutex as SyncMutex;
 use tokio::time::Instant;
 use zkr_connection::{Session, ZkClient};
 use zookeeper_client::{CheckWriter, CreateMode, Stat};
@@ -31,12 +32,12 @@ struct Hold {
 #[derive(Debug, Default)]
 struct OwnerSlot {
     gate: tokio::sync::Mutex<()>,
-    hold: StdMutex<Hold>,
+    hold: SyncMutex<Hold>,
 }
 
 impl OwnerSlot {
-    fn hold(&self) -> std::sync::MutexGuard<'_, Hold> {
-        self.hold.lock().unwrap_or_else(|p| p.into_inner())
+    fn hold(&self) -> parking_lot::MutexGuard<'_, Hold> {
+        self.hold.lock()
     }
 }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use zkr_connection::protected::ProtectedCreate;
-use zkr_connection::{path, RetryOptions, Session, ZkClient};
+use zkr_connection::{path, within, RetryOptions, Session, ZkClient};
 use zookeeper_client::CreateMode;
 
 use super::internals::{node_gone, TIMEOUT_CLEANUP_GRACE};
@@ -283,12 +283,7 @@ impl InterProcessSemaphoreV2 {
         };
         // Every request of the wait counts against the deadline: a request to a server that
         // lost its quorum can go unanswered for seconds.
-        let granted = match deadline {
-            Some(d) => {
-                tokio::time::timeout_at(d, self.wait_for_room(&lease, deadline)).await.unwrap_or(Ok(false))
-            }
-            None => self.wait_for_room(&lease, None).await,
-        };
+        let granted = within(deadline, self.wait_for_room(&lease, deadline)).await.unwrap_or(Ok(false));
         let _ = guard.release().await;
         match granted {
             Ok(true) => Ok(Some(lease)),

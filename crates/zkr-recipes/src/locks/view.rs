@@ -23,10 +23,11 @@
 //! next acquires set it up again.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::watch;
 use zkr_connection::{is_retryable, is_session_error, Session, ZkClient};
 use zookeeper_client::{AddWatchMode, EventType, WatchedEvent};
@@ -92,7 +93,7 @@ struct Inner {
 
 impl Inner {
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock()
     }
 
     fn bump(&self) {

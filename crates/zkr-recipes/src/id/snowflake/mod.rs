@@ -5,9 +5,10 @@ mod layout;
 mod lease;
 mod sequencer;
 
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::{watch, Notify};
 use zkr_connection::{path, ZkClient};
 
@@ -344,13 +345,13 @@ impl SnowflakeIdGenerator {
 
 impl Inner {
     fn core(&self) -> MutexGuard<'_, Core> {
-        self.core.lock().unwrap_or_else(|p| p.into_inner())
+        self.core.lock()
     }
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        let core = self.core.get_mut().unwrap_or_else(|p| p.into_inner());
+        let core = self.core.get_mut();
         let Some(lease) = core.lease.take() else { return };
         let last = core.sequencer.last_ts() + self.layout.epoch_ms();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
