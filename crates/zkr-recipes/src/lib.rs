@@ -24,6 +24,7 @@ pub mod config;
 pub mod id;
 pub mod leader;
 pub mod locks;
+pub(crate) mod watch;
 
 /// Every ```rust block of the README and the guides in `docs/`, compiled by
 /// `cargo test -p zkr-recipes --doc`: each markdown file is one item's doc comment (add an item

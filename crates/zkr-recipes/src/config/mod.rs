@@ -54,9 +54,10 @@ use tokio_stream::wrappers::BroadcastStream;
 use zkr_connection::{path, ZkClient};
 use zookeeper_client::Stat;
 
+pub use crate::watch::WatchMode;
+use crate::watch::{Sessions, Watch};
 pub use codec::{Codec, Json, Raw, Toml, Utf8, Yaml};
-pub use engine::WatchMode;
-use engine::{Engine, Scope};
+use engine::{Scope, Tracker};
 pub use error::ConfigError;
 pub use publisher::ConfigPublisher;
 
@@ -278,6 +279,11 @@ impl<T, S> std::fmt::Debug for ConfigWatcherBuilder<T, S> {
     }
 }
 
+/// Resolves when the watcher's last handle is dropped.
+async fn dropped(mut alive: watch::Receiver<()>) {
+    while alive.changed().await.is_ok() {}
+}
+
 impl<T: Send + Sync + 'static, S> ConfigWatcherBuilder<T, S> {
     fn new(zk: &ZkClient, path: &str, codec: impl Codec<T>) -> Self {
         ConfigWatcherBuilder {
@@ -329,22 +335,20 @@ impl<T: Send + Sync + 'static, S> ConfigWatcherBuilder<T, S> {
             watch::channel(Arc::new(ConfigSnapshot { entries: BTreeMap::new(), stale: true }));
         let (events, _) = broadcast::channel(self.capacity);
         let (alive_tx, alive) = watch::channel(());
-        let mut engine = Engine {
-            zk: self.zk.clone(),
+        let tracker = Tracker {
             root: self.path.clone(),
             scope,
-            mode: self.mode,
             codec: self.codec.clone(),
             snapshot: snapshot_tx,
             events: events.clone(),
-            alive,
             entries: BTreeMap::new(),
             seen: BTreeMap::new(),
         };
+        let mut engine = Watch::new(&self.zk, &self.path, scope == Scope::Tree, self.mode, tracker);
         let timeout = self.initial_timeout.unwrap_or_else(|| self.zk.connection_timeout());
         let mut established = None;
-        match engine.initial_sync(timeout).await {
-            Ok(first) => established = first,
+        match engine.first_sync(timeout).await {
+            Ok(first) => established = Some(first),
             Err(e) => {
                 let unreachable = e.is_retryable()
                     || matches!(
@@ -365,15 +369,16 @@ impl<T: Send + Sync + 'static, S> ConfigWatcherBuilder<T, S> {
                     });
                 };
                 tracing::warn!(path = %self.path, error = %e, "ZooKeeper unreachable; starting from the last-known-good file");
-                engine.seen = entries.iter().map(|(k, v)| (k.clone(), v.mzxid)).collect();
-                engine.entries = entries;
-                engine.publish(true);
+                let tracker = engine.consumer_mut();
+                tracker.seen = entries.iter().map(|(k, v)| (k.clone(), v.mzxid)).collect();
+                tracker.entries = entries;
+                tracker.publish(true);
             }
         }
         if let Some(file) = self.cache_file {
             tokio::spawn(cache_file::keep_writing(file, self.path.clone(), snapshots.clone()));
         }
-        tokio::spawn(engine.run(established));
+        tokio::spawn(engine.run(Sessions::Follow, established, dropped(alive)));
         Ok(Shared { path: self.path, snapshots, events, _alive: Arc::new(alive_tx) })
     }
 }

@@ -26,11 +26,15 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::future::Future;
+
 use futures::FutureExt;
 use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::watch;
 use zkr_connection::{is_retryable, is_session_error, Session, ZkClient};
-use zookeeper_client::{AddWatchMode, EventType, WatchedEvent};
+use zookeeper_client::{Client, EventType, WatchedEvent};
+
+use crate::watch::{Consumer, Flow, Sessions, Watch, WatchMode, ZkResult};
 
 /// Acquires in a row whose listing showed a short queue before the view is set up.
 const QUIET_ACQUIRES: u32 = 3;
@@ -262,88 +266,81 @@ pub(crate) enum Turn {
     Ended,
 }
 
-/// Consumer `epoch`: sets the watch, lists once, then applies events until the view ends.
+/// Consumer `epoch`: keeps the view through the watch engine on one session, until the view
+/// ends or no longer is this consumer's.
 async fn consume(inner: Arc<Inner>, epoch: u64, zk: ZkClient, session: Session) {
     let generation = session.generation();
-    let client = session.client();
-    let base = inner.base.as_str();
-    // The listing is sent after the watch: every change after it is an event.
-    let watch = client.watch(base, AddWatchMode::PersistentRecursive);
-    let listing = client.list_children(base);
-    let (watcher, listing) = (watch.await, listing.await);
-    let failure = match (&watcher, &listing) {
-        (Err(e), _) | (_, Err(e)) if *e != zookeeper_client::Error::NoNode => Some(e.clone()),
-        _ => None,
+    let stop = {
+        let inner = inner.clone();
+        let mut applied = inner.applied.subscribe();
+        async move { while applied.changed().await.is_ok() && inner.state().is_current(epoch) {} }
     };
-    if let Some(error) = failure {
-        if !is_retryable(&error) && !is_session_error(&error) {
-            tracing::debug!(path = %base, %error, "no children view for this lock");
-            inner.state().refused = true;
-        }
-        return inner.end(Some(epoch));
-    }
-    let (Ok(mut watcher), children) = (watcher, listing.unwrap_or_default()) else {
-        return inner.end(Some(epoch));
-    };
-    // Every event queued now goes on top of the listing, not into the bin: those delivered
-    // before its reply are already in it, but others may have arrived since, and the queue does
-    // not say which are which. Applied in order, each child's last event gives its state (a
-    // no-op for the older ones), and a child with no event is as listed.
-    let mut early = Vec::new();
-    while let Some(event) = watcher.changed().now_or_never() {
-        if event.event_type == EventType::Session {
-            return inner.end(Some(epoch));
-        }
-        early.push(event);
-    }
-    {
-        let mut state = inner.state();
-        if !state.is_current(epoch) {
-            return; // dropped while building
-        }
-        // Still `Building`: nobody reads the children before the early events are applied.
-        state.children = children.into_iter().collect();
-    }
-    if !apply(&inner, epoch, early) {
-        return inner.end(Some(epoch));
-    }
-    {
-        let mut state = inner.state();
-        if !state.is_current(epoch) {
-            return;
-        }
-        state.phase = Phase::Live { epoch, generation };
-    }
-    inner.bump();
-    tracing::debug!(path = %base, generation, "children view live");
-    let mut applied = inner.applied.subscribe();
-    let replaced = zk.session_replaced(generation);
-    tokio::pin!(replaced);
-    loop {
-        tokio::select! {
-            first = watcher.changed() => {
-                let mut batch = vec![first];
-                // Stop at a session event: after a terminal one the watcher must not be polled.
-                while batch.last().is_some_and(|e| e.event_type != EventType::Session) {
-                    match watcher.changed().now_or_never() {
-                        Some(event) => batch.push(event),
-                        None => break,
-                    }
-                }
-                if !apply(&inner, epoch, batch) {
-                    break;
-                }
-            }
-            changed = applied.changed() => {
-                if changed.is_err() || !inner.state().is_current(epoch) {
-                    break;
-                }
-            }
-            () = &mut replaced => break,
-        }
-    }
+    let copy = Copy { inner: inner.clone(), epoch };
+    Watch::new(&zk, &inner.base, true, WatchMode::Persistent, copy)
+        .run(Sessions::Only(session), None, stop)
+        .await;
     inner.end(Some(epoch));
-    tracing::debug!(path = %base, generation, "children view ended");
+    tracing::debug!(path = %inner.base, generation, "children view ended");
+}
+
+/// The view's policy on the watch engine: children only, and any disconnection ends it.
+struct Copy {
+    inner: Arc<Inner>,
+    epoch: u64,
+}
+
+impl Consumer for Copy {
+    type Read = Vec<String>;
+
+    fn read<'a>(&'a self, client: &'a Client) -> impl Future<Output = ZkResult<Vec<String>>> + Send + 'a {
+        client.list_children(&self.inner.base).map(|listed| match listed {
+            Err(zookeeper_client::Error::NoNode) => Ok(Vec::new()),
+            listed => listed,
+        })
+    }
+
+    fn reset(&mut self, children: Vec<String>) {
+        let mut state = self.inner.state();
+        // Still `Building`: nobody reads the children before the queued events are applied.
+        if state.is_current(self.epoch) {
+            state.children = children.into_iter().collect();
+        }
+    }
+
+    fn apply<'a>(
+        &'a mut self,
+        _: &'a Client,
+        burst: Vec<WatchedEvent>,
+    ) -> impl Future<Output = ZkResult<Flow>> + Send + 'a {
+        let keep = apply(&self.inner, self.epoch, burst);
+        std::future::ready(Ok(if keep { Flow::Continue(()) } else { Flow::Break(()) }))
+    }
+
+    fn synced(&mut self, generation: u64) -> Flow {
+        {
+            let mut state = self.inner.state();
+            if !state.is_current(self.epoch) {
+                return Flow::Break(());
+            }
+            state.phase = Phase::Live { epoch: self.epoch, generation };
+        }
+        self.inner.bump();
+        tracing::debug!(path = %self.inner.base, generation, "children view live");
+        Flow::Continue(())
+    }
+
+    /// Events may be missed while disconnected, and a waiter takes the view as proof: end it.
+    fn disconnected(&mut self) -> Flow {
+        Flow::Break(())
+    }
+
+    fn failed(&mut self, error: &zookeeper_client::Error) -> Flow {
+        if !is_retryable(error) && !is_session_error(error) {
+            tracing::debug!(path = %self.inner.base, %error, "no children view for this lock");
+            self.inner.state().refused = true;
+        }
+        Flow::Break(())
+    }
 }
 
 /// Applies a batch of events; `false` when the view must end.

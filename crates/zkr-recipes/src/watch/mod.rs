@@ -1,0 +1,405 @@
+//! The watch engine: one way to keep a local copy of a ZooKeeper subtree in step with the server.
+//!
+//! It sets a persistent (recursive) watch, then reads: whatever changes after the read is an
+//! event. The events queued while the read was under way go on top of it (those delivered
+//! before its reply are already in it, but the queue does not say which; applied in order they
+//! are no-ops). Events are taken in bursts, so that a multi-op or a busy writer costs one round
+//! of reads. After every reconnect the watch is set again and everything read again: events may
+//! be lost while disconnected (ZOOKEEPER-4698), and `zookeeper-client` 0.11.2 does not
+//! re-register persistent watches on a new connection (its `resend_watches` sends only the
+//! one-shot kinds). A session the manager gave up is not followed any further. Where the server
+//! answers `Unimplemented` (before 3.6) it falls back to one-shot watches set by a full read.
+//!
+//! The engine owns no state of its own: it feeds a [`Consumer`] (reset with a full read, apply a
+//! burst of events), which is the recipe's policy. The lock's children view and the config
+//! watchers are consumers.
+
+use std::future::Future;
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+use futures::future::select_all;
+use futures::FutureExt as _;
+use zkr_connection::{is_session_error, Session, ZkClient};
+use zookeeper_client::{
+    AddWatchMode, Client, EventType, OneshotWatcher, PersistentWatcher, SessionState, WatchedEvent,
+};
+
+/// A ZooKeeper answer.
+pub(crate) type ZkResult<T> = Result<T, zookeeper_client::Error>;
+
+/// What a consumer says after a step: go on, or stop following.
+pub(crate) type Flow = ControlFlow<()>;
+
+/// The policy fed by a [`Watch`]: it keeps the local copy and decides when to stop.
+pub(crate) trait Consumer: Send {
+    /// What a full read returns.
+    type Read: Send;
+
+    /// Reads everything the copy covers (sent after the watch is set).
+    fn read<'a>(&'a self, client: &'a Client) -> impl Future<Output = ZkResult<Self::Read>> + Send + 'a;
+
+    /// Reads everything and sets one-shot watches on what it read, for servers without
+    /// persistent watches. Defaults to `Unimplemented`: the consumer needs persistent watches.
+    fn read_watched<'a>(
+        &'a self,
+        _client: &'a Client,
+    ) -> impl Future<Output = ZkResult<(Self::Read, Vec<OneshotWatcher>)>> + Send + 'a {
+        std::future::ready(Err(zookeeper_client::Error::Unimplemented))
+    }
+
+    /// Replaces the copy with a full read.
+    fn reset(&mut self, read: Self::Read);
+
+    /// Applies a burst of node events (no session events) in order.
+    fn apply<'a>(
+        &'a mut self,
+        client: &'a Client,
+        burst: Vec<WatchedEvent>,
+    ) -> impl Future<Output = ZkResult<Flow>> + Send + 'a;
+
+    /// The copy is complete as of now on session `generation`: reset, with the queued events
+    /// applied on top.
+    fn synced(&mut self, _generation: u64) -> Flow {
+        Flow::Continue(())
+    }
+
+    /// The connection dropped: events may be missed until the engine resyncs after the
+    /// reconnect.
+    fn disconnected(&mut self) -> Flow {
+        Flow::Continue(())
+    }
+
+    /// The session the copy followed ended (or the manager replaced it).
+    fn session_ended(&mut self) {}
+
+    /// Setting the watch, reading or applying failed on a live session. `Continue` tries
+    /// again shortly on the manager's current session.
+    fn failed(&mut self, error: &zookeeper_client::Error) -> Flow;
+}
+
+/// How a watcher learns of changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum WatchMode {
+    /// Persistent watches (ZooKeeper 3.6+), falling back to one-shot watches when the server
+    /// does not know them.
+    #[default]
+    Auto,
+    /// Persistent (recursive for a tree) watches only.
+    Persistent,
+    /// One-shot watches, re-set on every change, as servers before 3.6 need: every change
+    /// makes the watcher read everything again.
+    OneShot,
+}
+
+/// Which sessions the engine follows.
+#[derive(Debug, Clone)]
+pub(crate) enum Sessions {
+    /// This one: the engine ends with it.
+    Only(Session),
+    /// The manager's, one after the other, until it closes.
+    Follow,
+}
+
+/// A watch set and the read sent behind it.
+pub(crate) enum Subscription<R> {
+    Persistent(PersistentWatcher, R),
+    OneShot(Vec<OneshotWatcher>, R),
+}
+
+/// A subscription already applied to the consumer, for [`Watch::run`] to go on with.
+pub(crate) struct Established {
+    session: Session,
+    watchers: Watchers,
+}
+
+enum Watchers {
+    Persistent(PersistentWatcher),
+    OneShot(Vec<OneshotWatcher>),
+}
+
+/// Why following one session ended.
+enum End {
+    /// The session ended or was replaced.
+    Session,
+    /// The consumer stopped.
+    Stopped,
+}
+
+/// How long the engine waits before it tries again after a failure on a live session.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// The engine: a persistent watch on `root` feeding `consumer` (see the module docs).
+pub(crate) struct Watch<C> {
+    zk: ZkClient,
+    root: String,
+    recursive: bool,
+    watching: WatchMode,
+    consumer: C,
+}
+
+impl<C: Consumer> Watch<C> {
+    /// An engine for `root` (and, when `recursive`, everything below it).
+    pub(crate) fn new(zk: &ZkClient, root: &str, recursive: bool, watching: WatchMode, consumer: C) -> Self {
+        Watch { zk: zk.clone(), root: root.to_owned(), recursive, watching, consumer }
+    }
+
+    /// The consumer.
+    pub(crate) fn consumer_mut(&mut self) -> &mut C {
+        &mut self.consumer
+    }
+
+    /// Sets the watch on `session`, then reads; one-shot watches where the server has no
+    /// persistent ones and the engine may fall back.
+    pub(crate) async fn subscribe(&self, session: &Session) -> ZkResult<Subscription<C::Read>> {
+        let client = session.client();
+        if self.watching != WatchMode::OneShot {
+            let mode =
+                if self.recursive { AddWatchMode::PersistentRecursive } else { AddWatchMode::Persistent };
+            // Sent before the read: every change after the read is an event.
+            let watch = client.watch(&self.root, mode);
+            let read = self.consumer.read(client);
+            let (watch, read) = futures::join!(watch, read);
+            match watch {
+                Ok(watcher) => return Ok(Subscription::Persistent(watcher, read?)),
+                Err(zookeeper_client::Error::Unimplemented) if self.watching == WatchMode::Auto => {
+                    tracing::info!(root = %self.root, "server has no persistent watches; using one-shot watches");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let (read, watchers) = self.consumer.read_watched(client).await?;
+        Ok(Subscription::OneShot(watchers, read))
+    }
+
+    /// The first sync, within `timeout` for a connection, then as the manager's retry policy
+    /// allows: for a recipe whose start must fail when ZooKeeper cannot be reached.
+    pub(crate) async fn first_sync(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Established, zkr_connection::Error> {
+        self.zk.wait_connected(timeout).await?;
+        let (session, subscription) = self
+            .zk
+            .retry(|s| {
+                let this = &*self;
+                async move { this.subscribe(&s).await.map(|sub| (s, sub)) }
+            })
+            .await?;
+        let (watchers, _) = self.establish(&session, subscription).await?;
+        Ok(Established { session, watchers })
+    }
+
+    /// Resets the consumer with a subscription's read and applies the events queued with it.
+    async fn establish(
+        &mut self,
+        session: &Session,
+        subscription: Subscription<C::Read>,
+    ) -> ZkResult<(Watchers, Flow)> {
+        let (watchers, queued) = match subscription {
+            Subscription::Persistent(mut watcher, read) => {
+                self.consumer.reset(read);
+                let mut queued = Vec::new();
+                while let Some(event) = watcher.changed().now_or_never() {
+                    if event.event_type == EventType::Session {
+                        // The burst after it resyncs if it has to: nothing to apply on top.
+                        break;
+                    }
+                    queued.push(event);
+                }
+                (Watchers::Persistent(watcher), queued)
+            }
+            Subscription::OneShot(watchers, read) => {
+                self.watching = WatchMode::OneShot;
+                self.consumer.reset(read);
+                (Watchers::OneShot(watchers), Vec::new())
+            }
+        };
+        if !queued.is_empty() && self.consumer.apply(session.client(), queued).await?.is_break() {
+            return Ok((watchers, Flow::Break(())));
+        }
+        Ok((watchers, self.consumer.synced(session.generation())))
+    }
+
+    /// Follows the sessions `sessions` names until the consumer stops, `stop` completes, or
+    /// (for [`Sessions::Follow`]) the manager closes. `first` goes on with a first sync.
+    pub(crate) async fn run(
+        mut self,
+        sessions: Sessions,
+        first: Option<Established>,
+        stop: impl Future<Output = ()>,
+    ) {
+        tokio::pin!(stop);
+        let mut first = first;
+        let mut after = None;
+        loop {
+            let session = match (&sessions, &first) {
+                (_, Some(established)) => established.session.clone(),
+                (Sessions::Only(session), None) => session.clone(),
+                (Sessions::Follow, None) => {
+                    let next = tokio::select! {
+                        next = next_session(&self.zk, after) => next,
+                        () = &mut stop => return,
+                    };
+                    let Some(session) = next else { return };
+                    session
+                }
+            };
+            let generation = session.generation();
+            let zk = self.zk.clone();
+            let followed = tokio::select! {
+                end = self.follow(&session, first.take()) => end,
+                () = zk.session_replaced(generation) => Ok(End::Session),
+                () = &mut stop => return,
+            };
+            match followed {
+                Ok(End::Stopped) => return,
+                Ok(End::Session) => {
+                    self.consumer.session_ended();
+                    after = Some(generation);
+                }
+                Err(error) if is_session_error(&error) => {
+                    self.consumer.session_ended();
+                    after = Some(generation);
+                }
+                Err(error) => {
+                    if self.consumer.failed(&error).is_break() {
+                        return;
+                    }
+                    tracing::debug!(root = %self.root, %error, "watch failed; trying again");
+                    tokio::select! {
+                        () = tokio::time::sleep(RETRY_PAUSE) => {}
+                        () = &mut stop => return,
+                    }
+                    // Again on the current session: it may still be this one.
+                    after = None;
+                    if matches!(sessions, Sessions::Only(_)) && zk.generation() != generation {
+                        return;
+                    }
+                    continue;
+                }
+            }
+            if matches!(sessions, Sessions::Only(_)) {
+                return;
+            }
+        }
+    }
+
+    /// Follows one session: subscribes (unless `first` did), then applies bursts.
+    async fn follow(&mut self, session: &Session, first: Option<Established>) -> ZkResult<End> {
+        let watchers = match first {
+            Some(established) => established.watchers,
+            None => {
+                let subscription = self.subscribe(session).await?;
+                let (watchers, flow) = self.establish(session, subscription).await?;
+                if flow.is_break() {
+                    return Ok(End::Stopped);
+                }
+                watchers
+            }
+        };
+        match watchers {
+            Watchers::Persistent(watcher) => self.persistent(session, watcher).await,
+            Watchers::OneShot(watchers) => self.one_shot(session, watchers).await,
+        }
+    }
+
+    /// Applies bursts from a persistent watch; after a reconnect, subscribes again.
+    async fn persistent(&mut self, session: &Session, mut watcher: PersistentWatcher) -> ZkResult<End> {
+        let client = session.client();
+        let mut disconnected = false;
+        loop {
+            let mut nodes = Vec::new();
+            for event in burst(&mut watcher).await {
+                if event.event_type != EventType::Session {
+                    nodes.push(event);
+                    continue;
+                }
+                let pending = std::mem::take(&mut nodes);
+                if !pending.is_empty() && self.consumer.apply(client, pending).await?.is_break() {
+                    return Ok(End::Stopped);
+                }
+                if event.session_state.is_terminated() {
+                    return Ok(End::Session);
+                }
+                match event.session_state {
+                    SessionState::Disconnected => {
+                        disconnected = true;
+                        if self.consumer.disconnected().is_break() {
+                            return Ok(End::Stopped);
+                        }
+                    }
+                    SessionState::SyncConnected | SessionState::ConnectedReadOnly if disconnected => {
+                        disconnected = false;
+                        // The new watcher replaces the old one before that is dropped, so no
+                        // RemoveWatches goes out.
+                        let subscription = self.subscribe(session).await?;
+                        let (renewed, flow) = self.establish(session, subscription).await?;
+                        if flow.is_break() {
+                            return Ok(End::Stopped);
+                        }
+                        match renewed {
+                            Watchers::Persistent(renewed) => watcher = renewed,
+                            Watchers::OneShot(watchers) => return self.one_shot(session, watchers).await,
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if !nodes.is_empty() && self.consumer.apply(client, nodes).await?.is_break() {
+                return Ok(End::Stopped);
+            }
+        }
+    }
+
+    /// Waits for any one-shot watch, then reads everything again with new ones.
+    async fn one_shot(&mut self, session: &Session, mut watchers: Vec<OneshotWatcher>) -> ZkResult<End> {
+        let client = session.client();
+        loop {
+            if watchers.is_empty() {
+                // Nothing to watch (the root is missing and could not be watched): look again.
+                tokio::time::sleep(RETRY_PAUSE).await;
+            } else {
+                let (event, _, _) = select_all(watchers.into_iter().map(|w| w.changed().boxed())).await;
+                if event.session_state.is_terminated() {
+                    return Ok(End::Session);
+                }
+            }
+            let (read, renewed) = self.consumer.read_watched(client).await?;
+            self.consumer.reset(read);
+            if self.consumer.synced(session.generation()).is_break() {
+                return Ok(End::Stopped);
+            }
+            watchers = renewed;
+        }
+    }
+}
+
+/// The events already delivered, at least one: a burst. It stops at a terminal session event,
+/// after which the watcher must not be polled.
+async fn burst(watcher: &mut PersistentWatcher) -> Vec<WatchedEvent> {
+    let mut burst = vec![watcher.changed().await];
+    while !burst.last().is_some_and(|e| e.session_state.is_terminated()) {
+        match watcher.changed().now_or_never() {
+            Some(event) => burst.push(event),
+            None => break,
+        }
+    }
+    burst
+}
+
+/// The manager's current session if it is newer than `after`, else the next one; `None` once
+/// the manager is closed.
+async fn next_session(zk: &ZkClient, after: Option<u64>) -> Option<Session> {
+    let mut sessions = zk.session_watch();
+    loop {
+        let current = sessions.borrow_and_update().clone();
+        if let Some(s) = current.filter(|s| after.is_none_or(|g| s.generation() > g)) {
+            return Some(s);
+        }
+        if zk.is_closed() || sessions.changed().await.is_err() {
+            return None;
+        }
+    }
+}
