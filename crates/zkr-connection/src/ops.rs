@@ -1,8 +1,6 @@
 //! Helpers every recipe needs: creating parents as containers, idempotent create and delete,
 //! and Curator's guaranteed delete.
 
-use std::time::Duration;
-
 use zookeeper_client::{Acls, Client, CreateMode, CreateSequence, Stat};
 
 use crate::client::ZkClient;
@@ -165,7 +163,7 @@ impl ZkClient {
     }
 
     pub(crate) async fn delete_until_gone(&self, path: &str, owner_generation: Option<u64>) -> bool {
-        let mut delay = Duration::from_millis(20);
+        let mut pause = crate::retry::SessionPause::default();
         loop {
             if self.is_closed() {
                 return false;
@@ -197,8 +195,7 @@ impl ZkClient {
                     return false;
                 }
             }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(1));
+            pause.sleep().await;
         }
     }
 }

@@ -1,14 +1,15 @@
 //! Protected create (Curator's protection mode): a node whose creation can be confirmed after
 //! a lost reply, and that is never left behind by a failed or cancelled create.
 
-use tokio::time::Instant;
 use uuid::Uuid;
 use zookeeper_client::{Client, CreateMode, Stat};
 
 use crate::client::{Session, ZkClient};
 use crate::error::{is_retryable, is_session_error, Error, Result};
+use crate::guard::DropGuard;
 use crate::ops::{create_on, create_parents_on};
 use crate::path;
+use crate::retry::RetryBudget;
 use crate::retry_loop::RetryOptions;
 
 /// Curator's `ProtectedUtils.PROTECTED_PREFIX`.
@@ -75,37 +76,6 @@ pub struct ProtectedNode {
     /// listing was taken right after the create. `None` when the listing could not be proved
     /// complete, failed, or the create had to be repeated: list the parent yourself.
     pub siblings: Option<Vec<String>>,
-}
-
-/// Deletes, in the background, whatever a create left behind under `parent` with `prefix` if
-/// the create was dropped or gave up while its outcome was unknown.
-struct OrphanGuard {
-    zk: ZkClient,
-    parent: String,
-    prefix: String,
-    armed: bool,
-}
-
-impl OrphanGuard {
-    fn disarm(&mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for OrphanGuard {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(parent = %self.parent, "no runtime to delete a possibly orphaned protected node");
-            return;
-        };
-        let zk = self.zk.clone();
-        let parent = std::mem::take(&mut self.parent);
-        let prefix = std::mem::take(&mut self.prefix);
-        runtime.spawn(async move { zk.find_and_delete_protected(&parent, &prefix).await });
-    }
 }
 
 /// Finds our node under `parent` by prefix; `(name, stat)`.
@@ -351,11 +321,16 @@ impl ZkClient {
         let node_path = path::join(parent, &node_prefix);
         path::validate_data(&node_path, data)?;
         let policy = options.policy.clone().unwrap_or_else(|| self.retry_policy().clone());
-        let start = Instant::now();
-        let deadline = options.deadline.map(|d| start + d);
-        let mut guard =
-            OrphanGuard { zk: self.clone(), parent: parent.to_string(), prefix: prefix.clone(), armed: true };
-        let mut retries = 0u32;
+        let mut budget = RetryBudget::new(policy).deadline(options.deadline);
+        let deadline = budget.deadline_instant();
+        // Deletes whatever the create left behind if it is dropped or gives up while its
+        // outcome is unknown.
+        let mut guard = {
+            let (zk, parent, prefix) = (self.clone(), parent.to_string(), prefix.clone());
+            DropGuard::new("a possibly orphaned protected node", async move {
+                zk.find_and_delete_protected(&parent, &prefix).await
+            })
+        };
         let mut attempted = false;
         loop {
             let session = self.session_for(deadline.zip(options.deadline)).await?;
@@ -457,8 +432,7 @@ impl ZkClient {
                 }
                 Err(e) => e,
             };
-            let retry_it =
-                (is_retryable(&error) || is_session_error(&error)) && policy.allow_retry_error(&error);
+            let retry_it = (is_retryable(&error) || is_session_error(&error)) && budget.allows(&error);
             if !retry_it {
                 if !is_retryable(&error) && !is_session_error(&error) {
                     // A definite answer (NodeExists, NoAuth, ...): nothing was created.
@@ -469,18 +443,8 @@ impl ZkClient {
             if self.is_closed() {
                 return Err(Error::Closed);
             }
-            let elapsed = start.elapsed();
-            let Some(sleep) = policy.allow_retry(retries, elapsed) else {
-                return Err(Error::RetriesExhausted { attempts: retries + 1, elapsed, last: error });
-            };
-            retries += 1;
-            tracing::debug!(retries, error = %error, path = %node_path, "protected create will retry");
-            if deadline.is_some_and(|d| Instant::now() + sleep >= d) {
-                return Err(Error::DeadlineExceeded {
-                    deadline: options.deadline.unwrap_or_default(),
-                    last: Some(error),
-                });
-            }
+            let sleep = budget.next_sleep().map_err(|stop| stop.into_error(Some(error.clone())))?;
+            tracing::debug!(retries = budget.retries(), error = %error, path = %node_path, "protected create will retry");
             tokio::time::sleep(sleep).await;
         }
     }
@@ -502,7 +466,7 @@ impl ZkClient {
     /// # }
     /// ```
     pub async fn find_and_delete_protected(&self, parent: &str, prefix: &str) {
-        let mut delay = std::time::Duration::from_millis(20);
+        let mut pause = crate::retry::SessionPause::default();
         loop {
             if self.is_closed() {
                 return;
@@ -532,8 +496,7 @@ impl ZkClient {
                     return;
                 }
             }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(std::time::Duration::from_secs(1));
+            pause.sleep().await;
         }
     }
 }

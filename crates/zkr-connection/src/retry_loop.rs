@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use crate::client::{Session, ZkClient};
 use crate::error::{is_retryable, is_session_error, Error, Result};
-use crate::retry::RetryPolicy;
+use crate::retry::{RetryBudget, RetryPolicy};
 
 /// Options for [`ZkClient::retry_with`].
 ///
@@ -104,20 +104,11 @@ impl ZkClient {
         Fut: Future<Output = std::result::Result<T, zookeeper_client::Error>>,
     {
         let policy = options.policy.clone().unwrap_or_else(|| self.retry_policy().clone());
-        let start = Instant::now();
-        let deadline = options.deadline.map(|d| start + d);
-        let mut retries = 0u32;
+        let mut budget = RetryBudget::new(policy).deadline(options.deadline);
+        let deadline = budget.deadline_instant();
         let mut first_session: Option<Session> = None;
         let mut last_error: Option<zookeeper_client::Error> = None;
-        let deadline_error = |last: Option<zookeeper_client::Error>| Error::DeadlineExceeded {
-            deadline: options.deadline.unwrap_or_default(),
-            last,
-        };
         loop {
-            let session_deadline = match deadline {
-                Some(d) => d.min(Instant::now() + self.connection_timeout()),
-                None => Instant::now() + self.connection_timeout(),
-            };
             let session = self.session_for(deadline.zip(options.deadline)).await?;
             match &first_session {
                 Some(first) if first.generation() != session.generation() && !options.across_sessions => {
@@ -129,56 +120,60 @@ impl ZkClient {
             if last_error.as_ref().is_some_and(is_retryable) {
                 // Curator waits for the connection (at most the connection timeout) before
                 // trying again; requests sent while disconnected would queue anyway.
-                let wait = session_deadline.saturating_duration_since(Instant::now());
+                let bound = Instant::now() + self.connection_timeout();
+                let wait = deadline.map_or(bound, |d| d.min(bound)).saturating_duration_since(Instant::now());
                 let _ = self.wait_connected(wait).await;
             }
-            let generation = session.generation();
-            let session_id = session.id();
-            let attempt = op(session);
-            let Some(outcome) = crate::within(deadline, attempt).await else {
-                return Err(deadline_error(last_error));
+            let (generation, session_id) = (session.generation(), session.id());
+            let Some(outcome) = crate::within(deadline, op(session)).await else {
+                return Err(Error::DeadlineExceeded {
+                    deadline: options.deadline.unwrap_or_default(),
+                    last: last_error,
+                });
             };
             let error = match outcome {
                 Ok(value) => return Ok(value),
                 Err(e) => e,
             };
             if is_session_error(&error) {
-                if self.is_closed() {
-                    return Err(Error::Closed);
-                }
-                if !options.across_sessions || !policy.allow_retry_error(&error) {
-                    // (Curator's default would carry on here; see RetryOptions::across_sessions.)
-                    return Err(Error::SessionExpired { session: session_id });
-                }
-                // Wait for the manager to replace the session before the next attempt.
-                let mut sessions = self.session_watch();
-                let replaced = sessions.wait_for(|s| s.as_ref().is_some_and(|s| s.generation() > generation));
-                let bound = deadline
-                    .unwrap_or_else(|| Instant::now() + self.session_timeout() + self.connection_timeout());
-                let replaced = match tokio::time::timeout_at(bound, replaced).await {
-                    Ok(Ok(_)) => true,
-                    Ok(Err(_)) => return Err(Error::Closed),
-                    Err(_) => false,
-                };
-                if !replaced {
-                    return Err(Error::SessionExpired { session: session_id });
-                }
-            } else if !(is_retryable(&error) && policy.allow_retry_error(&error)) {
+                self.carry_over(&options, &budget, &error, generation, session_id).await?;
+            } else if !(is_retryable(&error) && budget.allows(&error)) {
                 return Err(Error::Zk(error));
             }
-            let elapsed = start.elapsed();
-            let Some(sleep) = policy.allow_retry(retries, elapsed) else {
-                return Err(Error::RetriesExhausted { attempts: retries + 1, elapsed, last: error });
-            };
-            retries += 1;
-            tracing::debug!(retries, ?sleep, error = %error, "retrying ZooKeeper operation");
-            if let Some(d) = deadline {
-                if Instant::now() + sleep >= d {
-                    return Err(deadline_error(Some(error)));
-                }
-            }
+            let sleep = budget.next_sleep().map_err(|stop| stop.into_error(Some(error.clone())))?;
+            tracing::debug!(retries = budget.retries(), ?sleep, error = %error, "retrying ZooKeeper operation");
             last_error = Some(error);
             tokio::time::sleep(sleep).await;
+        }
+    }
+
+    /// After a session error: waits for the manager to replace the session when the loop may
+    /// carry on across sessions, else says why it stops.
+    async fn carry_over(
+        &self,
+        options: &RetryOptions,
+        budget: &RetryBudget,
+        error: &zookeeper_client::Error,
+        generation: u64,
+        session_id: i64,
+    ) -> Result<()> {
+        if self.is_closed() {
+            return Err(Error::Closed);
+        }
+        if !options.across_sessions || !budget.allows(error) {
+            // (Curator's default would carry on here; see RetryOptions::across_sessions.)
+            return Err(Error::SessionExpired { session: session_id });
+        }
+        let mut sessions = self.session_watch();
+        let replaced = sessions.wait_for(|s| s.as_ref().is_some_and(|s| s.generation() > generation));
+        let bound = budget
+            .deadline_instant()
+            .unwrap_or_else(|| Instant::now() + self.session_timeout() + self.connection_timeout());
+        let replaced = tokio::time::timeout_at(bound, replaced).await.map(|r| r.is_ok());
+        match replaced {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::Closed),
+            Err(_) => Err(Error::SessionExpired { session: session_id }),
         }
     }
 }

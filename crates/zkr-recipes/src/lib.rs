@@ -21,6 +21,7 @@
 //! ```
 
 pub mod config;
+mod fence;
 pub mod id;
 pub mod leader;
 pub mod locks;

@@ -1,11 +1,13 @@
 //! Retry policies (Curator's, with their exact formulas) and the adapter for the `backoff`
 //! crate. The retry loop itself is [`ZkClient::retry`](crate::ZkClient::retry).
 
+mod budget;
 mod policies;
 
 use std::fmt;
 use std::time::Duration;
 
+pub use budget::{RetryBudget, SessionPause, Stop};
 pub use policies::{
     BackoffRetry, BoundedExponentialBackoffRetry, ExponentialBackoffRetry, RetryForever, RetryNTimes,
     RetryOneTime, RetryUntilElapsed, SessionFailedRetryPolicy,

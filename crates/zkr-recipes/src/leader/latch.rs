@@ -7,6 +7,7 @@ use futures::Stream;
 use parking_lot::Mutex;
 use tokio::sync::{watch, Notify};
 use tokio_stream::wrappers::WatchStream;
+use zkr_connection::retry::SessionPause;
 use zkr_connection::ZkClient;
 
 use crate::locks::{LockError, LockInternals, LockNode, LostReason, StandardLockInternalsDriver, Wait};
@@ -269,7 +270,8 @@ impl LeaderLatch {
 /// again; until closed or every handle is dropped.
 async fn participate(inner: Arc<Inner>) {
     let path = inner.internals.base_path().to_owned();
-    let mut delay = Duration::from_millis(50);
+    // A failed join is tried again after 50 ms, doubling up to 5 s.
+    let mut pause = SessionPause::new(Duration::from_millis(50), Duration::from_secs(5));
     loop {
         if *inner.state.borrow() == LatchState::Closed {
             return;
@@ -289,14 +291,13 @@ async fn participate(inner: Arc<Inner>) {
             Err(e) => {
                 tracing::warn!(%path, error = %e, "joining the election failed; trying again");
                 tokio::select! {
-                    () = tokio::time::sleep(delay) => {}
+                    () = pause.sleep() => {}
                     () = inner.closing.notified() => return,
                 }
-                delay = (delay * 2).min(Duration::from_secs(5));
                 continue;
             }
         };
-        delay = Duration::from_millis(50);
+        pause.reset();
         lead(&inner, &node).await;
         // Leave: the node goes before we queue again, so no stale node can lead for us.
         if let Err(e) = inner.internals.release_lock(&node).await {

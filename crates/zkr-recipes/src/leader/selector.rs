@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use tokio::sync::{watch, Notify};
+use zkr_connection::retry::SessionPause;
 use zkr_connection::ZkClient;
 
 use crate::locks::{
@@ -184,7 +185,9 @@ fn is_closed(inner: &Inner) -> bool {
 
 async fn participate(inner: Arc<Inner>) {
     let path = inner.mutex.path().to_owned();
-    let mut delay = std::time::Duration::from_millis(50);
+    // A failed join is tried again after 50 ms, doubling up to 5 s.
+    let mut pause =
+        SessionPause::new(std::time::Duration::from_millis(50), std::time::Duration::from_secs(5));
     while !is_closed(&inner) {
         let acquired = tokio::select! {
             acquired = inner.mutex.acquire() => acquired,
@@ -196,14 +199,13 @@ async fn participate(inner: Arc<Inner>) {
             Err(e) => {
                 tracing::warn!(%path, error = %e, "joining the election failed; trying again");
                 tokio::select! {
-                    () = tokio::time::sleep(delay) => {}
+                    () = pause.sleep() => {}
                     () = inner.closing.notified() => return,
                 }
-                delay = (delay * 2).min(std::time::Duration::from_secs(5));
                 continue;
             }
         };
-        delay = std::time::Duration::from_millis(50);
+        pause.reset();
         let term = Leadership { node: guard.node_path().to_owned(), fencing_token: guard.fencing_token() };
         inner.leading.send_replace(Some(term.clone()));
         let work = (inner.work)(term);

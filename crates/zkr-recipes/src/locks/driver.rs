@@ -108,7 +108,7 @@ pub trait LockInternalsDriver: Send + Sync + fmt::Debug + 'static {
     /// (it shows every older contender, and none created after ours).
     ///
     /// # Errors
-    /// [`LockError::NodeVanished`] when `our_node` is not among `sorted_children`.
+    /// [`LockError::NotAContender`] when `our_node` is not among `sorted_children`.
     fn gets_the_lock(
         &self,
         sorted_children: &[String],
@@ -118,7 +118,7 @@ pub trait LockInternalsDriver: Send + Sync + fmt::Debug + 'static {
         let index = sorted_children
             .iter()
             .position(|c| c == our_node)
-            .ok_or_else(|| LockError::NodeVanished { path: String::new(), node: our_node.to_string() })?;
+            .ok_or_else(|| LockError::NotAContender { node: our_node.to_string() })?;
         let max_leases = max_leases.max(1);
         if index < max_leases {
             Ok(PredicateResults { gets_the_lock: true, path_to_watch: None })
@@ -262,7 +262,7 @@ mod tests {
         // Two leases: the second holds too; the third watches the first.
         assert!(d.gets_the_lock(&sorted, &name(2), 2).unwrap().gets_the_lock);
         assert_eq!(d.gets_the_lock(&sorted, &name(3), 2).unwrap().path_to_watch, Some(name(1)));
-        assert!(matches!(d.gets_the_lock(&sorted, &name(9), 1), Err(LockError::NodeVanished { .. })));
+        assert!(matches!(d.gets_the_lock(&sorted, &name(9), 1), Err(LockError::NotAContender { .. })));
     }
 
     #[test]

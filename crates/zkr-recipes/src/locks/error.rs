@@ -41,6 +41,14 @@ pub enum LockError {
         /// Our node that vanished.
         node: String,
     },
+    /// A driver's [`gets_the_lock`](super::LockInternalsDriver::gets_the_lock) was asked about
+    /// a node that is not among the contenders it was given: ours is gone (the lock recipes
+    /// start over on it, and report [`NodeVanished`](Self::NodeVanished) if they must stop).
+    #[error("{node} is not among the lock's contenders")]
+    NotAContender {
+        /// The node asked about.
+        node: String,
+    },
     /// The lock was lost while held: a release reports it, and guarded writes fail with it.
     #[error("the lock {path} was lost while held: {reason}")]
     Lost {

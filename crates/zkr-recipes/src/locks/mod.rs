@@ -14,7 +14,6 @@
 mod driver;
 mod error;
 mod internals;
-mod lister;
 mod multi;
 mod mutex;
 mod owner;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use dashmap::DashMap;
 use parking_lot::Mutex as SyncMutex;
 use tokio::time::Instant;
-use zkr_connection::{Session, ZkClient};
+use zkr_connection::{DropGuard, Session, ZkClient};
 use zookeeper_client::{CheckWriter, CreateMode, Stat};
 
 use super::driver::{LockInternalsDriver, StandardLockInternalsDriver};
@@ -520,9 +520,10 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
                 None => Ok(()),
             };
         };
-        let mut background = BackgroundRelease { inner: self.inner.clone(), node: Some(node.clone()) };
+        // A release dropped mid-way deletes in the background.
+        let mut background = background_release(self.inner.clone(), node.clone());
         let result = self.inner.internals.release_lock(&node).await;
-        background.node = None;
+        background.disarm();
         result?;
         match lost {
             Some(reason) => {
@@ -533,39 +534,20 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
     }
 }
 
-/// Deletes a released node in the background if the release future is dropped mid-way.
-struct BackgroundRelease<D: LockInternalsDriver> {
-    inner: Arc<Inner<D>>,
-    node: Option<Arc<LockNode>>,
-}
-
-impl<D: LockInternalsDriver> Drop for BackgroundRelease<D> {
-    fn drop(&mut self) {
-        if let Some(node) = self.node.take() {
-            spawn_release(self.inner.clone(), node);
+/// Releases `node` in the background when the guard is dropped (unless disarmed).
+fn background_release<D: LockInternalsDriver>(inner: Arc<Inner<D>>, node: Arc<LockNode>) -> DropGuard {
+    DropGuard::new("a dropped lock guard", async move {
+        if let Err(e) = inner.internals.release_lock(&node).await {
+            tracing::warn!(node = %node.path(), error = %e, "releasing a dropped lock guard failed");
         }
-    }
-}
-
-fn spawn_release<D: LockInternalsDriver>(inner: Arc<Inner<D>>, node: Arc<LockNode>) {
-    match tokio::runtime::Handle::try_current() {
-        Ok(runtime) => {
-            runtime.spawn(async move {
-                if let Err(e) = inner.internals.release_lock(&node).await {
-                    tracing::warn!(node = %node.path(), error = %e, "releasing a dropped lock guard failed");
-                }
-            });
-        }
-        Err(_) => {
-            tracing::warn!(node = %node.path(), "lock guard dropped outside a runtime; the node goes with its session")
-        }
-    }
+    })
 }
 
 impl<D: LockInternalsDriver> Drop for InterProcessMutexGuard<D> {
     fn drop(&mut self) {
         if let Some(node) = self.unhold() {
-            spawn_release(self.inner.clone(), node);
+            // Dropped armed: the release goes on in the background.
+            drop(background_release(self.inner.clone(), node));
         }
     }
 }

@@ -104,7 +104,7 @@ impl LockInternalsDriver for ReadLockDriver {
                 first_writer = Some(index);
             }
         }
-        Err(LockError::NodeVanished { path: String::new(), node: our_node.to_owned() })
+        Err(LockError::NotAContender { node: our_node.to_owned() })
     }
 }
 

@@ -5,11 +5,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use zkr_connection::protected::ProtectedCreate;
-use zkr_connection::{path, within, RetryOptions, Session, ZkClient};
+use zkr_connection::retry::SessionPause;
+use zkr_connection::{path, within, RetryOptions, ZkClient};
 use zookeeper_client::CreateMode;
 
 use super::internals::{node_gone, TIMEOUT_CLEANUP_GRACE};
 use super::{InterProcessMutex, LockError, LockInternalsDriver, LostReason, StandardLockInternalsDriver};
+use crate::fence::SessionFence;
 
 /// Curator's lease node name: `_c_<uuid>-lease-<seq>` under `<path>/leases`.
 pub const LEASE_NAME: &str = "lease-";
@@ -65,7 +67,7 @@ pub struct InterProcessSemaphoreV2 {
 pub struct Lease {
     zk: ZkClient,
     node: Option<String>,
-    session: Session,
+    fence: SessionFence,
     fencing_token: i64,
 }
 
@@ -82,7 +84,7 @@ impl Lease {
 
     /// Has the lease's session ended (and the lease node with it)?
     pub fn is_lost(&self) -> bool {
-        self.zk.generation() != self.session.generation() || self.zk.is_closed() || self.session.is_ended()
+        self.fence.session_ended(&self.zk)
     }
 
     /// Completes when the lease is lost: its session ends or its node is deleted by someone
@@ -104,7 +106,7 @@ impl Lease {
     /// Cancel safe.
     pub async fn lost(&self) -> LostReason {
         match &self.node {
-            Some(node) => node_gone(&self.zk, &self.session, node).await,
+            Some(node) => node_gone(&self.zk, self.fence.session(), node).await,
             None => LostReason::NodeDeleted,
         }
     }
@@ -122,7 +124,7 @@ impl Lease {
         if self.is_lost() {
             return Err(LockError::Lost { path: node, reason: LostReason::SessionEnded });
         }
-        let generation = self.session.generation();
+        let generation = self.fence.generation();
         let done = self.zk.guaranteed_delete(node.clone(), Some(generation));
         // Lost while deleting: return at once; the node goes with its session.
         tokio::select! {
@@ -137,9 +139,10 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         if let Some(node) = self.node.take() {
-            if tokio::runtime::Handle::try_current().is_ok() {
-                let _ = self.zk.guaranteed_delete(node, Some(self.session.generation()));
-            }
+            let (zk, generation) = (self.zk.clone(), self.fence.generation());
+            zkr_connection::spawn_cleanup("a dropped semaphore lease", async move {
+                zk.guaranteed_delete(node, Some(generation)).wait().await;
+            });
         }
     }
 }
@@ -278,7 +281,8 @@ impl InterProcessSemaphoreV2 {
         let mut lease = Lease {
             zk: self.zk.clone(),
             node: Some(created.path.clone()),
-            session: created.session.clone(),
+            // A lease rides out connection trouble: only its session's end counts.
+            fence: SessionFence::new(created.session.clone(), self.zk.error_epoch()),
             fencing_token: created.stat.czxid,
         };
         // Every request of the wait counts against the deadline: a request to a server that
@@ -289,7 +293,7 @@ impl InterProcessSemaphoreV2 {
             Ok(true) => Ok(Some(lease)),
             Ok(false) => {
                 if let Some(node) = lease.node.take() {
-                    let deleted = lease.zk.guaranteed_delete(node, Some(lease.session.generation()));
+                    let deleted = lease.zk.guaranteed_delete(node, Some(lease.fence.generation()));
                     // Bounded: past it, the delete goes on in the background.
                     let _ = tokio::time::timeout(TIMEOUT_CLEANUP_GRACE, deleted.wait()).await;
                 }
@@ -301,7 +305,8 @@ impl InterProcessSemaphoreV2 {
 
     /// Waits until there are no more lease nodes than the maximum; `false` at the deadline.
     async fn wait_for_room(&self, lease: &Lease, deadline: Option<Instant>) -> Result<bool, LockError> {
-        let client = lease.session.client();
+        let client = lease.fence.session().client();
+        let mut pause = SessionPause::default();
         loop {
             let max = self.max_leases().await?;
             let listed = client.get_and_watch_children(&self.leases_path).await;
@@ -318,6 +323,8 @@ impl InterProcessSemaphoreV2 {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
                         return Ok(false);
                     }
+                    // Connected again, or the wait ran out: look again shortly.
+                    pause.sleep().await;
                     continue;
                 }
                 Err(e) if zkr_connection::is_session_error(&e) => {
@@ -344,7 +351,7 @@ impl InterProcessSemaphoreV2 {
             // never fires its watches: stop waiting on it.
             tokio::select! {
                 _ = watcher.changed() => {}
-                () = self.zk.session_replaced(lease.session.generation()) => {
+                () = self.zk.session_replaced(lease.fence.generation()) => {
                     return Err(LockError::Lost {
                         path: lease.node_path().to_owned(),
                         reason: LostReason::SessionEnded,

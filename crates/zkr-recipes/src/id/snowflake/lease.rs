@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+use zkr_connection::retry::SessionPause;
 use zkr_connection::{path, Session, ZkClient};
 use zookeeper_client::{Acls, CreateMode};
 
@@ -200,6 +201,7 @@ async fn wait_for_lease_to_go(
     }
     let lease = paths.lease(worker_id);
     let deadline = tokio::time::Instant::now() + wait;
+    let mut pause = SessionPause::new(Duration::from_millis(50), Duration::from_secs(1));
     loop {
         let session = zk.session().await?;
         let watched = session.client().check_and_watch_stat(&lease).await;
@@ -207,7 +209,7 @@ async fn wait_for_lease_to_go(
             Ok((None, _)) => return Ok(()),
             Ok((Some(_), watcher)) => watcher,
             Err(e) if zkr_connection::is_retryable(&e) => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                pause.sleep().await;
                 continue;
             }
             Err(e) => return Err(e.into()),
@@ -255,6 +257,7 @@ async fn settle(
     previous: Option<&Lease>,
 ) -> Result<Lease, IdError> {
     let record = paths.record(worker_id);
+    let mut pause = SessionPause::new(Duration::from_millis(50), Duration::from_secs(1));
     loop {
         let found = zk
             .retry(|s| {
@@ -305,7 +308,7 @@ async fn settle(
             // Someone wrote the record between our read and write: read it again.
             Err(zookeeper_client::Error::BadVersion | zookeeper_client::Error::NodeExists) => continue,
             Err(e) if zkr_connection::is_retryable(&e) => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                pause.sleep().await;
                 continue;
             }
             Err(e) => return Err(e.into()),

@@ -354,9 +354,10 @@ impl Drop for Inner {
         let core = self.core.get_mut();
         let Some(lease) = core.lease.take() else { return };
         let last = core.sequencer.last_ts() + self.layout.epoch_ms();
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let (zk, paths) = (self.zk.clone(), self.paths.clone());
-        runtime.spawn(async move { lease::release(&paths, &lease, last, &zk).await });
+        zkr_connection::spawn_cleanup("a dropped snowflake lease", async move {
+            lease::release(&paths, &lease, last, &zk).await
+        });
     }
 }
 

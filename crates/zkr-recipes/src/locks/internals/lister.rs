@@ -12,7 +12,7 @@ type Listing = Shared<BoxFuture<'static, Result<Arc<Vec<String>>, zookeeper_clie
 /// moment: waiters that arrive together cost a handful of listings and one sort each, not one
 /// listing of the whole queue (and one sort of it) per waiter.
 #[derive(Default)]
-pub(crate) struct Lister {
+pub(super) struct Lister {
     state: Mutex<ListerState>,
 }
 
@@ -31,13 +31,13 @@ impl std::fmt::Debug for Lister {
 impl Lister {
     /// A mark: listings issued from now on have an id at least this. Take it before sending the
     /// request whose effect a listing must show (requests of one session are applied in order).
-    pub(crate) fn mark(&self) -> u64 {
+    pub(super) fn mark(&self) -> u64 {
         self.state.lock().issued + 1
     }
 
     /// The contenders under `base`, sorted by `sort`, from a listing issued at or after
     /// `not_before` on `session`.
-    pub(crate) async fn list<F>(
+    pub(super) async fn list<F>(
         &self,
         session: &Session,
         base: &str,

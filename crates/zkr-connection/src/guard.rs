@@ -1,0 +1,113 @@
+//! [`DropGuard`] and [`spawn_cleanup`]: the one home of "clean up in the background when a
+//! future is dropped or a handle goes".
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+/// Spawns `cleanup` on the current tokio runtime; outside one, logs a warning naming `what`
+/// and drops it (whatever it would have deleted goes with its session). For `Drop` impls,
+/// which must not block and may run anywhere.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// zkr_connection::spawn_cleanup("an example", async { /* delete something */ });
+/// # }
+/// ```
+pub fn spawn_cleanup(what: &'static str, cleanup: impl Future<Output = ()> + Send + 'static) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => drop(runtime.spawn(cleanup)),
+        Err(_) => tracing::warn!(what, "no runtime to clean up in the background; it goes with its session"),
+    }
+}
+
+/// Runs a cleanup in the background when dropped, unless [`disarm`](Self::disarm)ed: a create
+/// whose caller gives up, times out or is cancelled never leaves its node behind.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use zkr_connection::DropGuard;
+///
+/// let mut guard = DropGuard::new("the example node", async { /* delete it */ });
+/// // ... the step the cleanup protects succeeded:
+/// guard.disarm();
+/// assert!(!guard.is_armed());
+/// # }
+/// ```
+#[must_use = "dropping the guard runs the cleanup at once"]
+pub struct DropGuard {
+    what: &'static str,
+    cleanup: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+}
+
+impl DropGuard {
+    /// A guard that spawns `cleanup` when dropped; `what` names it in the warning logged when
+    /// there is no runtime to spawn on.
+    pub fn new(what: &'static str, cleanup: impl Future<Output = ()> + Send + 'static) -> Self {
+        DropGuard { what, cleanup: Some(Box::pin(cleanup)) }
+    }
+
+    /// Dropping the guard no longer cleans up.
+    pub fn disarm(&mut self) {
+        self.cleanup = None;
+    }
+
+    /// Will dropping the guard clean up?
+    pub fn is_armed(&self) -> bool {
+        self.cleanup.is_some()
+    }
+}
+
+impl fmt::Debug for DropGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DropGuard").field("what", &self.what).field("armed", &self.is_armed()).finish()
+    }
+}
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        if let Some(cleanup) = self.cleanup.take() {
+            spawn_cleanup(self.what, cleanup);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn flagged() -> (Arc<AtomicBool>, impl Future<Output = ()> + Send + 'static) {
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = ran.clone();
+        (ran, async move { flag.store(true, Ordering::SeqCst) })
+    }
+
+    #[tokio::test]
+    async fn an_armed_guard_cleans_up_in_the_background_and_a_disarmed_one_does_not() {
+        let (ran, cleanup) = flagged();
+        drop(DropGuard::new("armed", cleanup));
+        tokio::task::yield_now().await;
+        assert!(ran.load(Ordering::SeqCst));
+
+        let (ran, cleanup) = flagged();
+        let mut guard = DropGuard::new("disarmed", cleanup);
+        guard.disarm();
+        drop(guard);
+        tokio::task::yield_now().await;
+        assert!(!ran.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn outside_a_runtime_the_cleanup_is_dropped_without_a_panic() {
+        let (ran, cleanup) = flagged();
+        drop(DropGuard::new("no runtime", cleanup));
+        assert!(!ran.load(Ordering::SeqCst));
+    }
+}

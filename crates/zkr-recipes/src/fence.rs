@@ -1,0 +1,70 @@
+//! [`SessionFence`]: what a recipe's hold (a lock node, a semaphore lease, a leader's node) was
+//! taken on, and how it learns that the hold is lost, without asking ZooKeeper.
+
+use zkr_connection::{Session, ZkClient};
+
+use crate::locks::LostReason;
+
+/// A hold's session and the manager's error epoch when the hold was proved. The hold is lost
+/// when the manager gives the session up or replaces it, closes, or (for recipes that count
+/// connection trouble as a loss, Curator's error policy) enters an error state after the
+/// proof.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionFence {
+    session: Session,
+    error_epoch: u64,
+}
+
+impl SessionFence {
+    /// A fence on `session`, proved while the manager's error epoch was `error_epoch`.
+    pub(crate) fn new(session: Session, error_epoch: u64) -> Self {
+        SessionFence { session, error_epoch }
+    }
+
+    /// The session the hold lives with.
+    pub(crate) fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The session's generation in the manager.
+    pub(crate) fn generation(&self) -> u64 {
+        self.session.generation()
+    }
+
+    /// Is the fenced session still the manager's current one?
+    pub(crate) fn is_current(&self, zk: &ZkClient) -> bool {
+        zk.generation() == self.session.generation()
+    }
+
+    /// Has the session ended (replaced, given up, or the manager closed)? Connection trouble
+    /// the session survives does not count.
+    pub(crate) fn session_ended(&self, zk: &ZkClient) -> bool {
+        !self.is_current(zk) || zk.is_closed() || self.session.is_ended()
+    }
+
+    /// Why the hold counts as lost now, if it does: the session ended, or the connection
+    /// entered an error state after the proof.
+    pub(crate) fn lost_reason(&self, zk: &ZkClient) -> Option<LostReason> {
+        if self.session_ended(zk) {
+            Some(LostReason::SessionEnded)
+        } else if zk.error_epoch() != self.error_epoch {
+            Some(LostReason::ConnectionState)
+        } else {
+            None
+        }
+    }
+
+    /// Completes when the hold is lost as far as this process can tell: the connection enters
+    /// an error state, or the manager gives up or replaces the session.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub(crate) async fn lost(&self, zk: &ZkClient) -> LostReason {
+        let mut epochs = zk.error_epoch_watch();
+        let epoch = self.error_epoch;
+        tokio::select! {
+            _ = epochs.wait_for(|e| *e != epoch) => LostReason::ConnectionState,
+            () = zk.session_replaced(self.session.generation()) => LostReason::SessionEnded,
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! How a waiter learns that its turn has come: one way per [`TurnSource`].
+
+use zkr_connection::{path, Session};
+use zookeeper_client::EventType;
+
+use super::wait::Step;
+use super::LockInternals;
+use crate::locks::view::Turn;
+use crate::locks::LockInternalsDriver;
+
+/// A way to learn that our turn may have come.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum TurnSource {
+    /// The children view (`locks/view.rs`): ours when it shows nobody ahead, with no listing
+    /// when a node ahead goes without having been the head.
+    View,
+    /// A data watch on the contender `max_leases` places ahead of us.
+    Predecessor { ahead: String, on_delete: OnDelete },
+}
+
+/// What the deletion of the watched predecessor tells without a listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum OnDelete {
+    /// Nothing: list again (it may have given up rather than released).
+    ListAgain,
+    /// It was the head of a one-lease queue: with it gone we are first (sequence numbers only
+    /// grow, so nobody can slip in ahead).
+    Ours,
+    /// Ours if this process released it while it held the lock (`ReleasedHeads`).
+    OursIfReleasedHere,
+}
+
+impl<D: LockInternalsDriver> LockInternals<D> {
+    /// The turn source for a waiter whose listing `sorted` puts `ahead` before it.
+    pub(super) fn predecessor(&self, sorted: &[String], ahead: String) -> TurnSource {
+        let on_delete = if self.max_leases != 1 || !self.driver.head_release_grants() {
+            OnDelete::ListAgain
+        } else if sorted.first() == Some(&ahead) {
+            OnDelete::Ours
+        } else {
+            OnDelete::OursIfReleasedHere
+        };
+        TurnSource::Predecessor { ahead, on_delete }
+    }
+
+    /// Waits on `source` until our turn may have come.
+    pub(super) async fn wait_turn(
+        &self,
+        source: TurnSource,
+        session: &Session,
+        our_name: &str,
+    ) -> Result<Step, zookeeper_client::Error> {
+        match source {
+            TurnSource::View => Ok(self.turn_by_view(session, our_name).await),
+            TurnSource::Predecessor { ahead, on_delete } => {
+                self.turn_by_predecessor(session, &ahead, on_delete).await
+            }
+        }
+    }
+
+    async fn turn_by_view(&self, session: &Session, our_name: &str) -> Step {
+        let watched_at = self.zk.error_epoch();
+        let is_ours = |children: Vec<String>| {
+            let sorted = self.driver.sort_children(&children, &self.lock_name);
+            self.driver.gets_the_lock(&sorted, our_name, self.max_leases).is_ok_and(|p| p.gets_the_lock)
+        };
+        let turn = self.view.wait_turn(session.generation(), our_name, is_ours).await;
+        // Ours only if the connection was not disrupted meanwhile; otherwise (or when the view
+        // ended, or our node left it) list again to be sure.
+        if turn == Turn::Ours && self.zk.error_epoch() == watched_at {
+            Step::Held { epoch: watched_at }
+        } else {
+            Step::ListAgain
+        }
+    }
+
+    async fn turn_by_predecessor(
+        &self,
+        session: &Session,
+        ahead: &str,
+        on_delete: OnDelete,
+    ) -> Result<Step, zookeeper_client::Error> {
+        let watched_at = self.zk.error_epoch();
+        // A data watch, not an exists watch: no watch is left on a node that is already gone
+        // (CURATOR-107).
+        let watcher = match session.client().get_and_watch_data(&path::join(&self.base_path, ahead)).await {
+            Ok((_, _, watcher)) => watcher,
+            Err(zookeeper_client::Error::NoNode) if on_delete == OnDelete::Ours => {
+                return Ok(Step::Held { epoch: watched_at })
+            }
+            Err(zookeeper_client::Error::NoNode) => return Ok(Step::ListAgain),
+            Err(e) => return Err(e),
+        };
+        // A session the manager gives up never fires its watches: stop waiting on it.
+        let event = tokio::select! {
+            event = watcher.changed() => event,
+            () = self.zk.session_replaced(session.generation()) => {
+                return Err(zookeeper_client::Error::SessionExpired);
+            }
+        };
+        match event.event_type {
+            // Ours unless the connection was disrupted meanwhile: then list again to be sure.
+            EventType::NodeDeleted
+                if self.deletion_grants(ahead, on_delete) && self.zk.error_epoch() == watched_at =>
+            {
+                Ok(Step::Held { epoch: watched_at })
+            }
+            EventType::Session => Err(zookeeper_client::Error::SessionExpired),
+            // Deleted (not the head) or changed: list again.
+            _ => Ok(Step::ListAgain),
+        }
+    }
+
+    fn deletion_grants(&self, ahead: &str, on_delete: OnDelete) -> bool {
+        match on_delete {
+            OnDelete::ListAgain => false,
+            OnDelete::Ours => true,
+            OnDelete::OursIfReleasedHere => self.released_heads.take(ahead),
+        }
+    }
+}

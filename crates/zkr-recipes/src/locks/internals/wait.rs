@@ -1,0 +1,147 @@
+//! The wait for our turn, as a loop over named [`Step`]s.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+use zkr_connection::retry::RetryBudget;
+use zkr_connection::{is_retryable, is_session_error, Session};
+
+use super::turn::TurnSource;
+use super::{LockInternals, Wait};
+use crate::locks::{LockError, LockInternalsDriver};
+
+/// What one step of the wait learnt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Step {
+    /// The lock is ours, proved while the manager's error epoch was `epoch` (so a disruption
+    /// during the wait does not count against the new holder, and one after the proof does).
+    Held { epoch: u64 },
+    /// Not ours, and the caller does not wait.
+    NotNow,
+    /// Our turn may have come, or our node may be gone: list again.
+    ListAgain,
+}
+
+/// What the waiter knows about the queue before a step.
+pub(super) struct Look {
+    /// The sorted contenders, our node among them (from the listing sent with the create, or
+    /// the children view); `None`: list first.
+    pub(super) listing: Option<Arc<Vec<String>>>,
+    /// A listing must be issued after this lister mark.
+    pub(super) not_before: u64,
+    /// The manager's error epoch, taken with `not_before`.
+    pub(super) epoch: u64,
+    /// The children view gave `listing` and can tell when our turn comes.
+    pub(super) via_view: bool,
+}
+
+/// Why the wait ended without the lock.
+pub(super) enum WaitError {
+    /// Our node is gone (session expired or deleted): start over.
+    NodeMissing,
+    /// Not ours in time: the caller's deadline passed, or it does not wait.
+    NotAcquired,
+    Failed(LockError),
+}
+
+impl<D: LockInternalsDriver> LockInternals<D> {
+    /// A look that lists afresh: a listing sent from now on, and the error epoch now.
+    fn fresh_look(&self) -> Look {
+        Look { listing: None, epoch: self.zk.error_epoch(), not_before: self.lister.mark(), via_view: false }
+    }
+
+    /// Waits until we hold the lock: the error epoch from before the proof (see [`Step::Held`]).
+    pub(super) async fn wait_for_lock(
+        &self,
+        session: &Session,
+        our_name: &str,
+        first: Look,
+        wait: Wait,
+    ) -> Result<u64, WaitError> {
+        let deadline = wait.deadline();
+        let mut budget = RetryBudget::new(self.zk.retry_policy().clone()).deadline_at(deadline);
+        let mut look = first;
+        loop {
+            if self.zk.generation() != session.generation() {
+                return Err(WaitError::NodeMissing);
+            }
+            // Every request of the wait counts against the deadline: a request to a server that
+            // lost its quorum can go unanswered for seconds.
+            let step = zkr_connection::within(deadline, self.step(session, our_name, look, wait));
+            match step.await.ok_or(WaitError::NotAcquired)?? {
+                Ok(Step::Held { epoch }) => return Ok(epoch),
+                Ok(Step::NotNow) => return Err(WaitError::NotAcquired),
+                Ok(Step::ListAgain) => {}
+                Err(e) => self.on_wait_error(e, session, &mut budget).await?,
+            }
+            look = self.fresh_look();
+        }
+    }
+
+    /// One step: list (unless the look has a listing), decide, and wait on a turn source.
+    async fn step(
+        &self,
+        session: &Session,
+        our_name: &str,
+        look: Look,
+        wait: Wait,
+    ) -> Result<Result<Step, zookeeper_client::Error>, WaitError> {
+        let sorted = match look.listing {
+            Some(listing) => listing,
+            None => match self.lister.list(session, &self.base_path, look.not_before, self.sorter()).await {
+                Ok(listing) => listing,
+                Err(e) => return Ok(Err(e)),
+            },
+        };
+        let predicate = match self.driver.gets_the_lock(&sorted, our_name, self.max_leases) {
+            Ok(predicate) => predicate,
+            Err(LockError::NotAContender { .. }) => return Err(WaitError::NodeMissing),
+            Err(e) => return Err(WaitError::Failed(e)),
+        };
+        if predicate.gets_the_lock {
+            return Ok(Ok(Step::Held { epoch: look.epoch }));
+        }
+        let Some(ahead) = predicate.path_to_watch else { return Ok(Ok(Step::ListAgain)) };
+        if wait == Wait::NoWait {
+            return Ok(Ok(Step::NotNow));
+        }
+        let source = if look.via_view { TurnSource::View } else { self.predecessor(&sorted, ahead) };
+        drop(sorted);
+        Ok(self.wait_turn(source, session, our_name).await)
+    }
+
+    /// A failed request of the wait: start over when our node is gone, fail when retrying
+    /// cannot help or the budget is spent, else sleep before the next step.
+    async fn on_wait_error(
+        &self,
+        error: zookeeper_client::Error,
+        session: &Session,
+        budget: &mut RetryBudget,
+    ) -> Result<(), WaitError> {
+        // `NoNode`: the lock directory itself is gone, and so is our node.
+        if is_session_error(&error)
+            || error == zookeeper_client::Error::NoNode
+            || self.zk.generation() != session.generation()
+        {
+            return Err(WaitError::NodeMissing);
+        }
+        if !(is_retryable(&error) && budget.allows(&error)) {
+            return Err(WaitError::Failed(LockError::zk(error)));
+        }
+        match budget.pause().await {
+            Ok(()) => Ok(()),
+            Err(stop) if stop.is_deadline() => Err(WaitError::NotAcquired),
+            Err(stop) => Err(WaitError::Failed(stop.into_error(Some(error)).into())),
+        }
+    }
+}
+
+impl Wait {
+    /// The deadline, if the wait has one.
+    pub(super) fn deadline(self) -> Option<Instant> {
+        match self {
+            Wait::Until(deadline) => Some(deadline),
+            Wait::Forever | Wait::NoWait => None,
+        }
+    }
+}
