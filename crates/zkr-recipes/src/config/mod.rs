@@ -214,46 +214,38 @@ impl<T: std::fmt::Debug> std::fmt::Debug for ConfigEvent<T> {
     }
 }
 
-/// What both watchers share: the latest snapshot, the event channel, and the handle that keeps
-/// the engine running.
-struct Shared<T> {
-    path: String,
-    snapshots: watch::Receiver<Arc<ConfigSnapshot<T>>>,
-    events: broadcast::Sender<ConfigEvent<T>>,
-    _alive: Arc<watch::Sender<()>>,
-}
-
-impl<T> Clone for Shared<T> {
-    fn clone(&self) -> Self {
-        Shared {
-            path: self.path.clone(),
-            snapshots: self.snapshots.clone(),
-            events: self.events.clone(),
-            _alive: self._alive.clone(),
-        }
-    }
-}
-
-impl<T: Send + Sync + 'static> Shared<T> {
-    fn snapshot(&self) -> Arc<ConfigSnapshot<T>> {
-        self.snapshots.borrow().clone()
-    }
-
-    fn changes(&self) -> impl Stream<Item = ConfigEvent<T>> + Send + Unpin + 'static {
-        BroadcastStream::new(self.events.subscribe()).map(|item| match item {
-            Ok(event) => event,
-            Err(BroadcastStreamRecvError::Lagged(missed)) => ConfigEvent::Lagged { missed },
-        })
-    }
-}
-
-/// Marker: the builder makes a [`ConfigWatcher`].
+/// Marker: a [`ConfigWatcher`] (one node).
 #[derive(Debug, Clone, Copy)]
 pub struct NodeScope;
 
-/// Marker: the builder makes a [`ConfigTreeWatcher`].
+/// Marker: a [`ConfigTreeWatcher`] (a subtree).
 #[derive(Debug, Clone, Copy)]
 pub struct TreeScope;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::NodeScope {}
+    impl Sealed for super::TreeScope {}
+}
+
+/// What a [`ConfigHandle`] watches: [`NodeScope`] or [`TreeScope`]. Sealed.
+pub trait WatchScope: sealed::Sealed + Send + Sync + 'static {
+    /// The handle's name in `Debug` output.
+    #[doc(hidden)]
+    const NAME: &'static str;
+    #[doc(hidden)]
+    const TREE: bool;
+}
+
+impl WatchScope for NodeScope {
+    const NAME: &'static str = "ConfigWatcher";
+    const TREE: bool = false;
+}
+
+impl WatchScope for TreeScope {
+    const NAME: &'static str = "ConfigTreeWatcher";
+    const TREE: bool = true;
+}
 
 /// Builds a [`ConfigWatcher`] or a [`ConfigTreeWatcher`].
 #[must_use = "a builder does nothing until start() is called"]
@@ -324,8 +316,21 @@ impl<T: Send + Sync + 'static, S> ConfigWatcherBuilder<T, S> {
         self.capacity = capacity.max(1);
         self
     }
+}
 
-    async fn start_scope(self, scope: Scope) -> Result<Shared<T>, ConfigError> {
+impl<T: Send + Sync + 'static, S: WatchScope> ConfigWatcherBuilder<T, S> {
+    /// Reads the node (or the subtree) and starts watching it.
+    ///
+    /// # Errors
+    /// [`ConfigError::Connection`] for an invalid path or a ZooKeeper answer such as `NoAuth`;
+    /// [`ConfigError::Unavailable`] when ZooKeeper cannot be reached within the initial
+    /// timeout and there is no last-known-good file; [`ConfigError::CacheFile`] for a file
+    /// that cannot be read.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: nothing is written to ZooKeeper, and the watch goes with the dropped future.
+    pub async fn start(self) -> Result<ConfigHandle<T, S>, ConfigError> {
+        let scope = if S::TREE { Scope::Tree } else { Scope::Node };
         match scope {
             Scope::Node => path::validate_node_path(&self.path)?,
             Scope::Tree => path::validate_path(&self.path)?,
@@ -379,36 +384,13 @@ impl<T: Send + Sync + 'static, S> ConfigWatcherBuilder<T, S> {
             tokio::spawn(cache_file::keep_writing(file, self.path.clone(), snapshots.clone()));
         }
         tokio::spawn(engine.run(Sessions::Follow, established, dropped(alive)));
-        Ok(Shared { path: self.path, snapshots, events, _alive: Arc::new(alive_tx) })
-    }
-}
-
-impl<T: Send + Sync + 'static> ConfigWatcherBuilder<T, NodeScope> {
-    /// Reads the node and starts watching it.
-    ///
-    /// # Errors
-    /// [`ConfigError::Connection`] for an invalid path or a ZooKeeper answer such as `NoAuth`;
-    /// [`ConfigError::Unavailable`] when ZooKeeper cannot be reached within the initial
-    /// timeout and there is no last-known-good file; [`ConfigError::CacheFile`] for a file
-    /// that cannot be read.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: nothing is written to ZooKeeper, and the watch goes with the dropped future.
-    pub async fn start(self) -> Result<ConfigWatcher<T>, ConfigError> {
-        Ok(ConfigWatcher { shared: self.start_scope(Scope::Node).await? })
-    }
-}
-
-impl<T: Send + Sync + 'static> ConfigWatcherBuilder<T, TreeScope> {
-    /// Reads the subtree and starts watching it.
-    ///
-    /// # Errors
-    /// As [`ConfigWatcherBuilder::<T, NodeScope>::start`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe: nothing is written to ZooKeeper.
-    pub async fn start(self) -> Result<ConfigTreeWatcher<T>, ConfigError> {
-        Ok(ConfigTreeWatcher { shared: self.start_scope(Scope::Tree).await? })
+        Ok(ConfigHandle {
+            path: self.path,
+            snapshots,
+            events,
+            _alive: Arc::new(alive_tx),
+            scope: PhantomData,
+        })
     }
 }
 
@@ -433,64 +415,7 @@ impl<T: Send + Sync + 'static> ConfigWatcherBuilder<T, TreeScope> {
 /// }
 /// # Ok(()) }
 /// ```
-pub struct ConfigWatcher<T> {
-    shared: Shared<T>,
-}
-
-impl<T> Clone for ConfigWatcher<T> {
-    fn clone(&self) -> Self {
-        ConfigWatcher { shared: self.shared.clone() }
-    }
-}
-
-impl<T> std::fmt::Debug for ConfigWatcher<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConfigWatcher").field("path", &self.shared.path).finish()
-    }
-}
-
-impl<T: Send + Sync + 'static> ConfigWatcher<T> {
-    /// A builder for a watcher of node `path`, decoding with `codec`.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::config::ConfigError> {
-    /// let price = zkr_recipes::config::ConfigWatcher::<u32>::builder(&zk, "/config/price", zkr_recipes::config::Json).start().await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn builder(zk: &ZkClient, path: &str, codec: impl Codec<T>) -> ConfigWatcherBuilder<T, NodeScope> {
-        ConfigWatcherBuilder::new(zk, path, codec)
-    }
-
-    /// The watched path.
-    pub fn path(&self) -> &str {
-        &self.shared.path
-    }
-
-    /// The latest good value, or `None` while the node does not exist (or has never held a
-    /// value that decodes).
-    pub fn get(&self) -> Option<Versioned<T>> {
-        self.shared.snapshot().get("").cloned()
-    }
-
-    /// Is the value unconfirmed by ZooKeeper (from the last-known-good file, or during a
-    /// session change)?
-    pub fn is_stale(&self) -> bool {
-        self.shared.snapshot().is_stale()
-    }
-
-    /// A `tokio::sync::watch` receiver of the latest snapshot (the node is key `""`): for tasks
-    /// that wait with `changed()`.
-    pub fn snapshots(&self) -> watch::Receiver<Arc<ConfigSnapshot<T>>> {
-        self.shared.snapshots.clone()
-    }
-
-    /// Every change from now on, in order.
-    pub fn changes(&self) -> impl Stream<Item = ConfigEvent<T>> + Send + Unpin + 'static {
-        self.shared.changes()
-    }
-}
+pub type ConfigWatcher<T> = ConfigHandle<T, NodeScope>;
 
 /// The latest values of every node under a root (one node per key), as one consistent map per
 /// change, kept current with one persistent recursive watch.
@@ -511,23 +436,92 @@ impl<T: Send + Sync + 'static> ConfigWatcher<T> {
 /// }
 /// # Ok(()) }
 /// ```
-pub struct ConfigTreeWatcher<T> {
-    shared: Shared<T>,
+pub type ConfigTreeWatcher<T> = ConfigHandle<T, TreeScope>;
+
+/// A running config watcher: [`ConfigWatcher`] for one node, [`ConfigTreeWatcher`] for a
+/// subtree. Cheap to clone; every clone reads the same snapshot. The watch ends when the last
+/// clone is dropped; receivers and streams taken from it then see no more changes.
+pub struct ConfigHandle<T, S> {
+    path: String,
+    snapshots: watch::Receiver<Arc<ConfigSnapshot<T>>>,
+    events: broadcast::Sender<ConfigEvent<T>>,
+    /// Keeps the engine running.
+    _alive: Arc<watch::Sender<()>>,
+    scope: PhantomData<S>,
 }
 
-impl<T> Clone for ConfigTreeWatcher<T> {
+impl<T, S> Clone for ConfigHandle<T, S> {
     fn clone(&self) -> Self {
-        ConfigTreeWatcher { shared: self.shared.clone() }
+        ConfigHandle {
+            path: self.path.clone(),
+            snapshots: self.snapshots.clone(),
+            events: self.events.clone(),
+            _alive: self._alive.clone(),
+            scope: PhantomData,
+        }
     }
 }
 
-impl<T> std::fmt::Debug for ConfigTreeWatcher<T> {
+impl<T, S: WatchScope> std::fmt::Debug for ConfigHandle<T, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConfigTreeWatcher").field("path", &self.shared.path).finish()
+        f.debug_struct(S::NAME).field("path", &self.path).finish()
     }
 }
 
-impl<T: Send + Sync + 'static> ConfigTreeWatcher<T> {
+impl<T: Send + Sync + 'static, S> ConfigHandle<T, S> {
+    /// The watched path (the node, or the subtree's root).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The latest snapshot: every key's latest good value (a node watcher's key is `""`).
+    pub fn snapshot(&self) -> Arc<ConfigSnapshot<T>> {
+        self.snapshots.borrow().clone()
+    }
+
+    /// Is the snapshot unconfirmed by ZooKeeper (from the last-known-good file, or during a
+    /// session change)?
+    pub fn is_stale(&self) -> bool {
+        self.snapshot().is_stale()
+    }
+
+    /// A `tokio::sync::watch` receiver of the latest snapshot: for tasks that wait with
+    /// `changed()`.
+    pub fn snapshots(&self) -> watch::Receiver<Arc<ConfigSnapshot<T>>> {
+        self.snapshots.clone()
+    }
+
+    /// Every change from now on, in order.
+    pub fn changes(&self) -> impl Stream<Item = ConfigEvent<T>> + Send + Unpin + 'static {
+        BroadcastStream::new(self.events.subscribe()).map(|item| match item {
+            Ok(event) => event,
+            Err(BroadcastStreamRecvError::Lagged(missed)) => ConfigEvent::Lagged { missed },
+        })
+    }
+}
+
+impl<T: Send + Sync + 'static> ConfigHandle<T, NodeScope> {
+    /// A builder for a watcher of node `path`, decoding with `codec`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::config::ConfigError> {
+    /// let price = zkr_recipes::config::ConfigWatcher::<u32>::builder(&zk, "/config/price", zkr_recipes::config::Json).start().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder(zk: &ZkClient, path: &str, codec: impl Codec<T>) -> ConfigWatcherBuilder<T, NodeScope> {
+        ConfigWatcherBuilder::new(zk, path, codec)
+    }
+
+    /// The latest good value, or `None` while the node does not exist (or has never held a
+    /// value that decodes).
+    pub fn get(&self) -> Option<Versioned<T>> {
+        self.snapshot().get("").cloned()
+    }
+}
+
+impl<T: Send + Sync + 'static> ConfigHandle<T, TreeScope> {
     /// A builder for a watcher of the subtree under `root`, decoding every value with `codec`.
     ///
     /// # Examples
@@ -541,28 +535,8 @@ impl<T: Send + Sync + 'static> ConfigTreeWatcher<T> {
         ConfigWatcherBuilder::new(zk, root, codec)
     }
 
-    /// The watched root.
-    pub fn path(&self) -> &str {
-        &self.shared.path
-    }
-
-    /// The latest snapshot: every key's latest good value.
-    pub fn snapshot(&self) -> Arc<ConfigSnapshot<T>> {
-        self.shared.snapshot()
-    }
-
     /// The latest good value of `key`.
     pub fn get(&self, key: &str) -> Option<Versioned<T>> {
-        self.shared.snapshot().get(key).cloned()
-    }
-
-    /// A `tokio::sync::watch` receiver of the latest snapshot.
-    pub fn snapshots(&self) -> watch::Receiver<Arc<ConfigSnapshot<T>>> {
-        self.shared.snapshots.clone()
-    }
-
-    /// Every change from now on, in order.
-    pub fn changes(&self) -> impl Stream<Item = ConfigEvent<T>> + Send + Unpin + 'static {
-        self.shared.changes()
+        self.snapshot().get(key).cloned()
     }
 }

@@ -1,26 +1,7 @@
 //! [`ChildrenView`]: a live copy of a lock directory's children, so that an acquire costs one
-//! create and no listing at all, and a hand-over in a short queue costs no listing either.
-//!
-//! A persistent recursive watch on the lock directory delivers every child create and delete.
-//! ZooKeeper sends a session's notifications and replies in the order it applies the changes,
-//! and `zookeeper-client` hands them on in that order, so by the time our create's reply
-//! arrives the watch has already delivered every change before it, our own node's creation
-//! included. Once the view has applied our node's creation it holds every contender older than
-//! ours that still exists: the same proof a listing gives, without its request. From then on
-//! the view can only lag behind the server, never run ahead of it: a contender it shows deleted
-//! is gone for good (sequence numbers are never reused), so when it shows none left ahead of
-//! ours the lock is ours. A waiter that watches its predecessor instead must list the queue
-//! again whenever that predecessor was not the head (it may have given up rather than
-//! released), and on a standalone server that listing waits behind every queued write.
-//!
-//! The watch costs every change of the directory a notification to us: a herd, which a lock
-//! queue exists to avoid. It is kept bounded. The view is set up only after a few acquires
-//! found a short queue ([`MAX_QUEUE`] contenders at most), and dropped as soon as the queue
-//! grows past that or other processes create more than [`FOREIGN_CREATES`] nodes between two of
-//! our acquires: a process receives at most a few dozen notifications per acquire of its own,
-//! and none for a lock it is not using. A long queue goes back to watching one predecessor
-//! each. A disconnection or a new session ends the view too (events may have been missed); the
-//! next acquires set it up again.
+//! create and no listing at all, and a hand-over in a short queue costs no listing either. A
+//! consumer of the watch engine (`crate::watch`); why its "nobody ahead" proves the lock ours,
+//! and how its notifications are kept bounded: docs/architecture.md, "The children view's proof".
 
 use std::collections::HashSet;
 use std::sync::Arc;
