@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use futures::future::select_all;
 use futures::FutureExt as _;
+use zkr_connection::retry::SessionPause;
 use zkr_connection::{is_session_error, Session, ZkClient};
 use zookeeper_client::{
     AddWatchMode, Client, EventType, OneshotWatcher, PersistentWatcher, SessionState, WatchedEvent,
@@ -103,9 +104,9 @@ pub(crate) enum Sessions {
 }
 
 /// A watch set and the read sent behind it.
-pub(crate) enum Subscription<R> {
-    Persistent(PersistentWatcher, R),
-    OneShot(Vec<OneshotWatcher>, R),
+pub(crate) struct Subscription<R> {
+    watchers: Watchers,
+    read: R,
 }
 
 /// A subscription already applied to the consumer, for [`Watch::run`] to go on with.
@@ -126,9 +127,6 @@ enum End {
     /// The consumer stopped.
     Stopped,
 }
-
-/// How long the engine waits before it tries again after a failure on a live session.
-const RETRY_PAUSE: Duration = Duration::from_millis(100);
 
 /// The engine: a persistent watch on `root` feeding `consumer` (see the module docs).
 pub(crate) struct Watch<C> {
@@ -162,7 +160,9 @@ impl<C: Consumer> Watch<C> {
             let read = self.consumer.read(client);
             let (watch, read) = futures::join!(watch, read);
             match watch {
-                Ok(watcher) => return Ok(Subscription::Persistent(watcher, read?)),
+                Ok(watcher) => {
+                    return Ok(Subscription { watchers: Watchers::Persistent(watcher), read: read? })
+                }
                 Err(zookeeper_client::Error::Unimplemented) if self.watching == WatchMode::Auto => {
                     tracing::info!(root = %self.root, "server has no persistent watches; using one-shot watches");
                 }
@@ -170,7 +170,7 @@ impl<C: Consumer> Watch<C> {
             }
         }
         let (read, watchers) = self.consumer.read_watched(client).await?;
-        Ok(Subscription::OneShot(watchers, read))
+        Ok(Subscription { watchers: Watchers::OneShot(watchers), read })
     }
 
     /// The first sync, within `timeout` for a connection, then as the manager's retry policy
@@ -197,9 +197,10 @@ impl<C: Consumer> Watch<C> {
         session: &Session,
         subscription: Subscription<C::Read>,
     ) -> ZkResult<(Watchers, Flow)> {
-        let (watchers, queued) = match subscription {
-            Subscription::Persistent(mut watcher, read) => {
-                self.consumer.reset(read);
+        let Subscription { watchers, read } = subscription;
+        self.consumer.reset(read);
+        let (watchers, queued) = match watchers {
+            Watchers::Persistent(mut watcher) => {
                 let mut queued = Vec::new();
                 while let Some(event) = watcher.changed().now_or_never() {
                     if event.event_type == EventType::Session {
@@ -210,9 +211,8 @@ impl<C: Consumer> Watch<C> {
                 }
                 (Watchers::Persistent(watcher), queued)
             }
-            Subscription::OneShot(watchers, read) => {
+            Watchers::OneShot(watchers) => {
                 self.watching = WatchMode::OneShot;
-                self.consumer.reset(read);
                 (Watchers::OneShot(watchers), Vec::new())
             }
         };
@@ -233,6 +233,7 @@ impl<C: Consumer> Watch<C> {
         tokio::pin!(stop);
         let mut first = first;
         let mut after = None;
+        let mut pause = SessionPause::default();
         loop {
             let session = match (&sessions, &first) {
                 (_, Some(established)) => established.session.clone(),
@@ -253,6 +254,9 @@ impl<C: Consumer> Watch<C> {
                 () = zk.session_replaced(generation) => Ok(End::Session),
                 () = &mut stop => return,
             };
+            if followed.is_ok() {
+                pause.reset();
+            }
             match followed {
                 Ok(End::Stopped) => return,
                 Ok(End::Session) => {
@@ -269,7 +273,7 @@ impl<C: Consumer> Watch<C> {
                     }
                     tracing::debug!(root = %self.root, %error, "watch failed; trying again");
                     tokio::select! {
-                        () = tokio::time::sleep(RETRY_PAUSE) => {}
+                        () = pause.sleep() => {}
                         () = &mut stop => return,
                     }
                     // Again on the current session: it may still be this one.
@@ -356,11 +360,13 @@ impl<C: Consumer> Watch<C> {
     /// Waits for any one-shot watch, then reads everything again with new ones.
     async fn one_shot(&mut self, session: &Session, mut watchers: Vec<OneshotWatcher>) -> ZkResult<End> {
         let client = session.client();
+        let mut pause = SessionPause::default();
         loop {
             if watchers.is_empty() {
                 // Nothing to watch (the root is missing and could not be watched): look again.
-                tokio::time::sleep(RETRY_PAUSE).await;
+                pause.sleep().await;
             } else {
+                pause.reset();
                 let (event, _, _) = select_all(watchers.into_iter().map(|w| w.changed().boxed())).await;
                 if event.session_state.is_terminated() {
                     return Ok(End::Session);
