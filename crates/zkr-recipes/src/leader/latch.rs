@@ -288,14 +288,8 @@ async fn participate(inner: Arc<Inner>) {
                 inner.close();
                 return;
             }
-            Err(e) => {
-                tracing::warn!(%path, error = %e, "joining the election failed; trying again");
-                tokio::select! {
-                    () = pause.sleep() => {}
-                    () = inner.closing.notified() => return,
-                }
-                continue;
-            }
+            Err(e) if super::retry_join(&path, &e, &mut pause, &inner.closing).await => continue,
+            Err(_) => return,
         };
         pause.reset();
         lead(&inner, &node).await;

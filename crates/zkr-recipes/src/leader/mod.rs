@@ -21,3 +21,18 @@ pub mod selector;
 
 pub use latch::{LatchState, LeaderLatch, Leadership, Participant, LATCH_NAME};
 pub use selector::LeaderSelector;
+
+/// After a failed join of the election: logs it and waits `pause`; `false` when `closing` came
+/// first. Shared by the latch's and the selector's participation loops.
+async fn retry_join(
+    path: &str,
+    error: &crate::locks::LockError,
+    pause: &mut zkr_connection::retry::SessionPause,
+    closing: &tokio::sync::Notify,
+) -> bool {
+    tracing::warn!(%path, %error, "joining the election failed; trying again");
+    tokio::select! {
+        () = pause.sleep() => true,
+        () = closing.notified() => false,
+    }
+}

@@ -196,14 +196,8 @@ async fn participate(inner: Arc<Inner>) {
         let guard = match acquired {
             Ok(guard) => guard,
             Err(LockError::Connection(zkr_connection::Error::Closed)) => return,
-            Err(e) => {
-                tracing::warn!(%path, error = %e, "joining the election failed; trying again");
-                tokio::select! {
-                    () = pause.sleep() => {}
-                    () = inner.closing.notified() => return,
-                }
-                continue;
-            }
+            Err(e) if super::retry_join(&path, &e, &mut pause, &inner.closing).await => continue,
+            Err(_) => return,
         };
         pause.reset();
         let term = Leadership { node: guard.node_path().to_owned(), fencing_token: guard.fencing_token() };
