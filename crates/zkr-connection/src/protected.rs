@@ -243,6 +243,97 @@ impl<'a> ProtectedCreate<'a> {
     }
 }
 
+/// One protected create's fixed parts, for each of its attempts.
+struct Attempt<'a> {
+    parent: &'a str,
+    prefix: &'a str,
+    node_prefix: &'a str,
+    node_path: &'a str,
+    data: &'a [u8],
+    mode: CreateMode,
+    list_siblings: bool,
+}
+
+/// What an attempt created or found: name, `Stat`, sequence, siblings.
+type Created = (String, Stat, Option<i64>, Option<Vec<String>>);
+
+impl ZkClient {
+    /// One attempt of a protected create on `session`; after a lost reply (`look_first`) it
+    /// looks for the node first.
+    async fn create_once(
+        &self,
+        session: &Session,
+        a: &Attempt<'_>,
+        look_first: bool,
+    ) -> std::result::Result<Created, zookeeper_client::Error> {
+        let client = session.client();
+        if look_first {
+            // After a lost reply the create may have landed on a server this
+            // connection has left: a lagging follower's listing would miss it, and a
+            // second node would queue behind our own orphan (Curator has the same
+            // hole). The sync brings our server up to date first.
+            match client.sync(a.parent).await {
+                Ok(()) | Err(zookeeper_client::Error::NoNode) => {}
+                Err(e) => return Err(e),
+            }
+            if let Some((found, stat)) = find(client, a.parent, a.prefix).await? {
+                if is_ephemeral(a.mode) && stat.ephemeral_owner != session.id() {
+                    // CURATOR-498: a node of a session that has ended (seen through a
+                    // lagging server): not ours any more.
+                    tracing::debug!(node = %found, "protected node from an older session; deleting it");
+                    let _ = self.guaranteed_delete(path::join(a.parent, &found), None);
+                } else {
+                    return Ok((found, stat, None, None));
+                }
+            }
+        }
+        // Every request is sent before any reply is awaited: one round trip. A listing for
+        // a sequential create goes first (see `ProtectedCreate::list_siblings`).
+        let acls = self.acl_for_path(a.node_path);
+        let create_options = a.mode.with_acls(zookeeper_client::Acls::new(&acls));
+        let list_first = a.list_siblings && is_sequential(a.mode);
+        let before = list_first.then(|| client.get_children(a.parent));
+        let create = client.create(a.node_path, a.data, &create_options);
+        let after = (a.list_siblings && !list_first).then(|| client.list_children(a.parent));
+        // The parent as it is after the create: the same directory the listing saw?
+        let incarnation = list_first.then(|| client.check_stat(a.parent));
+        let created = create.await;
+        let before = match before {
+            Some(listing) => listing.await.ok(),
+            None => None,
+        };
+        let after = match after {
+            Some(listing) => listing.await.ok(),
+            None => None,
+        };
+        let (stat, seq) = match created {
+            Err(zookeeper_client::Error::NoNode) => {
+                create_parents_on(self, client, a.node_path).await?;
+                let created = create_on(self, client, a.node_path, a.data, a.mode).await?;
+                let name = node_name(a.node_prefix, a.mode, created.1);
+                return Ok((name, created.0, is_sequential(a.mode).then(|| created.1.into_i64()), None));
+            }
+            other => other?,
+        };
+        let sequence = is_sequential(a.mode).then(|| seq.into_i64());
+        let name = node_name(a.node_prefix, a.mode, seq);
+        let incarnation = match incarnation {
+            Some(stat) => stat.await.ok().flatten(),
+            None => None,
+        };
+        let siblings = match (before, sequence, incarnation) {
+            (Some((mut children, listed)), Some(sequence), Some(after))
+                if listing_is_complete(&listed, sequence, &after) =>
+            {
+                children.push(name.clone());
+                Some(children)
+            }
+            _ => after,
+        };
+        Ok((name, stat, sequence, siblings))
+    }
+}
+
 impl ZkClient {
     /// Creates `<parent>/_c_<uuid>-<name>` (plus the sequence for sequential modes), creating
     /// missing parents as containers: Curator's `create().withProtection()`.
@@ -331,83 +422,20 @@ impl ZkClient {
                 zk.find_and_delete_protected(&parent, &prefix).await
             })
         };
+        let attempt = Attempt {
+            parent,
+            prefix: &prefix,
+            node_prefix: &node_prefix,
+            node_path: &node_path,
+            data,
+            mode,
+            list_siblings,
+        };
         let mut attempted = false;
         loop {
             let session = self.session_for(deadline.zip(options.deadline)).await?;
-            let client = session.client();
-            let look_first = attempted;
-            attempted = true;
-            let step = async {
-                if look_first {
-                    // After a lost reply the create may have landed on a server this
-                    // connection has left: a lagging follower's listing would miss it, and a
-                    // second node would queue behind our own orphan (Curator has the same
-                    // hole). The sync brings our server up to date first.
-                    match client.sync(parent).await {
-                        Ok(()) | Err(zookeeper_client::Error::NoNode) => {}
-                        Err(e) => return Err(e),
-                    }
-                    if let Some((found, stat)) = find(client, parent, &prefix).await? {
-                        if is_ephemeral(mode) && stat.ephemeral_owner != session.id() {
-                            // CURATOR-498: a node of a session that has ended (seen through a
-                            // lagging server): not ours any more.
-                            tracing::debug!(node = %found, "protected node from an older session; deleting it");
-                            let _ = self.guaranteed_delete(path::join(parent, &found), None);
-                        } else {
-                            return Ok((found, stat, None, None));
-                        }
-                    }
-                }
-                // Every request is sent before any reply is awaited: one round trip. A listing for
-                // a sequential create goes first (see `ProtectedCreate::list_siblings`).
-                let acls = self.acl_for_path(&node_path);
-                let create_options = mode.with_acls(zookeeper_client::Acls::new(&acls));
-                let list_first = list_siblings && is_sequential(mode);
-                let before = list_first.then(|| client.get_children(parent));
-                let create = client.create(&node_path, data, &create_options);
-                let after = (list_siblings && !list_first).then(|| client.list_children(parent));
-                // The parent as it is after the create: the same directory the listing saw?
-                let incarnation = list_first.then(|| client.check_stat(parent));
-                let created = create.await;
-                let before = match before {
-                    Some(listing) => listing.await.ok(),
-                    None => None,
-                };
-                let after = match after {
-                    Some(listing) => listing.await.ok(),
-                    None => None,
-                };
-                let (stat, seq) = match created {
-                    Err(zookeeper_client::Error::NoNode) => {
-                        create_parents_on(self, client, &node_path).await?;
-                        let created = create_on(self, client, &node_path, data, mode).await?;
-                        let name = node_name(&node_prefix, mode, created.1);
-                        return Ok((
-                            name,
-                            created.0,
-                            is_sequential(mode).then(|| created.1.into_i64()),
-                            None,
-                        ));
-                    }
-                    other => other?,
-                };
-                let sequence = is_sequential(mode).then(|| seq.into_i64());
-                let name = node_name(&node_prefix, mode, seq);
-                let incarnation = match incarnation {
-                    Some(stat) => stat.await.ok().flatten(),
-                    None => None,
-                };
-                let siblings = match (before, sequence, incarnation) {
-                    (Some((mut children, listed)), Some(sequence), Some(after))
-                        if listing_is_complete(&listed, sequence, &after) =>
-                    {
-                        children.push(name.clone());
-                        Some(children)
-                    }
-                    _ => after,
-                };
-                Ok((name, stat, sequence, siblings))
-            };
+            let look_first = std::mem::replace(&mut attempted, true);
+            let step = self.create_once(&session, &attempt, look_first);
             let Some(outcome) = crate::within(deadline, step).await else {
                 return Err(Error::DeadlineExceeded {
                     deadline: options.deadline.unwrap_or_default(),
@@ -502,139 +530,4 @@ impl ZkClient {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    #[test]
-    fn a_listing_of_another_incarnation_of_the_directory_proves_nothing() {
-        // The interleaving of issue 16 item 11: the directory had one child created and
-        // deleted (the proof expects sequence 1); it is deleted and recreated, a foreign node
-        // takes sequence 0 there, and ours gets 1.
-        let listed = Stat { czxid: 10, ..Parent { creates: 1, children: 0 }.stat() };
-        let recreated = Stat { czxid: 20, ..Parent { creates: 2, children: 2 }.stat() };
-        assert!(listing_precedes(&listed, 1), "the sequence alone is fooled");
-        assert!(!listing_is_complete(&listed, 1, &recreated));
-        let same = Stat { czxid: 10, ..Parent { creates: 2, children: 1 }.stat() };
-        assert!(listing_is_complete(&listed, 1, &same));
-    }
-
-    #[test]
-    fn prefix_is_curators() {
-        let id = Uuid::parse_str("53345f98-9423-4e0c-a7b5-9f819e3ec2e1").unwrap();
-        assert_eq!(protected_prefix(&id), "_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-");
-        assert_eq!(protected_prefix(&id).len(), 40);
-    }
-
-    #[test]
-    fn sequences_parse_including_negative_wraps() {
-        assert_eq!(parse_sequence("_c_x-lock-0000000007", "_c_x-lock-"), Some(7));
-        assert_eq!(parse_sequence("_c_x-lock--2147483648", "_c_x-lock-"), Some(-2147483648));
-        assert_eq!(parse_sequence("_c_y-lock-1", "_c_x-lock-"), None);
-    }
-
-    /// A parent as ZooKeeper keeps it: the count of child creates (which names the next
-    /// sequential child) and the children; its `Stat` reports `cversion` as creates plus deletes
-    /// (DataNode.copyStat), in 32-bit arithmetic.
-    #[derive(Debug, Clone, Copy)]
-    struct Parent {
-        creates: i32,
-        children: i32,
-    }
-
-    impl Parent {
-        fn stat(self) -> Stat {
-            Stat {
-                czxid: 1,
-                mzxid: 1,
-                pzxid: 1,
-                ctime: 0,
-                mtime: 0,
-                version: 0,
-                cversion: self.creates.wrapping_mul(2).wrapping_sub(self.children),
-                aversion: 0,
-                ephemeral_owner: 0,
-                data_length: 0,
-                num_children: self.children,
-            }
-        }
-
-        /// The sequence number the next sequential create gets, as the client parses it.
-        fn next_sequence(self) -> i64 {
-            i64::from(self.creates)
-        }
-
-        fn apply(&mut self, create: bool) {
-            if create {
-                self.creates = self.creates.wrapping_add(1);
-                self.children += 1;
-            } else if self.children > 0 {
-                self.children -= 1;
-            }
-        }
-    }
-
-    #[test]
-    fn a_listing_right_before_the_create_is_complete() {
-        let mut parent = Parent { creates: 0, children: 0 };
-        assert!(listing_precedes(&parent.stat(), 0));
-        parent.apply(true);
-        parent.apply(false);
-        // The server's figures of the integration test: cversion 2, no children, next is 1.
-        assert_eq!(parent.stat().cversion, 2);
-        assert!(listing_precedes(&parent.stat(), 1));
-        let listed = parent.stat();
-        parent.apply(true);
-        assert!(!listing_precedes(&listed, parent.next_sequence()));
-    }
-
-    #[test]
-    fn the_check_survives_the_counter_wrapping() {
-        let mut parent = Parent { creates: i32::MAX, children: 3 };
-        assert!(listing_precedes(&parent.stat(), parent.next_sequence()));
-        parent.apply(true);
-        assert_eq!(parent.next_sequence(), -2147483648);
-        assert!(listing_precedes(&parent.stat(), parent.next_sequence()));
-        let listed = parent.stat();
-        parent.apply(false);
-        assert!(listing_precedes(&listed, parent.next_sequence()));
-        parent.apply(true);
-        assert!(!listing_precedes(&listed, parent.next_sequence()));
-    }
-
-    proptest! {
-        /// Deletes between the listing and the create keep it usable (it only lists some gone
-        /// nodes too); any create in between (up to a billion) makes it refused.
-        #[test]
-        fn only_a_create_in_between_spoils_the_listing(
-            creates in any::<i32>(),
-            children in 0..10_000i32,
-            history in proptest::collection::vec(any::<bool>(), 0..50),
-            later in prop_oneof![Just(0u32), 1..1_000_000_000u32],
-        ) {
-            let mut parent = Parent { creates, children };
-            for &create in &history {
-                parent.apply(create);
-            }
-            let listed = parent.stat();
-            for &create in &history {
-                if !create {
-                    parent.apply(false);
-                }
-            }
-            for _ in 0..later.min(64) {
-                parent.apply(true);
-            }
-            if later > 64 {
-                parent.creates = parent.creates.wrapping_add((later - 64) as i32);
-            }
-            prop_assert_eq!(listing_precedes(&listed, parent.next_sequence()), later == 0);
-        }
-
-        #[test]
-        fn protected_names_never_panic(name in "\\PC{0,60}") {
-            let _ = is_protected_name(&name);
-            let _ = normalize(&name);
-        }
-    }
-}
+mod tests;
