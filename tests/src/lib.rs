@@ -90,6 +90,20 @@ pub async fn expect_states(stream: &mut ConnectionStateStream, expected: &[Conne
     assert_eq!(seen, expected);
 }
 
+/// Reads states until `wanted` (the stream may start with the current state), within
+/// [`Timing::wait`].
+pub async fn wait_for_state(states: &mut ConnectionStateStream, wanted: ConnectionState) {
+    let found = tokio::time::timeout(timing().wait(), async {
+        while let Some(state) = states.next().await {
+            if state == wanted {
+                return true;
+            }
+        }
+        false
+    });
+    assert!(found.await.unwrap_or(false), "no {wanted:?} in time");
+}
+
 /// Asserts that no further state arrives within `quiet`.
 pub async fn expect_no_state(stream: &mut ConnectionStateStream, quiet: Duration) {
     if let Ok(Some(state)) = tokio::time::timeout(quiet, stream.next()).await {

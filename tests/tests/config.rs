@@ -7,26 +7,14 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use zkr_connection::ConnectionState;
-use zkr_integration_tests::{builder, connect, connect_with_session, eventually, timing, unique_root};
+use zkr_integration_tests::{
+    builder, connect, connect_with_session, eventually, timing, unique_root, wait_for_state,
+};
 use zkr_recipes::config::{
     ConfigError, ConfigEvent, ConfigPublisher, ConfigTreeWatcher, ConfigWatcher, Json, Utf8, WatchMode,
 };
 use zkr_testing::{expire_session, shared_server, FaultProxy, TestingServer};
 use zookeeper_client::{Client, CreateMode};
-
-/// Reads states until `wanted` (the stream may start with the current state).
-async fn wait_for_state(states: &mut zkr_connection::ConnectionStateStream, wanted: ConnectionState) {
-    tokio::time::timeout(timing().wait(), async {
-        while let Some(state) = states.next().await {
-            if state == wanted {
-                return;
-            }
-        }
-        panic!("the state stream ended before {wanted:?}");
-    })
-    .await
-    .unwrap_or_else(|_| panic!("no {wanted:?} in time"));
-}
 
 async fn raw(connect_string: &str) -> Client {
     Client::connect(connect_string).await.expect("raw client")

@@ -20,6 +20,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod cache;
 pub mod config;
 mod fence;
 pub mod id;
@@ -50,6 +51,8 @@ mod guides {
     pub struct Testing;
     #[doc = include_str!("../../../docs/why-zookeeper.md")]
     pub struct WhyZookeeper;
+    #[doc = include_str!("../../../docs/recipes/cache.md")]
+    pub struct RecipesCache;
     #[doc = include_str!("../../../docs/recipes/config.md")]
     pub struct RecipesConfig;
     #[doc = include_str!("../../../docs/recipes/ids.md")]

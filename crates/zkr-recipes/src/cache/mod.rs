@@ -1,0 +1,364 @@
+//! Caches: Curator's `CuratorCache` in Rust. A local copy of a node, its children, or a
+//! subtree, with every node's data and `Stat`, kept in step with ZooKeeper by one persistent
+//! watch; an immutable snapshot per burst of changes and a stream of events.
+//!
+//! What it guarantees (each has a test against a real server):
+//! - the copy converges to the server's tree, one read after each event;
+//! - nothing is lost across a disconnect or a session expiry: the watch is set again and
+//!   everything read again, and only what differs from the copy is reported;
+//! - nothing is reported twice: a read no newer than the copy (compared by `mzxid`) is no event;
+//! - a snapshot is built from whole bursts: it never shows half of a multi-op.
+//!
+//! Unlike [`ConfigTreeWatcher`](crate::config::ConfigTreeWatcher), nodes without data are part
+//! of the copy, and values stay bytes: decode them with a config codec
+//! ([`CachedNode::decode`]). The cache needs ZooKeeper 3.6 or later (persistent watches).
+//!
+//! # Examples
+//!
+//! ```no_run
+//! # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_connection::Error> {
+//! use futures::StreamExt;
+//! use zkr_recipes::cache::{CacheEvent, CacheMode, CuratorCache};
+//!
+//! let cache = CuratorCache::builder(&zk, "/services").mode(CacheMode::Tree { max_depth: Some(2) }).start().await?;
+//! for (name, node) in cache.snapshot().children("/services") {
+//!     println!("{name}: version {}", node.stat.version);
+//! }
+//! let mut events = cache.events();
+//! while let Some(event) = events.next().await {
+//!     if let CacheEvent::Created { path, .. } = event {
+//!         println!("new: {path}");
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+
+mod tracker;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt as _};
+use tokio::sync::{broadcast, watch};
+use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+use tokio_stream::wrappers::BroadcastStream;
+use zkr_connection::{path, ZkClient};
+use zookeeper_client::Stat;
+
+use crate::config::Codec;
+use crate::watch::{Sessions, Watch, WatchMode};
+use tracker::Tracker;
+
+/// What a [`CuratorCache`] covers: Curator's `CuratorCache.Options` and `TreeCache`'s depth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CacheMode {
+    /// The node alone (Curator's `SINGLE_NODE_CACHE`).
+    Node,
+    /// The node and its direct children (`PathChildrenCache`, with the parent).
+    Children,
+    /// The node and everything below it, down to `max_depth` levels when set (`TreeCache`).
+    Tree {
+        /// How many levels below the node are kept; `None`: all.
+        max_depth: Option<usize>,
+    },
+}
+
+/// A node as the cache holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachedNode {
+    /// The node's data.
+    pub data: Vec<u8>,
+    /// The node's `Stat` as read.
+    pub stat: Stat,
+}
+
+impl CachedNode {
+    /// The data decoded by `codec` (for example [`Json`](crate::config::Json)).
+    ///
+    /// # Errors
+    /// The codec's message when the data is not a value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zkr_recipes::cache::CachedNode;
+    /// use zkr_recipes::config::Utf8;
+    ///
+    /// fn address(node: &CachedNode) -> Option<String> {
+    ///     node.decode(&Utf8).ok()
+    /// }
+    /// ```
+    pub fn decode<T>(&self, codec: &impl Codec<T>) -> Result<T, String> {
+        codec.decode(&self.data)
+    }
+}
+
+/// A change the cache applied, in the order it applied them.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum CacheEvent {
+    /// The first full read is applied (after a `Created` for every node it found).
+    Initialized,
+    /// A node appeared.
+    Created {
+        /// Its path.
+        path: String,
+        /// The node as read.
+        node: Arc<CachedNode>,
+    },
+    /// A node's data or `Stat` changed (or it was deleted and created again in between).
+    Changed {
+        /// Its path.
+        path: String,
+        /// What the cache held.
+        old: Arc<CachedNode>,
+        /// What it holds now.
+        new: Arc<CachedNode>,
+    },
+    /// A node went.
+    Deleted {
+        /// Its path.
+        path: String,
+        /// What the cache held.
+        old: Arc<CachedNode>,
+    },
+    /// This subscriber fell this many events behind and missed them; the snapshot is current.
+    Lagged {
+        /// How many events were dropped for this subscriber.
+        missed: u64,
+    },
+}
+
+/// The cache's contents at one moment: immutable, cheap to share (`Arc`).
+#[derive(Debug, Clone, Default)]
+pub struct CacheSnapshot {
+    nodes: BTreeMap<String, Arc<CachedNode>>,
+    initialized: bool,
+    stale: bool,
+}
+
+impl CacheSnapshot {
+    /// The node at `path`.
+    pub fn get(&self, path: &str) -> Option<&Arc<CachedNode>> {
+        self.nodes.get(path)
+    }
+
+    /// The direct children of `parent` the cache holds, by name, in name order.
+    pub fn children<'a>(
+        &'a self,
+        parent: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a Arc<CachedNode>)> + 'a {
+        let prefix = if parent == "/" { String::from("/") } else { format!("{parent}/") };
+        self.nodes.range(prefix.clone()..).take_while(move |(p, _)| p.starts_with(&prefix)).filter_map(
+            move |(p, node)| {
+                let name = &p[if parent == "/" { 1 } else { parent.len() + 1 }..];
+                (!name.contains('/')).then_some((name, node))
+            },
+        )
+    }
+
+    /// Every node, by path, in path order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Arc<CachedNode>)> {
+        self.nodes.iter().map(|(p, n)| (p.as_str(), n))
+    }
+
+    /// How many nodes the cache holds.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Does the cache hold no node (the root does not exist)?
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Has the first full read been applied?
+    pub fn is_initialized(&self) -> bool {
+        self.initialized
+    }
+
+    /// Is the copy unconfirmed by ZooKeeper (its session ended; a new one is being read)?
+    pub fn is_stale(&self) -> bool {
+        self.stale
+    }
+}
+
+/// Builds a [`CuratorCache`].
+#[derive(Debug)]
+#[must_use = "a builder does nothing until start() is called"]
+pub struct CuratorCacheBuilder {
+    zk: ZkClient,
+    path: String,
+    mode: CacheMode,
+    initial_timeout: Option<Duration>,
+    capacity: usize,
+}
+
+impl CuratorCacheBuilder {
+    /// What the cache covers (default: [`CacheMode::Tree`] with no depth limit, as Curator's).
+    pub fn mode(mut self, mode: CacheMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// How long `start` waits for a connection (default: the manager's connection timeout).
+    pub fn initial_timeout(mut self, timeout: Duration) -> Self {
+        self.initial_timeout = Some(timeout);
+        self
+    }
+
+    /// How many events a slow subscriber of `events()` may fall behind before it gets
+    /// [`CacheEvent::Lagged`] (default 4096).
+    pub fn event_capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity.max(1);
+        self
+    }
+
+    /// Sets the watch, reads everything, and keeps the copy in the background. The root need
+    /// not exist: the cache is empty until it does. [`CuratorCache::events`] streams the
+    /// changes after this returns; for the first read's events too, use
+    /// [`start_with_events`](Self::start_with_events).
+    ///
+    /// # Errors
+    /// [`InvalidPath`](zkr_connection::Error::InvalidPath) for an invalid path or the reserved
+    /// `/zookeeper` tree; [`ConnectTimeout`](zkr_connection::Error::ConnectTimeout) or what the
+    /// retry policy gave up on when ZooKeeper cannot be reached; a ZooKeeper answer such as
+    /// `NoAuth`, or `Unimplemented` from a server before 3.6.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: nothing is written to ZooKeeper, and the watch goes with the dropped future.
+    pub async fn start(self) -> Result<CuratorCache, zkr_connection::Error> {
+        Ok(self.launch().await?.0)
+    }
+
+    /// [`start`](Self::start), and every event from the first read on: a `Created` for each
+    /// node present at start, then `Initialized`, then every change (Curator's listener added
+    /// before `start()`). Raise [`event_capacity`](Self::event_capacity) above the tree's size
+    /// to receive every `Created` of a large tree.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    ///
+    /// # Cancel safety
+    /// As [`start`](Self::start).
+    pub async fn start_with_events(
+        self,
+    ) -> Result<(CuratorCache, impl Stream<Item = CacheEvent> + Send + Unpin + 'static), zkr_connection::Error>
+    {
+        let (cache, first) = self.launch().await?;
+        Ok((cache, event_stream(first)))
+    }
+
+    async fn launch(self) -> Result<(CuratorCache, broadcast::Receiver<CacheEvent>), zkr_connection::Error> {
+        path::validate_path(&self.path)?;
+        self.zk.validate_recipe_path(&self.path)?;
+        let max_depth = match self.mode {
+            CacheMode::Node => Some(0),
+            CacheMode::Children => Some(1),
+            CacheMode::Tree { max_depth } => max_depth,
+        };
+        let (snapshot, snapshots) =
+            watch::channel(Arc::new(CacheSnapshot { stale: true, ..Default::default() }));
+        let (events, first_events) = broadcast::channel(self.capacity);
+        let tracker = Tracker {
+            root: self.path.clone(),
+            max_depth,
+            nodes: BTreeMap::new(),
+            initialized: false,
+            snapshot,
+            events: events.clone(),
+        };
+        let recursive = max_depth != Some(0);
+        let mut engine = Watch::new(&self.zk, &self.path, recursive, WatchMode::Persistent, tracker);
+        let timeout = self.initial_timeout.unwrap_or_else(|| self.zk.connection_timeout());
+        let first = engine.first_sync(timeout).await?;
+        let (alive_tx, alive) = watch::channel(());
+        tokio::spawn(engine.run(Sessions::Follow, Some(first), dropped(alive)));
+        Ok((CuratorCache { path: self.path, snapshots, events, _alive: Arc::new(alive_tx) }, first_events))
+    }
+}
+
+fn event_stream(
+    events: broadcast::Receiver<CacheEvent>,
+) -> impl Stream<Item = CacheEvent> + Send + Unpin + 'static {
+    BroadcastStream::new(events).map(|item| match item {
+        Ok(event) => event,
+        Err(BroadcastStreamRecvError::Lagged(missed)) => CacheEvent::Lagged { missed },
+    })
+}
+
+/// Resolves when the cache's last handle is dropped.
+async fn dropped(mut alive: watch::Receiver<()>) {
+    while alive.changed().await.is_ok() {}
+}
+
+/// A local copy of a node, its children or a subtree (see the [module docs](self)).
+///
+/// Cheap to clone; every clone reads the same copy. The watch ends when the last clone is
+/// dropped.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_connection::Error> {
+/// use zkr_recipes::cache::{CacheMode, CuratorCache};
+///
+/// let members = CuratorCache::builder(&zk, "/app/members").mode(CacheMode::Children).start().await?;
+/// println!("{} members", members.snapshot().children("/app/members").count());
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct CuratorCache {
+    path: String,
+    snapshots: watch::Receiver<Arc<CacheSnapshot>>,
+    events: broadcast::Sender<CacheEvent>,
+    /// Keeps the engine running.
+    _alive: Arc<watch::Sender<()>>,
+}
+
+impl std::fmt::Debug for CuratorCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CuratorCache").field("path", &self.path).finish()
+    }
+}
+
+impl CuratorCache {
+    /// A builder for a cache of `path` (by default the whole subtree).
+    pub fn builder(zk: &ZkClient, path: &str) -> CuratorCacheBuilder {
+        CuratorCacheBuilder {
+            zk: zk.clone(),
+            path: path.to_owned(),
+            mode: CacheMode::Tree { max_depth: None },
+            initial_timeout: None,
+            capacity: 4096,
+        }
+    }
+
+    /// The cached root path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The latest snapshot.
+    pub fn snapshot(&self) -> Arc<CacheSnapshot> {
+        self.snapshots.borrow().clone()
+    }
+
+    /// The node at `path` in the latest snapshot.
+    pub fn get(&self, path: &str) -> Option<Arc<CachedNode>> {
+        self.snapshot().get(path).cloned()
+    }
+
+    /// A `tokio::sync::watch` receiver of the latest snapshot: for tasks that wait with
+    /// `changed()` or `wait_for`.
+    pub fn snapshots(&self) -> watch::Receiver<Arc<CacheSnapshot>> {
+        self.snapshots.clone()
+    }
+
+    /// Every change from now on, in the order the cache applied them.
+    pub fn events(&self) -> impl Stream<Item = CacheEvent> + Send + Unpin + 'static {
+        event_stream(self.events.subscribe())
+    }
+}

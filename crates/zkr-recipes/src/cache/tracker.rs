@@ -1,0 +1,263 @@
+//! The cache's policy on the watch engine (`crate::watch`): every node under the root down to
+//! a depth, with its data and `Stat`; one snapshot and one round of events per burst.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tokio::sync::{broadcast, watch};
+use zkr_connection::path;
+use zookeeper_client::{Client, EventType, Stat, WatchedEvent};
+
+use super::{CacheEvent, CacheSnapshot, CachedNode};
+use crate::watch::{Consumer, Flow, ZkResult};
+
+/// The cache's copy: the consumer the watch engine feeds.
+pub(super) struct Tracker {
+    pub(super) root: String,
+    /// How deep below the root nodes are kept (`Some(0)`: the root alone).
+    pub(super) max_depth: Option<usize>,
+    pub(super) nodes: BTreeMap<String, Arc<CachedNode>>,
+    pub(super) initialized: bool,
+    pub(super) snapshot: watch::Sender<Arc<CacheSnapshot>>,
+    pub(super) events: broadcast::Sender<CacheEvent>,
+}
+
+/// How many levels below `root` `node` is: `Some(0)` for the root itself, `None` for a node
+/// outside it.
+pub(super) fn depth_under(root: &str, node: &str) -> Option<usize> {
+    if node == root {
+        return Some(0);
+    }
+    let rest = if root == "/" { node.strip_prefix('/') } else { node.strip_prefix(root)?.strip_prefix('/') }?;
+    (!rest.is_empty()).then(|| rest.split('/').count())
+}
+
+impl Consumer for Tracker {
+    type Read = BTreeMap<String, CachedNode>;
+
+    fn read<'a>(
+        &'a self,
+        client: &'a Client,
+    ) -> impl std::future::Future<Output = ZkResult<Self::Read>> + Send + 'a {
+        self.read_all(client)
+    }
+
+    fn reset(&mut self, read: Self::Read) {
+        let gone: Vec<String> = self.nodes.keys().filter(|p| !read.contains_key(*p)).cloned().collect();
+        for path in gone {
+            self.put(&path, None);
+        }
+        for (path, node) in read {
+            self.put(&path, Some(node));
+        }
+        if !self.initialized {
+            self.initialized = true;
+            let _ = self.events.send(CacheEvent::Initialized);
+        }
+        self.publish(false);
+    }
+
+    async fn apply(&mut self, client: &Client, burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
+        let mut paths: Vec<String> = Vec::new();
+        for event in burst {
+            let relevant = matches!(
+                event.event_type,
+                EventType::NodeCreated | EventType::NodeDataChanged | EventType::NodeDeleted
+            );
+            if relevant && self.keeps(&event.path) && !paths.contains(&event.path) {
+                paths.push(event.path);
+            }
+        }
+        // Pipelined: every read is sent before the first reply is awaited; each finds the node
+        // at least as new as its event.
+        let replies: Vec<_> = paths.iter().map(|p| client.get_data(p)).collect();
+        for (path, reply) in paths.iter().zip(replies) {
+            let found = match reply.await {
+                Ok((data, stat)) => Some(CachedNode { data, stat }),
+                Err(zookeeper_client::Error::NoNode) => None,
+                Err(e) => return Err(e),
+            };
+            self.put(path, found);
+        }
+        self.publish(false);
+        Ok(Flow::Continue(()))
+    }
+
+    fn session_ended(&mut self) {
+        self.publish(true);
+    }
+
+    fn failed(&mut self, _: &zookeeper_client::Error) -> Flow {
+        Flow::Continue(())
+    }
+}
+
+impl Tracker {
+    fn keeps(&self, node: &str) -> bool {
+        depth_under(&self.root, node).is_some_and(|d| self.max_depth.is_none_or(|max| d <= max))
+    }
+
+    /// Applies what a read of `path` found, with its event; a read no newer than what the
+    /// cache holds (same `mzxid`, same node) changes nothing, so nothing is reported twice.
+    fn put(&mut self, path: &str, found: Option<CachedNode>) {
+        let event = match (self.nodes.get(path), found) {
+            (None, None) => return,
+            (Some(_), None) => {
+                let old = self.nodes.remove(path).expect("present");
+                CacheEvent::Deleted { path: path.to_owned(), old }
+            }
+            (Some(old), Some(new)) if !is_newer(&old.stat, &new.stat) => return,
+            (old, Some(new)) => {
+                let old = old.cloned();
+                let new = Arc::new(new);
+                self.nodes.insert(path.to_owned(), new.clone());
+                match old {
+                    Some(old) => CacheEvent::Changed { path: path.to_owned(), old, new },
+                    None => CacheEvent::Created { path: path.to_owned(), node: new },
+                }
+            }
+        };
+        let _ = self.events.send(event);
+    }
+
+    fn publish(&self, stale: bool) {
+        let snapshot = CacheSnapshot { nodes: self.nodes.clone(), initialized: self.initialized, stale };
+        self.snapshot.send_replace(Arc::new(snapshot));
+    }
+
+    /// Reads the root and every node below it down to the depth limit, level by level, with
+    /// every request of a level sent before the first reply is awaited.
+    async fn read_all(&self, client: &Client) -> ZkResult<BTreeMap<String, CachedNode>> {
+        let mut all = BTreeMap::new();
+        let mut level = vec![self.root.clone()];
+        let mut depth = 0;
+        while !level.is_empty() {
+            let deeper = self.max_depth.is_none_or(|max| depth < max);
+            let data: Vec<_> = level.iter().map(|node| client.get_data(node)).collect();
+            let children: Vec<_> = if deeper {
+                level.iter().map(|node| client.list_children(node)).collect()
+            } else {
+                Vec::new()
+            };
+            for (node, reply) in level.iter().zip(data) {
+                match reply.await {
+                    Ok((data, stat)) => drop(all.insert(node.clone(), CachedNode { data, stat })),
+                    Err(zookeeper_client::Error::NoNode) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let mut next = Vec::new();
+            for (node, reply) in level.iter().zip(children) {
+                match reply.await {
+                    Ok(names) => next.extend(names.iter().map(|c| path::join(node, c))),
+                    Err(zookeeper_client::Error::NoNode) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            level = next;
+            depth += 1;
+        }
+        Ok(all)
+    }
+}
+
+/// Is `new` a later state of the node than `old`: a later change, or a node created again?
+fn is_newer(old: &Stat, new: &Stat) -> bool {
+    new.mzxid > old.mzxid || new.czxid != old.czxid
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depths_are_counted_below_the_root() {
+        assert_eq!(depth_under("/a", "/a"), Some(0));
+        assert_eq!(depth_under("/a", "/a/b"), Some(1));
+        assert_eq!(depth_under("/a", "/a/b/c"), Some(2));
+        assert_eq!(depth_under("/a", "/ab"), None, "a sibling with the same prefix");
+        assert_eq!(depth_under("/a", "/b"), None);
+        assert_eq!(depth_under("/", "/"), Some(0));
+        assert_eq!(depth_under("/", "/x/y"), Some(2));
+    }
+
+    fn tracker(max_depth: Option<usize>) -> (Tracker, broadcast::Receiver<CacheEvent>) {
+        let (events, receiver) = broadcast::channel(64);
+        let snapshot = watch::channel(Arc::new(CacheSnapshot::default())).0;
+        let tracker = Tracker {
+            root: "/r".into(),
+            max_depth,
+            nodes: BTreeMap::new(),
+            initialized: false,
+            snapshot,
+            events,
+        };
+        (tracker, receiver)
+    }
+
+    fn node(czxid: i64, mzxid: i64, data: &str) -> CachedNode {
+        let stat = Stat {
+            czxid,
+            mzxid,
+            pzxid: mzxid,
+            ctime: 0,
+            mtime: 0,
+            version: 0,
+            cversion: 0,
+            aversion: 0,
+            ephemeral_owner: 0,
+            data_length: 0,
+            num_children: 0,
+        };
+        CachedNode { data: data.as_bytes().to_vec(), stat }
+    }
+
+    fn kinds(receiver: &mut broadcast::Receiver<CacheEvent>) -> Vec<String> {
+        std::iter::from_fn(|| receiver.try_recv().ok())
+            .map(|e| match e {
+                CacheEvent::Initialized => "initialized".to_owned(),
+                CacheEvent::Created { path, .. } => format!("created {path}"),
+                CacheEvent::Changed { path, .. } => format!("changed {path}"),
+                CacheEvent::Deleted { path, .. } => format!("deleted {path}"),
+                CacheEvent::Lagged { .. } => "lagged".to_owned(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_resync_reports_only_what_changed_and_initialized_once() {
+        let (mut tracker, mut events) = tracker(None);
+        let first = BTreeMap::from([("/r".to_owned(), node(1, 1, "")), ("/r/a".to_owned(), node(2, 2, "x"))]);
+        tracker.reset(first);
+        assert_eq!(kinds(&mut events), ["created /r", "created /r/a", "initialized"]);
+        // Read again after a reconnect: /r unchanged, /r/a changed, /r/b new; then /r/a deleted
+        // and created again with the same data.
+        let second = BTreeMap::from([
+            ("/r".to_owned(), node(1, 1, "")),
+            ("/r/a".to_owned(), node(2, 5, "y")),
+            ("/r/b".to_owned(), node(6, 6, "")),
+        ]);
+        tracker.reset(second);
+        assert_eq!(kinds(&mut events), ["changed /r/a", "created /r/b"]);
+        let third = BTreeMap::from([("/r".to_owned(), node(1, 1, "")), ("/r/a".to_owned(), node(9, 9, "y"))]);
+        tracker.reset(third);
+        assert_eq!(kinds(&mut events), ["deleted /r/b", "changed /r/a"]);
+        assert!(tracker.snapshot.borrow().initialized);
+    }
+
+    #[test]
+    fn an_older_read_is_ignored() {
+        let (mut tracker, mut events) = tracker(None);
+        tracker.put("/r/a", Some(node(2, 7, "new")));
+        tracker.put("/r/a", Some(node(2, 5, "old")));
+        assert_eq!(kinds(&mut events), ["created /r/a"]);
+        assert_eq!(tracker.nodes["/r/a"].data, b"new");
+    }
+
+    #[test]
+    fn the_depth_limit_keeps_what_is_below_it() {
+        let (tracker, _) = tracker(Some(1));
+        assert!(tracker.keeps("/r") && tracker.keeps("/r/a"));
+        assert!(!tracker.keeps("/r/a/b") && !tracker.keeps("/other"));
+    }
+}

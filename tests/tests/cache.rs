@@ -1,0 +1,236 @@
+//! `CuratorCache` against a real ZooKeeper server: the first read's events, every change in
+//! order, the three modes, a blackholed connection and a session expiry with writes in
+//! between (the copy converges and nothing is reported twice), and random writes from
+//! several clients with the events replayed into the same tree.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt as _};
+use zkr_connection::ConnectionState;
+use zkr_integration_tests::{connect, connect_with_session, eventually, timing, unique_root, wait_for_state};
+use zkr_recipes::cache::{CacheEvent, CacheMode, CuratorCache};
+use zkr_testing::{expire_session, shared_server, FaultProxy};
+use zookeeper_client::{Client, CreateMode};
+
+async fn raw(connect_string: &str) -> Client {
+    Client::connect(connect_string).await.expect("raw client")
+}
+
+async fn create(client: &Client, path: &str, data: &[u8]) {
+    client
+        .create(path, data, &CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()))
+        .await
+        .unwrap();
+}
+
+/// The server's tree under `root`: path -> data.
+async fn server_tree(client: &Client, root: &str) -> BTreeMap<String, Vec<u8>> {
+    let mut tree = BTreeMap::new();
+    let mut todo = vec![root.to_owned()];
+    while let Some(node) = todo.pop() {
+        let Ok((data, _)) = client.get_data(&node).await else { continue };
+        tree.insert(node.clone(), data);
+        for child in client.list_children(&node).await.unwrap_or_default() {
+            todo.push(zkr_connection::path::join(&node, &child));
+        }
+    }
+    tree
+}
+
+fn cache_tree(cache: &CuratorCache) -> BTreeMap<String, Vec<u8>> {
+    cache.snapshot().iter().map(|(p, n)| (p.to_owned(), n.data.clone())).collect()
+}
+
+/// Names an event as "kind path".
+fn describe(event: &CacheEvent) -> String {
+    match event {
+        CacheEvent::Initialized => "initialized".to_owned(),
+        CacheEvent::Created { path, .. } => format!("created {path}"),
+        CacheEvent::Changed { path, .. } => format!("changed {path}"),
+        CacheEvent::Deleted { path, .. } => format!("deleted {path}"),
+        other => format!("{other:?}"),
+    }
+}
+
+async fn next_events(events: &mut (impl Stream<Item = CacheEvent> + Unpin), n: usize) -> Vec<String> {
+    let mut seen = Vec::new();
+    while seen.len() < n {
+        let event = tokio::time::timeout(timing().wait(), events.next()).await.expect("an event in time");
+        seen.push(describe(&event.expect("the stream goes on")));
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_read_and_every_change_arrive_in_order() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("cache-events");
+    let writer = raw(&server.connect_string()).await;
+    create(&writer, &root, b"").await;
+    create(&writer, &format!("{root}/a"), b"1").await;
+    create(&writer, &format!("{root}/a/deep"), b"").await;
+    let zk = connect(&server.connect_string()).await;
+    let (cache, mut events) = CuratorCache::builder(&zk, &root).start_with_events().await.unwrap();
+    let first = next_events(&mut events, 4).await;
+    assert_eq!(
+        first,
+        [
+            format!("created {root}"),
+            format!("created {root}/a"),
+            format!("created {root}/a/deep"),
+            "initialized".into()
+        ]
+    );
+    assert!(cache.snapshot().is_initialized() && !cache.snapshot().is_stale());
+    assert_eq!(cache.get(&format!("{root}/a")).unwrap().data, b"1", "nodes carry their data");
+
+    create(&writer, &format!("{root}/b"), b"").await;
+    writer.set_data(&format!("{root}/a"), b"2", None).await.unwrap();
+    writer.delete(&format!("{root}/a/deep"), None).await.unwrap();
+    let changes = next_events(&mut events, 3).await;
+    assert_eq!(
+        changes,
+        [format!("created {root}/b"), format!("changed {root}/a"), format!("deleted {root}/a/deep")]
+    );
+    let snapshot = cache.snapshot();
+    let children: Vec<&str> = snapshot.children(&root).map(|(name, _)| name).collect();
+    assert_eq!(children, ["a", "b"]);
+    assert_eq!(cache_tree(&cache), server_tree(&writer, &root).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_mode_keeps_its_depth_and_a_missing_root_comes_later() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("cache-modes");
+    let writer = raw(&server.connect_string()).await;
+    let zk = connect(&server.connect_string()).await;
+    let start = |mode| CuratorCache::builder(&zk, &root).mode(mode).start();
+    let node = start(CacheMode::Node).await.unwrap();
+    let children = start(CacheMode::Children).await.unwrap();
+    let two = start(CacheMode::Tree { max_depth: Some(2) }).await.unwrap();
+    assert!(
+        node.snapshot().is_empty() && node.snapshot().is_initialized(),
+        "no root yet: empty, initialized"
+    );
+    for path in ["", "/a", "/a/b", "/a/b/c"] {
+        create(&writer, &format!("{root}{path}"), path.as_bytes()).await;
+    }
+    let wanted = |depth: usize| -> Vec<String> {
+        ["", "/a", "/a/b", "/a/b/c"][..=depth].iter().map(|p| format!("{root}{p}")).collect()
+    };
+    for (cache, depth) in [(&node, 0), (&children, 1), (&two, 2)] {
+        eventually("the cache to hold its levels", || async {
+            cache.snapshot().iter().map(|(p, _)| p.to_owned()).collect::<Vec<_>>() == wanted(depth)
+        })
+        .await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn across_a_blackhole_and_a_session_expiry_the_copy_converges_without_repeats() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("cache-faults");
+    let writer = raw(&server.connect_string()).await;
+    create(&writer, &root, b"").await;
+    for i in 0..20 {
+        create(&writer, &format!("{root}/n{i}"), b"0").await;
+    }
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let zk = connect_with_session(proxy.connect_string(), 6).await;
+    let mut states = zk.state_changes();
+    let (cache, mut events) = CuratorCache::builder(&zk, &root).start_with_events().await.unwrap();
+    assert_eq!(next_events(&mut events, 22).await.last().unwrap(), "initialized");
+
+    // Writes while the connection is blackholed: the watch misses them, the resync finds them.
+    proxy.blackhole();
+    for i in 0..10 {
+        writer.set_data(&format!("{root}/n{i}"), b"1", None).await.unwrap();
+    }
+    wait_for_state(&mut states, ConnectionState::Suspended).await;
+    proxy.heal();
+    wait_for_state(&mut states, ConnectionState::Reconnected).await;
+    eventually("the copy to catch up after the blackhole", || async {
+        cache_tree(&cache) == server_tree(&writer, &root).await
+    })
+    .await;
+
+    // Writes while the session is expired and replaced.
+    let session = zk.session().await.unwrap();
+    expire_session(session.client(), &proxy.connect_string()).await.unwrap();
+    writer.delete(&format!("{root}/n19"), None).await.unwrap();
+    create(&writer, &format!("{root}/late"), b"").await;
+    eventually("the copy to catch up on the new session", || async {
+        zk.generation() > session.generation()
+            && !cache.snapshot().is_stale()
+            && cache_tree(&cache) == server_tree(&writer, &root).await
+    })
+    .await;
+    // Exactly one event per change: 10 sets, one delete, one create; nothing for the 9 nodes
+    // the resyncs found unchanged.
+    let mut seen = Vec::new();
+    while let Ok(Some(event)) = tokio::time::timeout(Duration::from_millis(300), events.next()).await {
+        seen.push(describe(&event));
+    }
+    seen.sort();
+    let mut wanted: Vec<String> = (0..10).map(|i| format!("changed {root}/n{i}")).collect();
+    wanted.extend([format!("created {root}/late"), format!("deleted {root}/n19")]);
+    wanted.sort();
+    assert_eq!(seen, wanted);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_writes_replayed_from_the_events_give_the_servers_tree() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("cache-random");
+    let setup = raw(&server.connect_string()).await;
+    create(&setup, &root, b"").await;
+    let zk = connect(&server.connect_string()).await;
+    let (cache, mut events) = CuratorCache::builder(&zk, &root).start_with_events().await.unwrap();
+    let mut writers = Vec::new();
+    for w in 0..3u64 {
+        let client = raw(&server.connect_string()).await;
+        let root = root.clone();
+        writers.push(tokio::spawn(async move {
+            // A small deterministic generator per writer: creates, sets and deletes over 30 names.
+            let mut x = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(w + 1);
+            for step in 0..300u64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let node = format!("{root}/k{}", x % 30);
+                let data = step.to_be_bytes();
+                let _ = match x % 3 {
+                    0 => client
+                        .create(
+                            &node,
+                            &data,
+                            &CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()),
+                        )
+                        .await
+                        .map(drop),
+                    1 => client.set_data(&node, &data, None).await.map(drop),
+                    _ => client.delete(&node, None).await,
+                };
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let expected = server_tree(&setup, &root).await;
+    eventually("the cache to equal the server's tree", || async { cache_tree(&cache) == expected }).await;
+    // Replay every event from the start: the same tree.
+    let mut replayed: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    while let Ok(Some(event)) = tokio::time::timeout(Duration::from_millis(300), events.next()).await {
+        match event {
+            CacheEvent::Created { path, node } | CacheEvent::Changed { path, new: node, .. } => {
+                replayed.insert(path, node.data.clone());
+            }
+            CacheEvent::Deleted { path, .. } => drop(replayed.remove(&path)),
+            CacheEvent::Initialized => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(replayed, expected);
+}
