@@ -1,4 +1,4 @@
-//! Shared helpers for zkr's benchmarks (`benches/lock.rs`: zkr's `InterProcessMutex` against
+//! Shared helpers for zkr's benchmarks (`benches/lock/`: zkr's `InterProcessMutex` against
 //! Apache Curator's and `zookeeper-client`'s `Client::lock` on one ZooKeeper server).
 //!
 //! - [`BenchOptions`]: the command line (`--seconds N`, `--quick`, `--only SCENARIO`);
