@@ -10,6 +10,7 @@ mod id;
 mod lock;
 mod server;
 mod signals;
+mod tree;
 
 use std::io::IsTerminal as _;
 
@@ -64,6 +65,8 @@ enum Command {
     Id(id::IdArgs),
     /// Read, publish and watch config nodes.
     Config(config::ConfigArgs),
+    /// Follow a subtree: every node, then every change, as JSON lines.
+    Tree(tree::TreeArgs),
     /// Run a real local ZooKeeper (1 or 3 servers) in the foreground until Ctrl-C or SIGTERM.
     Server(server::ServerArgs),
     /// The demo: an embedded 3-server ZooKeeper and zkr's recipes at work.
@@ -117,6 +120,7 @@ async fn dispatch(command: Command) -> anyhow::Result<Code> {
         Command::LockInfo(args) => lock::info(args).await,
         Command::Config(args) => config::run(args).await,
         Command::Id(args) => id::run(args).await,
+        Command::Tree(args) => tree::run(args).await,
         Command::Server(args) => server::run(args).await,
         Command::Demo(args) => demo::run(args).await,
         Command::DemoSeller(args) => demo::run_seller(args).await,

@@ -1,6 +1,6 @@
 //! `zkr config get|set|watch`: read, publish and follow config nodes.
 
-mod output;
+pub(crate) mod output;
 mod watch;
 
 use anyhow::Context as _;
