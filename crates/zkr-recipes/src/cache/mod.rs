@@ -7,7 +7,9 @@
 //! - nothing is lost across a disconnect or a session expiry: the watch is set again and
 //!   everything read again, and only what differs from the copy is reported;
 //! - nothing is reported twice: a read no newer than the copy (compared by `mzxid`) is no event;
-//! - a snapshot is built from whole bursts: it never shows half of a multi-op.
+//! - a snapshot is built from whole bursts: it never shows half of a multi-op, and it is
+//!   published before the burst's events, so a subscriber that reacts to an event finds it in
+//!   the snapshot.
 //!
 //! Unlike [`ConfigTreeWatcher`](crate::config::ConfigTreeWatcher), nodes without data are part
 //! of the copy, and values stay bytes: decode them with a config codec

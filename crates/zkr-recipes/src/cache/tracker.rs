@@ -44,17 +44,13 @@ impl Consumer for Tracker {
 
     fn reset(&mut self, read: Self::Read) {
         let gone: Vec<String> = self.nodes.keys().filter(|p| !read.contains_key(*p)).cloned().collect();
-        for path in gone {
-            self.put(&path, None);
-        }
-        for (path, node) in read {
-            self.put(&path, Some(node));
-        }
+        let mut events: Vec<CacheEvent> = gone.iter().filter_map(|path| self.put(path, None)).collect();
+        events.extend(read.into_iter().filter_map(|(path, node)| self.put(&path, Some(node))));
         if !self.initialized {
             self.initialized = true;
-            let _ = self.events.send(CacheEvent::Initialized);
+            events.push(CacheEvent::Initialized);
         }
-        self.publish(false);
+        self.publish(false, events);
     }
 
     async fn apply(&mut self, client: &Client, burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
@@ -71,24 +67,21 @@ impl Consumer for Tracker {
         // Pipelined: every read is sent before the first reply is awaited; each finds the node
         // at least as new as its event.
         let replies: Vec<_> = paths.iter().map(|p| client.get_data(p)).collect();
+        let mut events = Vec::new();
         for (path, reply) in paths.iter().zip(replies) {
             let found = match reply.await {
                 Ok((data, stat)) => Some(CachedNode { data, stat }),
                 Err(zookeeper_client::Error::NoNode) => None,
                 Err(e) => return Err(e),
             };
-            self.put(path, found);
+            events.extend(self.put(path, found));
         }
-        self.publish(false);
+        self.publish(false, events);
         Ok(Flow::Continue(()))
     }
 
     fn session_ended(&mut self) {
-        self.publish(true);
-    }
-
-    fn failed(&mut self, _: &zookeeper_client::Error) -> Flow {
-        Flow::Continue(())
+        self.publish(true, Vec::new());
     }
 }
 
@@ -97,16 +90,16 @@ impl Tracker {
         depth_under(&self.root, node).is_some_and(|d| self.max_depth.is_none_or(|max| d <= max))
     }
 
-    /// Applies what a read of `path` found, with its event; a read no newer than what the
-    /// cache holds (same `mzxid`, same node) changes nothing, so nothing is reported twice.
-    fn put(&mut self, path: &str, found: Option<CachedNode>) {
+    /// Applies what a read of `path` found and returns its event; a read no newer than what
+    /// the cache holds (same `mzxid`, same node) changes nothing, so nothing is reported twice.
+    fn put(&mut self, path: &str, found: Option<CachedNode>) -> Option<CacheEvent> {
         let event = match (self.nodes.get(path), found) {
-            (None, None) => return,
+            (None, None) => return None,
             (Some(_), None) => {
                 let old = self.nodes.remove(path).expect("present");
                 CacheEvent::Deleted { path: path.to_owned(), old }
             }
-            (Some(old), Some(new)) if !is_newer(&old.stat, &new.stat) => return,
+            (Some(old), Some(new)) if !is_newer(&old.stat, &new.stat) => return None,
             (old, Some(new)) => {
                 let old = old.cloned();
                 let new = Arc::new(new);
@@ -117,12 +110,17 @@ impl Tracker {
                 }
             }
         };
-        let _ = self.events.send(event);
+        Some(event)
     }
 
-    fn publish(&self, stale: bool) {
+    /// Publishes the snapshot, then the events that made it: a subscriber that reacts to an
+    /// event finds the snapshot already showing it.
+    fn publish(&self, stale: bool, events: Vec<CacheEvent>) {
         let snapshot = CacheSnapshot { nodes: self.nodes.clone(), initialized: self.initialized, stale };
         self.snapshot.send_replace(Arc::new(snapshot));
+        for event in events {
+            let _ = self.events.send(event);
+        }
     }
 
     /// Reads the root and every node below it down to the depth limit, level by level, with
@@ -248,9 +246,9 @@ mod tests {
     #[test]
     fn an_older_read_is_ignored() {
         let (mut tracker, mut events) = tracker(None);
-        tracker.put("/r/a", Some(node(2, 7, "new")));
-        tracker.put("/r/a", Some(node(2, 5, "old")));
-        assert_eq!(kinds(&mut events), ["created /r/a"]);
+        assert!(tracker.put("/r/a", Some(node(2, 7, "new"))).is_some());
+        assert!(tracker.put("/r/a", Some(node(2, 5, "old"))).is_none());
+        assert!(kinds(&mut events).is_empty(), "put reports; publish sends");
         assert_eq!(tracker.nodes["/r/a"].data, b"new");
     }
 

@@ -92,10 +92,6 @@ impl<T: Send + Sync + 'static> Consumer for Tracker<T> {
     fn session_ended(&mut self) {
         self.publish(true);
     }
-
-    fn failed(&mut self, _: &zookeeper_client::Error) -> Flow {
-        Flow::Continue(())
-    }
 }
 
 impl<T: Send + Sync + 'static> Tracker<T> {

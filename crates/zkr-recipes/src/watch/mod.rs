@@ -74,9 +74,11 @@ pub(crate) trait Consumer: Send {
     /// The session the copy followed ended (or the manager replaced it).
     fn session_ended(&mut self) {}
 
-    /// Setting the watch, reading or applying failed on a live session. `Continue` tries
-    /// again shortly on the manager's current session.
-    fn failed(&mut self, error: &zookeeper_client::Error) -> Flow;
+    /// Setting the watch, reading or applying failed on a live session. `Continue` (the
+    /// default) tries again shortly on the manager's current session.
+    fn failed(&mut self, _error: &zookeeper_client::Error) -> Flow {
+        Flow::Continue(())
+    }
 }
 
 /// How a watcher learns of changes.
