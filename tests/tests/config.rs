@@ -338,3 +338,22 @@ async fn starts_from_the_last_known_good_file_when_zookeeper_is_down() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_event_comes_after_the_snapshot_that_shows_it() {
+    let server = shared_server().await.unwrap();
+    let path = format!("{}/ordered", unique_root("config-order"));
+    let zk = connect(&server.connect_string()).await;
+    let publisher = ConfigPublisher::new(&connect(&server.connect_string()).await, Json);
+    publisher.set(&path, &0u64).await.unwrap();
+    let watcher = ConfigWatcher::<u64>::builder(&zk, &path, Json).start().await.unwrap();
+    let mut changes = watcher.changes();
+    for v in 1..=20u64 {
+        publisher.set(&path, &v).await.unwrap();
+        let event = tokio::time::timeout(timing().wait(), changes.next()).await.expect("an event in time");
+        let Some(ConfigEvent::Changed { new: Some(new), .. }) = event else { panic!("{event:?}") };
+        // Whoever reacts to the event reads at least that version.
+        let held = watcher.get().unwrap();
+        assert!(held.mzxid >= new.mzxid, "get() lags its own event: {} < {}", held.mzxid, new.mzxid);
+    }
+}

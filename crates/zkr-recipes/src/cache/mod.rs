@@ -7,6 +7,7 @@
 //! - nothing is lost across a disconnect or a session expiry: the watch is set again and
 //!   everything read again, and only what differs from the copy is reported;
 //! - nothing is reported twice: a read no newer than the copy (compared by `mzxid`) is no event;
+//!   a node created and deleted within one burst was never in the copy and is not reported;
 //! - a snapshot is built from whole bursts: it never shows half of a multi-op, and it is
 //!   published before the burst's events, so a subscriber that reacts to an event finds it in
 //!   the snapshot.

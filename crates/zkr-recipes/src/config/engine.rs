@@ -41,6 +41,9 @@ pub(crate) struct Tracker<T> {
     /// The `mzxid` of the newest version read per key, decoded or not, so that a bad version is
     /// reported once.
     pub(crate) seen: BTreeMap<String, i64>,
+    /// Events of the changes applied since the last publish: sent after the snapshot that
+    /// shows them, so a subscriber that reacts to one reads the new value.
+    pub(crate) pending: Vec<ConfigEvent<T>>,
 }
 
 /// The key of `node` under `root`: `""` for the node itself in [`Scope::Node`], the relative
@@ -85,6 +88,8 @@ impl<T: Send + Sync + 'static> Consumer for Tracker<T> {
             .collect();
         if self.read_keys(client, keys).await? {
             self.publish(false);
+        } else {
+            self.flush();
         }
         Ok(Flow::Continue(()))
     }
@@ -114,7 +119,7 @@ impl<T: Send + Sync + 'static> Tracker<T> {
             None => match self.entries.remove(key) {
                 Some(old) => {
                     self.seen.remove(key);
-                    let _ = self.events.send(ConfigEvent::Changed {
+                    self.pending.push(ConfigEvent::Changed {
                         key: key.to_owned(),
                         old: Some(old),
                         new: None,
@@ -136,16 +141,12 @@ impl<T: Send + Sync + 'static> Tracker<T> {
                     Ok(value) => {
                         let new = Versioned::new(value, data, &stat);
                         let old = self.entries.insert(key.to_owned(), new.clone());
-                        let _ = self.events.send(ConfigEvent::Changed {
-                            key: key.to_owned(),
-                            old,
-                            new: Some(new),
-                        });
+                        self.pending.push(ConfigEvent::Changed { key: key.to_owned(), old, new: Some(new) });
                         true
                     }
                     Err(error) => {
                         tracing::warn!(node = %self.node_of(key), version = stat.version, %error, "config value does not decode; keeping the last good one");
-                        let _ = self.events.send(ConfigEvent::DecodeFailed {
+                        self.pending.push(ConfigEvent::DecodeFailed {
                             key: key.to_owned(),
                             version: stat.version,
                             mzxid: stat.mzxid,
@@ -158,9 +159,17 @@ impl<T: Send + Sync + 'static> Tracker<T> {
         }
     }
 
-    pub(crate) fn publish(&self, stale: bool) {
+    /// Publishes the snapshot, then the events of the changes it shows.
+    pub(crate) fn publish(&mut self, stale: bool) {
         let snapshot = Arc::new(ConfigSnapshot { entries: self.entries.clone(), stale });
         self.snapshot.send_replace(snapshot);
+        self.flush();
+    }
+
+    fn flush(&mut self) {
+        for event in self.pending.drain(..) {
+            let _ = self.events.send(event);
+        }
     }
 
     /// Replaces everything with a full read: keys missing from it are removed.
