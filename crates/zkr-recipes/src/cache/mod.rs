@@ -42,10 +42,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{Stream, StreamExt as _};
+use futures::Stream;
 use tokio::sync::{broadcast, watch};
-use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
-use tokio_stream::wrappers::BroadcastStream;
 use zkr_connection::{path, ZkClient};
 use zookeeper_client::Stat;
 
@@ -251,7 +249,7 @@ impl CuratorCacheBuilder {
     ) -> Result<(CuratorCache, impl Stream<Item = CacheEvent> + Send + Unpin + 'static), zkr_connection::Error>
     {
         let (cache, first) = self.launch().await?;
-        Ok((cache, event_stream(first)))
+        Ok((cache, crate::watch::event_stream(first, |missed| CacheEvent::Lagged { missed })))
     }
 
     async fn launch(self) -> Result<(CuratorCache, broadcast::Receiver<CacheEvent>), zkr_connection::Error> {
@@ -278,23 +276,9 @@ impl CuratorCacheBuilder {
         let timeout = self.initial_timeout.unwrap_or_else(|| self.zk.connection_timeout());
         let first = engine.first_sync(timeout).await?;
         let (alive_tx, alive) = watch::channel(());
-        tokio::spawn(engine.run(Sessions::Follow, Some(first), dropped(alive)));
+        tokio::spawn(engine.run(Sessions::Follow, Some(first), crate::watch::handles_dropped(alive)));
         Ok((CuratorCache { path: self.path, snapshots, events, _alive: Arc::new(alive_tx) }, first_events))
     }
-}
-
-fn event_stream(
-    events: broadcast::Receiver<CacheEvent>,
-) -> impl Stream<Item = CacheEvent> + Send + Unpin + 'static {
-    BroadcastStream::new(events).map(|item| match item {
-        Ok(event) => event,
-        Err(BroadcastStreamRecvError::Lagged(missed)) => CacheEvent::Lagged { missed },
-    })
-}
-
-/// Resolves when the cache's last handle is dropped.
-async fn dropped(mut alive: watch::Receiver<()>) {
-    while alive.changed().await.is_ok() {}
 }
 
 /// A local copy of a node, its children or a subtree (see the [module docs](self)).
@@ -362,6 +346,6 @@ impl CuratorCache {
 
     /// Every change from now on, in the order the cache applied them.
     pub fn events(&self) -> impl Stream<Item = CacheEvent> + Send + Unpin + 'static {
-        event_stream(self.events.subscribe())
+        crate::watch::event_stream(self.events.subscribe(), |missed| CacheEvent::Lagged { missed })
     }
 }

@@ -47,10 +47,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{Stream, StreamExt as _};
+use futures::Stream;
 use tokio::sync::{broadcast, watch};
-use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
-use tokio_stream::wrappers::BroadcastStream;
 use zkr_connection::{path, ZkClient};
 use zookeeper_client::Stat;
 
@@ -271,11 +269,6 @@ impl<T, S> std::fmt::Debug for ConfigWatcherBuilder<T, S> {
     }
 }
 
-/// Resolves when the watcher's last handle is dropped.
-async fn dropped(mut alive: watch::Receiver<()>) {
-    while alive.changed().await.is_ok() {}
-}
-
 impl<T: Send + Sync + 'static, S> ConfigWatcherBuilder<T, S> {
     fn new(zk: &ZkClient, path: &str, codec: impl Codec<T>) -> Self {
         ConfigWatcherBuilder {
@@ -384,7 +377,7 @@ impl<T: Send + Sync + 'static, S: WatchScope> ConfigWatcherBuilder<T, S> {
         if let Some(file) = self.cache_file {
             tokio::spawn(cache_file::keep_writing(file, self.path.clone(), snapshots.clone()));
         }
-        tokio::spawn(engine.run(Sessions::Follow, established, dropped(alive)));
+        tokio::spawn(engine.run(Sessions::Follow, established, crate::watch::handles_dropped(alive)));
         Ok(ConfigHandle {
             path: self.path,
             snapshots,
@@ -494,10 +487,7 @@ impl<T: Send + Sync + 'static, S> ConfigHandle<T, S> {
 
     /// Every change from now on, in order.
     pub fn changes(&self) -> impl Stream<Item = ConfigEvent<T>> + Send + Unpin + 'static {
-        BroadcastStream::new(self.events.subscribe()).map(|item| match item {
-            Ok(event) => event,
-            Err(BroadcastStreamRecvError::Lagged(missed)) => ConfigEvent::Lagged { missed },
-        })
+        crate::watch::event_stream(self.events.subscribe(), |missed| ConfigEvent::Lagged { missed })
     }
 }
 

@@ -411,3 +411,22 @@ async fn next_session(zk: &ZkClient, after: Option<u64>) -> Option<Session> {
         }
     }
 }
+
+/// Resolves when every clone of the handle that holds `alive`'s sender is dropped: how a
+/// recipe whose handles are cheap clones stops its engine.
+pub(crate) async fn handles_dropped(mut alive: tokio::sync::watch::Receiver<()>) {
+    while alive.changed().await.is_ok() {}
+}
+
+/// A recipe's event channel as a `Stream`: a subscriber that fell behind gets `lagged(missed)`.
+pub(crate) fn event_stream<E: Clone + Send + 'static>(
+    events: tokio::sync::broadcast::Receiver<E>,
+    lagged: fn(u64) -> E,
+) -> impl futures::Stream<Item = E> + Send + Unpin + 'static {
+    use futures::StreamExt as _;
+    use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+    tokio_stream::wrappers::BroadcastStream::new(events).map(move |item| match item {
+        Ok(event) => event,
+        Err(BroadcastStreamRecvError::Lagged(missed)) => lagged(missed),
+    })
+}
