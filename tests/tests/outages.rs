@@ -320,7 +320,7 @@ async fn a_timed_acquire_on_a_dead_server_is_bounded_by_its_timeout_and_says_why
     let message = error.to_string();
     assert!(
         matches!(&error, zkr_connection::Error::ConnectTimeout { timeout, .. }
-            if timeout.abs_diff(Duration::from_secs(2)) < Duration::from_millis(50)),
+            if *timeout == Duration::from_secs(2)),
         "{message}"
     );
     assert!(message.contains("within 2s") && message.contains("connection refused"), "{message}");

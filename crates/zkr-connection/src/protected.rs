@@ -9,7 +9,6 @@ use crate::error::{is_retryable, is_session_error, Error, Result};
 use crate::guard::DropGuard;
 use crate::ops::{create_on, create_parents_on};
 use crate::path;
-use crate::retry::RetryBudget;
 use crate::retry_loop::RetryOptions;
 
 /// Curator's `ProtectedUtils.PROTECTED_PREFIX`.
@@ -411,8 +410,7 @@ impl ZkClient {
         path::validate_name(&node_prefix)?;
         let node_path = path::join(parent, &node_prefix);
         path::validate_data(&node_path, data)?;
-        let policy = options.policy.clone().unwrap_or_else(|| self.retry_policy().clone());
-        let mut budget = RetryBudget::new(policy).deadline(options.deadline);
+        let mut budget = options.budget(self.retry_policy());
         let deadline = budget.deadline_instant();
         // Deletes whatever the create left behind if it is dropped or gives up while its
         // outcome is unknown.

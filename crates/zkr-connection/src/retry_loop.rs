@@ -24,6 +24,7 @@ use crate::retry::{RetryBudget, RetryPolicy};
 #[must_use]
 pub struct RetryOptions {
     pub(crate) deadline: Option<Duration>,
+    pub(crate) started: Option<Instant>,
     pub(crate) across_sessions: bool,
     pub(crate) policy: Option<Arc<dyn RetryPolicy>>,
 }
@@ -34,6 +35,40 @@ impl RetryOptions {
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = Some(deadline);
         self
+    }
+
+    /// Counts the [`deadline`](Self::deadline) from `since` instead of the loop's start: for a
+    /// loop that is one step of a call whose timeout began earlier (a lock's
+    /// `acquire_timeout` creating its node), so that the loop ends with the call and its errors
+    /// name the caller's timeout, not what was left of it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use std::time::Duration;
+    /// use tokio::time::Instant;
+    /// use zkr_connection::RetryOptions;
+    ///
+    /// let call_began = Instant::now();
+    /// // … some of the call's time goes by …
+    /// let options = RetryOptions::default().deadline(Duration::from_secs(2)).started_at(call_began);
+    /// # }
+    /// ```
+    pub fn started_at(mut self, since: Instant) -> Self {
+        self.started = Some(since);
+        self
+    }
+
+    /// The loop's budget under this policy (the manager's unless [`policy`](Self::policy)
+    /// gave one) and deadline.
+    pub(crate) fn budget(&self, default_policy: &Arc<dyn RetryPolicy>) -> RetryBudget {
+        let policy = self.policy.clone().unwrap_or_else(|| default_policy.clone());
+        let budget = RetryBudget::new(policy);
+        match self.started {
+            Some(since) => budget.deadline_since(since, self.deadline),
+            None => budget.deadline(self.deadline),
+        }
     }
 
     /// Whether an attempt may run on a session other than the first attempt's. Defaults to
@@ -103,8 +138,7 @@ impl ZkClient {
         F: FnMut(Session) -> Fut,
         Fut: Future<Output = std::result::Result<T, zookeeper_client::Error>>,
     {
-        let policy = options.policy.clone().unwrap_or_else(|| self.retry_policy().clone());
-        let mut budget = RetryBudget::new(policy).deadline(options.deadline);
+        let mut budget = options.budget(self.retry_policy());
         let deadline = budget.deadline_instant();
         let mut first_session: Option<Session> = None;
         let mut last_error: Option<zookeeper_client::Error> = None;

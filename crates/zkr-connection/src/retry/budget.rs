@@ -63,7 +63,15 @@ impl RetryBudget {
     #[must_use]
     pub fn deadline(self, timeout: Option<Duration>) -> Self {
         let start = self.start;
-        self.deadline_at(timeout.map(|t| start + t))
+        self.deadline_since(start, timeout)
+    }
+
+    /// [`deadline_at`](Self::deadline_at) `timeout` after `since` (the start of the caller's
+    /// call, which may be before this loop's): the errors name `timeout`.
+    #[must_use]
+    pub fn deadline_since(mut self, since: Instant, timeout: Option<Duration>) -> Self {
+        self.deadline = timeout.map(|t| (since + t, t));
+        self
     }
 
     /// The deadline, if there is one.
@@ -210,6 +218,22 @@ mod tests {
         let error = stop.into_error(Some(zookeeper_client::Error::ConnectionLoss));
         assert!(
             matches!(error, Error::DeadlineExceeded { deadline, .. } if deadline == Duration::from_millis(250))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deadline_from_the_callers_start_ends_with_the_call_and_names_its_timeout() {
+        let call_began = Instant::now();
+        tokio::time::advance(Duration::from_millis(150)).await;
+        let policy = Arc::new(RetryForever::new(Duration::from_millis(100)).unwrap());
+        let mut budget =
+            RetryBudget::new(policy).deadline_since(call_began, Some(Duration::from_millis(250)));
+        assert_eq!(budget.deadline_instant(), Some(call_began + Duration::from_millis(250)));
+        let stop = budget.next_sleep().unwrap_err();
+        let error = stop.into_error(None);
+        assert!(
+            matches!(error, Error::DeadlineExceeded { deadline, .. } if deadline == Duration::from_millis(250)),
+            "{error:?}"
         );
     }
 

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use parking_lot::Mutex as SyncMutex;
-use tokio::time::Instant;
 use zkr_connection::{DropGuard, Session, ZkClient};
 use zookeeper_client::{CheckWriter, CreateMode, Stat};
 
@@ -170,7 +169,7 @@ impl<D: LockInternalsDriver> InterProcessMutex<D> {
         &self,
         timeout: Duration,
     ) -> Result<Option<InterProcessMutexGuard<D>>, LockError> {
-        self.acquire_inner(Wait::Until(Instant::now() + timeout)).await
+        self.acquire_inner(Wait::within(timeout)).await
     }
 
     /// Takes the lock only if nobody holds it: creates our node and, unless it is first,
@@ -191,12 +190,8 @@ impl<D: LockInternalsDriver> InterProcessMutex<D> {
             let slot = self.inner.holders.entry(owner).or_default().clone();
             // Retires the entry if we leave (error, timeout, cancellation) without a hold.
             let mut retire = RetireOnExit { inner: &self.inner, owner, slot: &slot, acquiring: false };
-            let _gate = match wait {
-                Wait::Until(deadline) => match tokio::time::timeout_at(deadline, slot.gate.lock()).await {
-                    Ok(gate) => gate,
-                    Err(_) => return Ok(None),
-                },
-                _ => slot.gate.lock().await,
+            let Some(_gate) = zkr_connection::within(wait.deadline(), slot.gate.lock()).await else {
+                return Ok(None);
             };
             // Checked and marked under the map's lock, so no retire slips in between.
             let current = self.inner.holders.get(&owner).is_some_and(|s| {

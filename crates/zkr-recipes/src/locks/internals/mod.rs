@@ -10,6 +10,7 @@ mod wait;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::time::Instant;
 use zkr_connection::protected::{ProtectedCreate, ProtectedNode};
@@ -32,8 +33,14 @@ use wait::{Look, WaitError};
 pub enum Wait {
     /// Until the lock is ours (or an error).
     Forever,
-    /// Until this instant; the time to create our node counts.
-    Until(Instant),
+    /// For `timeout` counted from `since` (the start of the caller's call); the time to
+    /// create our node counts, and an error that names the bound names `timeout`.
+    Within {
+        /// When the caller's call began.
+        since: Instant,
+        /// The caller's timeout.
+        timeout: Duration,
+    },
     /// Not at all: take the lock if it is free after our node is created, else give up.
     NoWait,
 }
@@ -241,9 +248,8 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             .tag(spec.tag)
             .data(&self.node_data)
             .list_siblings(list);
-        if let Some(deadline) = wait.deadline() {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            request = request.retry_options(RetryOptions::default().deadline(remaining));
+        if let Wait::Within { since, timeout } = wait {
+            request = request.retry_options(RetryOptions::default().deadline(timeout).started_at(since));
         }
         match self.zk.create_protected_ext(request).await {
             Ok(node) => Ok(Some(node)),

@@ -1,6 +1,7 @@
 //! The wait for our turn, as a loop over named [`Step`]s.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::time::Instant;
 use zkr_connection::retry::RetryBudget;
@@ -137,10 +138,28 @@ impl<D: LockInternalsDriver> LockInternals<D> {
 }
 
 impl Wait {
-    /// The deadline, if the wait has one.
-    pub(super) fn deadline(self) -> Option<Instant> {
+    /// A wait of `timeout` from now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use std::time::Duration;
+    /// use zkr_recipes::locks::Wait;
+    ///
+    /// let wait = Wait::within(Duration::from_secs(2));
+    /// assert!(wait.deadline().is_some());
+    /// assert_eq!(Wait::Forever.deadline(), None);
+    /// # }
+    /// ```
+    pub fn within(timeout: Duration) -> Wait {
+        Wait::Within { since: Instant::now(), timeout }
+    }
+
+    /// The deadline, if the wait has one ([`Wait::Within`]).
+    pub fn deadline(self) -> Option<Instant> {
         match self {
-            Wait::Until(deadline) => Some(deadline),
+            Wait::Within { since, timeout } => Some(since + timeout),
             Wait::Forever | Wait::NoWait => None,
         }
     }
