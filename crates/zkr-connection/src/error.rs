@@ -110,6 +110,13 @@ pub enum Error {
     /// An invalid argument to a retry policy or helper.
     #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
+    /// The server refused a TTL create: TTL nodes are off unless it runs with
+    /// `-Dzookeeper.extendedTypesEnabled=true`.
+    #[error("cannot create {path} with a TTL: the server has TTL nodes disabled (start it with -Dzookeeper.extendedTypesEnabled=true)")]
+    TtlDisabled {
+        /// The node that was to be created.
+        path: String,
+    },
     /// ZooKeeper answered with an error that is not retried (or retrying is not allowed).
     #[error(transparent)]
     Zk(#[from] zookeeper_client::Error),

@@ -48,7 +48,7 @@ pub use client::{ConnectionStateStream, Session, ZkClient};
 pub use deadline::within;
 pub use error::{is_retryable, is_session_error, Error, Result};
 pub use guard::{spawn_cleanup, DropGuard};
-pub use ops::GuaranteedDelete;
+pub use ops::{validate_ttl, GuaranteedDelete};
 pub use path::MAX_DATA_LEN;
 pub use protected::{ProtectedCreate, ProtectedNode};
 pub use retry_loop::RetryOptions;

@@ -1,6 +1,8 @@
 //! Helpers every recipe needs: creating parents as containers, idempotent create and delete,
 //! and Curator's guaranteed delete.
 
+use std::time::Duration;
+
 use zookeeper_client::{Acls, Client, CreateMode, CreateSequence, Stat};
 
 use crate::client::ZkClient;
@@ -38,8 +40,23 @@ pub(crate) async fn create_on(
     data: &[u8],
     mode: CreateMode,
 ) -> std::result::Result<(Stat, CreateSequence), zookeeper_client::Error> {
+    create_ttl_on(zk, client, path, data, mode, None).await
+}
+
+/// [`create_on`] with a TTL (for the persistent modes).
+pub(crate) async fn create_ttl_on(
+    zk: &ZkClient,
+    client: &Client,
+    path: &str,
+    data: &[u8],
+    mode: CreateMode,
+    ttl: Option<Duration>,
+) -> std::result::Result<(Stat, CreateSequence), zookeeper_client::Error> {
     let acls = zk.acl_for_path(path);
-    let options = mode.with_acls(Acls::new(&acls));
+    let mut options = mode.with_acls(Acls::new(&acls));
+    if let Some(ttl) = ttl {
+        options = options.with_ttl(ttl);
+    }
     match client.create(path, data, &options).await {
         Err(zookeeper_client::Error::NoNode) => {
             create_parents_on(zk, client, path).await?;
@@ -99,6 +116,49 @@ impl ZkClient {
         path::validate_node_path(path)?;
         path::validate_data(path, data)?;
         self.retry(|s| async move { create_on(self, s.client(), path, data, mode).await }).await
+    }
+
+    /// Creates a node with a time to live (Curator's `create().withTtl(ms)` with
+    /// `PERSISTENT_WITH_TTL` or `PERSISTENT_SEQUENTIAL_WITH_TTL`): `mode` is
+    /// [`Persistent`](CreateMode::Persistent) or [`PersistentSequential`](CreateMode::PersistentSequential),
+    /// and the server deletes the node once it has had no children and no change for `ttl`
+    /// (checked every `znode.container.checkIntervalMs`, a minute by default, so the node may
+    /// outlive its TTL by that much). Missing parents are created as containers.
+    ///
+    /// TTL nodes are off unless the server runs with `-Dzookeeper.extendedTypesEnabled=true`
+    /// (zkr-testing's `ServerOptions::ttl_nodes` starts such servers).
+    ///
+    /// # Errors
+    /// [`Error::TtlDisabled`] when the server has TTL nodes off; [`Error::InvalidArgument`] for
+    /// another mode, a zero TTL or one longer than ZooKeeper's maximum (2^40 - 1 ms); otherwise
+    /// as [`create`](Self::create).
+    ///
+    /// # Cancel safety
+    /// As [`create`](Self::create): a dropped create may have been applied (the node then
+    /// expires by its TTL).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// use std::time::Duration;
+    /// use zookeeper_client::CreateMode;
+    /// zk.create_with_ttl("/jobs/heartbeat", b"", CreateMode::Persistent, Duration::from_secs(30)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_with_ttl(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        ttl: Duration,
+    ) -> Result<(Stat, CreateSequence)> {
+        path::validate_node_path(path)?;
+        path::validate_data(path, data)?;
+        validate_ttl(mode, ttl)?;
+        let created =
+            self.retry(|s| async move { create_ttl_on(self, s.client(), path, data, mode, Some(ttl)).await });
+        created.await.map_err(|e| ttl_error(e, path))
     }
 
     /// Creates a node unless it exists; `true` if this call created it. Idempotent, so a lost
@@ -215,5 +275,42 @@ impl GuaranteedDelete {
     /// Cancel safe: the delete goes on in the background.
     pub async fn wait(self) -> bool {
         self.task.await.unwrap_or(false)
+    }
+}
+
+/// ZooKeeper's largest TTL: 2^40 - 1 milliseconds (the TTL takes the low 40 bits of the
+/// node's extended `ephemeralOwner`).
+pub(crate) const MAX_TTL: Duration = Duration::from_millis((1 << 40) - 1);
+
+/// Checks a TTL create's mode and TTL before anything is sent: the mode is
+/// [`Persistent`](CreateMode::Persistent) or [`PersistentSequential`](CreateMode::PersistentSequential),
+/// the TTL at least a millisecond and at most 2^40 - 1.
+///
+/// # Errors
+/// [`Error::InvalidArgument`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use zookeeper_client::CreateMode;
+/// assert!(zkr_connection::validate_ttl(CreateMode::Persistent, Duration::from_secs(1)).is_ok());
+/// assert!(zkr_connection::validate_ttl(CreateMode::Ephemeral, Duration::from_secs(1)).is_err());
+/// ```
+pub fn validate_ttl(mode: CreateMode, ttl: Duration) -> Result<()> {
+    if !matches!(mode, CreateMode::Persistent | CreateMode::PersistentSequential) {
+        return Err(Error::InvalidArgument("a TTL node must be Persistent or PersistentSequential"));
+    }
+    if ttl.is_zero() || ttl > MAX_TTL {
+        return Err(Error::InvalidArgument("a TTL must be at least 1 ms and at most 2^40 - 1 ms"));
+    }
+    Ok(())
+}
+
+/// A TTL create's error: `Unimplemented` is the server saying TTL nodes are off.
+pub(crate) fn ttl_error(error: Error, path: &str) -> Error {
+    match error {
+        Error::Zk(zookeeper_client::Error::Unimplemented) => Error::TtlDisabled { path: path.to_owned() },
+        other => other,
     }
 }

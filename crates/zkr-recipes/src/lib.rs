@@ -26,6 +26,7 @@ mod fence;
 pub mod id;
 pub mod leader;
 pub mod locks;
+pub mod nodes;
 pub(crate) mod watch;
 
 /// Every ```rust block of the README and the guides in `docs/`, compiled by

@@ -40,6 +40,7 @@ pub struct ServerOptions {
     pub(crate) extra_config: Vec<(String, String)>,
     pub(crate) jvm_options: Vec<String>,
     pub(crate) secure: Option<crate::tls::TestCertificates>,
+    pub(crate) ttl_nodes: bool,
 }
 
 impl Default for ServerOptions {
@@ -52,6 +53,7 @@ impl Default for ServerOptions {
             extra_config: Vec::new(),
             secure: None,
             jvm_options: Vec::new(),
+            ttl_nodes: true,
         }
     }
 }
@@ -81,6 +83,14 @@ impl ServerOptions {
     /// [`Timing`](crate::Timing) multiplier.
     pub fn start_timeout(mut self, timeout: Duration) -> Self {
         self.start_timeout = timeout;
+        self
+    }
+
+    /// Whether the server accepts TTL nodes (`zookeeper.extendedTypesEnabled`). Defaults to
+    /// `true`; ZooKeeper's own default is `false`, which is what a test of the error a
+    /// disabled server gives needs.
+    pub fn ttl_nodes(mut self, enabled: bool) -> Self {
+        self.ttl_nodes = enabled;
         self
     }
 
@@ -157,7 +167,7 @@ impl ServerOptions {
             "-XX:+UseSerialGC".to_string(),
             "-XX:-UsePerfData".to_string(),
             "-Djava.net.preferIPv4Stack=true".to_string(),
-            "-Dzookeeper.extendedTypesEnabled=true".to_string(),
+            format!("-Dzookeeper.extendedTypesEnabled={}", self.ttl_nodes),
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn".to_string(),
             "-Dorg.slf4j.simpleLogger.showDateTime=true".to_string(),
         ];

@@ -37,9 +37,9 @@ impl Consumer for Tracker {
 
     fn read<'a>(
         &'a self,
-        client: &'a Client,
+        session: &'a zkr_connection::Session,
     ) -> impl std::future::Future<Output = ZkResult<Self::Read>> + Send + 'a {
-        self.read_all(client)
+        self.read_all(session.client())
     }
 
     fn reset(&mut self, read: Self::Read) {

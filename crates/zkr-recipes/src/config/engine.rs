@@ -62,12 +62,18 @@ pub(crate) fn key_of(scope: Scope, root: &str, node: &str) -> Option<String> {
 impl<T: Send + Sync + 'static> Consumer for Tracker<T> {
     type Read = BTreeMap<String, Read>;
 
-    fn read<'a>(&'a self, client: &'a Client) -> impl Future<Output = ZkResult<Self::Read>> + Send + 'a {
-        self.read_all(client, false).map(|read| read.map(|(all, _)| all))
+    fn read<'a>(
+        &'a self,
+        session: &'a zkr_connection::Session,
+    ) -> impl Future<Output = ZkResult<Self::Read>> + Send + 'a {
+        self.read_all(session.client(), false).map(|read| read.map(|(all, _)| all))
     }
 
-    fn read_watched<'a>(&'a self, client: &'a Client) -> impl Future<Output = ZkResult<ReadAll>> + Send + 'a {
-        self.read_all(client, true)
+    fn read_watched<'a>(
+        &'a self,
+        session: &'a zkr_connection::Session,
+    ) -> impl Future<Output = ZkResult<ReadAll>> + Send + 'a {
+        self.read_all(session.client(), true)
     }
 
     fn reset(&mut self, all: Self::Read) {

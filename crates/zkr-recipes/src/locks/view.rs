@@ -273,8 +273,8 @@ struct Copy {
 impl Consumer for Copy {
     type Read = Vec<String>;
 
-    fn read<'a>(&'a self, client: &'a Client) -> impl Future<Output = ZkResult<Vec<String>>> + Send + 'a {
-        client.list_children(&self.inner.base).map(|listed| match listed {
+    fn read<'a>(&'a self, session: &'a Session) -> impl Future<Output = ZkResult<Vec<String>>> + Send + 'a {
+        session.client().list_children(&self.inner.base).map(|listed| match listed {
             Err(zookeeper_client::Error::NoNode) => Ok(Vec::new()),
             listed => listed,
         })

@@ -37,14 +37,14 @@ pub(crate) trait Consumer: Send {
     /// What a full read returns.
     type Read: Send;
 
-    /// Reads everything the copy covers (sent after the watch is set).
-    fn read<'a>(&'a self, client: &'a Client) -> impl Future<Output = ZkResult<Self::Read>> + Send + 'a;
+    /// Reads everything the copy covers (sent after the watch is set) on `session`.
+    fn read<'a>(&'a self, session: &'a Session) -> impl Future<Output = ZkResult<Self::Read>> + Send + 'a;
 
     /// Reads everything and sets one-shot watches on what it read, for servers without
     /// persistent watches. Defaults to `Unimplemented`: the consumer needs persistent watches.
     fn read_watched<'a>(
         &'a self,
-        _client: &'a Client,
+        _session: &'a Session,
     ) -> impl Future<Output = ZkResult<(Self::Read, Vec<OneshotWatcher>)>> + Send + 'a {
         std::future::ready(Err(zookeeper_client::Error::Unimplemented))
     }
@@ -159,7 +159,7 @@ impl<C: Consumer> Watch<C> {
                 if self.recursive { AddWatchMode::PersistentRecursive } else { AddWatchMode::Persistent };
             // Sent before the read: every change after the read is an event.
             let watch = client.watch(&self.root, mode);
-            let read = self.consumer.read(client);
+            let read = self.consumer.read(session);
             let (watch, read) = futures::join!(watch, read);
             match watch {
                 Ok(watcher) => {
@@ -171,7 +171,7 @@ impl<C: Consumer> Watch<C> {
                 Err(e) => return Err(e),
             }
         }
-        let (read, watchers) = self.consumer.read_watched(client).await?;
+        let (read, watchers) = self.consumer.read_watched(session).await?;
         Ok(Subscription { watchers: Watchers::OneShot(watchers), read })
     }
 
@@ -361,7 +361,6 @@ impl<C: Consumer> Watch<C> {
 
     /// Waits for any one-shot watch, then reads everything again with new ones.
     async fn one_shot(&mut self, session: &Session, mut watchers: Vec<OneshotWatcher>) -> ZkResult<End> {
-        let client = session.client();
         let mut pause = SessionPause::default();
         loop {
             if watchers.is_empty() {
@@ -374,7 +373,7 @@ impl<C: Consumer> Watch<C> {
                     return Ok(End::Session);
                 }
             }
-            let (read, renewed) = self.consumer.read_watched(client).await?;
+            let (read, renewed) = self.consumer.read_watched(session).await?;
             self.consumer.reset(read);
             if self.consumer.synced(session.generation()).is_break() {
                 return Ok(End::Stopped);

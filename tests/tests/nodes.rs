@@ -1,0 +1,195 @@
+//! `PersistentNode`, `PersistentTtlNode` and `GroupMember` against real ZooKeeper servers:
+//! re-created after another client deletes the node and after a session expiry, protected
+//! sequential names that change, another session's ephemeral node that is not taken over, TTL
+//! creates on servers with TTL nodes on and off, and a group whose members see each other.
+
+use std::time::Duration;
+
+use zkr_connection::Error as ZkError;
+use zkr_integration_tests::{connect, eventually, timing, unique_root};
+use zkr_recipes::nodes::{GroupMember, NodeError, PersistentNode, PersistentTtlNode};
+use zkr_testing::{expire_session, shared_server, ServerOptions, TestingServer};
+use zookeeper_client::{Client, CreateMode};
+
+async fn raw(connect_string: &str) -> Client {
+    Client::connect(connect_string).await.expect("raw client")
+}
+
+/// Waits until the node's path is `Some` and differs from `old`.
+async fn next_path(node: &PersistentNode, old: Option<&str>) -> String {
+    let mut paths = node.path_watch();
+    let wait = paths.wait_for(|p| p.is_some() && p.as_deref() != old);
+    let path = tokio::time::timeout(timing().wait(), wait).await.expect("a new path in time").unwrap();
+    path.clone().unwrap()
+}
+
+#[tokio::test]
+async fn an_ephemeral_node_deleted_by_another_client_is_created_again_with_its_latest_data() {
+    let server = shared_server().await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let other = raw(&server.connect_string()).await;
+    let path = format!("{}/member", unique_root("pn-delete"));
+    let node = PersistentNode::builder(&zk, &path, CreateMode::Ephemeral).data(b"v1").start().unwrap();
+    assert_eq!(node.wait_for_initial_create(timing().wait()).await.unwrap(), path);
+    assert_eq!(other.get_data(&path).await.unwrap().0, b"v1");
+    node.set_data(b"v2".to_vec()).await.unwrap();
+    assert_eq!(other.get_data(&path).await.unwrap().0, b"v2");
+
+    other.delete(&path, None).await.unwrap();
+    eventually("the node to be created again", || async { node.creates() == 2 }).await;
+    let (data, stat) = other.get_data(&path).await.unwrap();
+    assert_eq!(data, b"v2");
+    assert_eq!(stat.ephemeral_owner, zk.session().await.unwrap().id());
+    node.close().await;
+    assert!(other.check_stat(&path).await.unwrap().is_none(), "close deletes the node");
+}
+
+#[tokio::test]
+async fn an_ephemeral_node_is_back_on_the_new_session_after_an_expiry() {
+    let server = shared_server().await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let other = raw(&server.connect_string()).await;
+    let path = format!("{}/member", unique_root("pn-expiry"));
+    let node = PersistentNode::builder(&zk, &path, CreateMode::Ephemeral).data(b"me").start().unwrap();
+    node.wait_for_initial_create(timing().wait()).await.unwrap();
+    let first = zk.session().await.unwrap();
+    expire_session(first.client(), &server.connect_string()).await.unwrap();
+    eventually("the node on a new session", || async {
+        let owner = other.check_stat(&path).await.unwrap().map(|s| s.ephemeral_owner);
+        owner.is_some_and(|o| o != first.id() && Some(o) == zk.try_session().map(|s| s.id()))
+    })
+    .await;
+    assert_eq!(other.get_data(&path).await.unwrap().0, b"me");
+    assert_eq!(node.actual_path().as_deref(), Some(path.as_str()));
+    node.close().await;
+}
+
+#[tokio::test]
+async fn a_protected_sequential_node_gets_a_new_name_when_created_again_and_close_leaves_nothing() {
+    let server = shared_server().await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let other = raw(&server.connect_string()).await;
+    let parent = unique_root("pn-seq");
+    let node = PersistentNode::builder(&zk, &format!("{parent}/worker-"), CreateMode::EphemeralSequential)
+        .start()
+        .unwrap();
+    let first = node.wait_for_initial_create(timing().wait()).await.unwrap();
+    let name = first.rsplit('/').next().unwrap();
+    assert!(name.starts_with("_c_") && name.contains("-worker-"), "{name}");
+    other.delete(&first, None).await.unwrap();
+    let second = next_path(&node, Some(&first)).await;
+    assert_ne!(first, second);
+    assert_eq!(other.list_children(&parent).await.unwrap().len(), 1, "one node at a time");
+    node.close().await;
+    assert!(other.list_children(&parent).await.unwrap_or_default().is_empty());
+}
+
+#[tokio::test]
+async fn another_sessions_ephemeral_node_is_not_taken_over_but_waited_for() {
+    let server = shared_server().await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let squatter = raw(&server.connect_string()).await;
+    let path = format!("{}/id-1", unique_root("pn-held"));
+    let mode = CreateMode::Ephemeral.with_acls(zookeeper_client::Acls::anyone_all());
+    squatter
+        .create(
+            zkr_connection::path::parent(&path).unwrap(),
+            &[],
+            &CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    squatter.create(&path, b"theirs", &mode).await.unwrap();
+    let node = PersistentNode::builder(&zk, &path, CreateMode::Ephemeral).data(b"ours").start().unwrap();
+    let waited = node.wait_for_initial_create(Duration::from_millis(500)).await;
+    let Err(NodeError::NotCreated { held_by: Some(owner), .. }) = &waited else { panic!("{waited:?}") };
+    assert_eq!(*owner, squatter.session_id().0);
+    assert!(waited.unwrap_err().to_string().contains("held by session"));
+    assert_eq!(squatter.get_data(&path).await.unwrap().0, b"theirs", "their data is left alone");
+    drop(squatter);
+    node.wait_for_initial_create(timing().wait()).await.unwrap();
+    let observer = raw(&server.connect_string()).await;
+    assert_eq!(observer.get_data(&path).await.unwrap().0, b"ours");
+    node.close().await;
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_before_anything_is_sent() {
+    let server = shared_server().await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let bad_path = PersistentNode::builder(&zk, "no-slash", CreateMode::Ephemeral).start();
+    assert!(matches!(bad_path, Err(NodeError::InvalidArgument(_))), "{bad_path:?}");
+    let ttl_ephemeral =
+        PersistentNode::builder(&zk, "/x/y", CreateMode::Ephemeral).ttl(Duration::from_secs(1)).start();
+    assert!(matches!(ttl_ephemeral, Err(NodeError::InvalidArgument(_))), "{ttl_ephemeral:?}");
+    let reserved = PersistentNode::builder(&zk, "/zookeeper/x", CreateMode::Persistent).start();
+    assert!(matches!(reserved, Err(NodeError::InvalidArgument(_))), "{reserved:?}");
+    let bad_id = GroupMember::start(&zk, "/group", "a/b", b"").await;
+    assert!(matches!(bad_id, Err(NodeError::InvalidArgument(_))), "{bad_id:?}");
+}
+
+#[tokio::test]
+async fn ttl_nodes_are_created_and_a_server_with_them_off_says_so() {
+    let server = shared_server().await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let path = format!("{}/ttl", unique_root("ttl-on"));
+    zk.create_with_ttl(&path, b"x", CreateMode::Persistent, Duration::from_secs(30)).await.unwrap();
+    // (Clients see 0 as a TTL node's ephemeralOwner; that it expires is the next test's.)
+    assert_eq!(raw(&server.connect_string()).await.get_data(&path).await.unwrap().0, b"x");
+
+    let off = TestingServer::with_options(ServerOptions::default().ttl_nodes(false)).await.unwrap();
+    let zk_off = connect(&off.connect_string()).await;
+    let refused = zk_off.create_with_ttl("/ttl", b"", CreateMode::Persistent, Duration::from_secs(30)).await;
+    assert!(matches!(&refused, Err(ZkError::TtlDisabled { path }) if path == "/ttl"), "{refused:?}");
+    let node = PersistentTtlNode::new(&zk_off, "/kept", Duration::from_secs(30), b"").unwrap();
+    let waited = node.wait_for_initial_create(Duration::from_secs(2)).await;
+    let Err(NodeError::NotCreated { last: Some(last), .. }) = &waited else { panic!("{waited:?}") };
+    let ZkError::TtlDisabled { .. } = **last else { panic!("{waited:?}") };
+    node.close().await;
+}
+
+#[tokio::test]
+async fn a_ttl_node_lives_while_touched_and_expires_after_close() {
+    let options = ServerOptions::default().container_check_interval(Duration::from_millis(100));
+    let server = TestingServer::with_options(options).await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let observer = raw(&server.connect_string()).await;
+    let ttl = Duration::from_millis(600);
+    let node = PersistentTtlNode::new(&zk, "/job/running", ttl, b"host-1").unwrap();
+    node.wait_for_initial_create(timing().wait()).await.unwrap();
+    eventually("the touch child", || async {
+        observer.check_stat("/job/running/touch").await.unwrap().is_some()
+    })
+    .await;
+    // Several TTLs go by while the node is touched: it stays.
+    let (_, watcher) = observer.check_and_watch_stat("/job/running").await.unwrap();
+    let stayed = tokio::time::timeout(ttl * 4, watcher.changed()).await;
+    assert!(stayed.is_err(), "the touched node changed or went: {stayed:?}");
+    assert_eq!(observer.get_data("/job/running").await.unwrap().0, b"host-1");
+    node.close().await;
+    eventually("the node to expire after close", || async {
+        observer.check_stat("/job/running").await.unwrap().is_none()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn group_members_see_each_other_join_change_and_leave() {
+    let server = shared_server().await.unwrap();
+    let group = unique_root("group");
+    let (zk_a, zk_b) = (connect(&server.connect_string()).await, connect(&server.connect_string()).await);
+    let a = GroupMember::start(&zk_a, &group, "a", b"10.0.0.1").await.unwrap();
+    let b = GroupMember::start(&zk_b, &group, "b", b"10.0.0.2").await.unwrap();
+    a.wait_for_initial_create(timing().wait()).await.unwrap();
+    b.wait_for_initial_create(timing().wait()).await.unwrap();
+    let both = [("a".to_owned(), b"10.0.0.1".to_vec()), ("b".to_owned(), b"10.0.0.2".to_vec())];
+    eventually("a sees both", || async { a.current_members().into_iter().eq(both.clone()) }).await;
+    b.set_payload(b"10.0.0.3".to_vec()).await.unwrap();
+    eventually("a sees b's new payload", || async {
+        a.current_members().get("b").map(Vec::as_slice) == Some(b"10.0.0.3")
+    })
+    .await;
+    b.close().await;
+    eventually("a sees b leave", || async { a.current_members().keys().eq(["a"]) }).await;
+    a.close().await;
+}
