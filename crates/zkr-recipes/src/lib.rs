@@ -22,6 +22,7 @@
 
 pub mod cache;
 pub mod config;
+pub mod discovery;
 mod fence;
 pub mod id;
 pub mod leader;

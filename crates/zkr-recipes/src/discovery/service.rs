@@ -1,0 +1,254 @@
+//! [`ServiceDiscovery`]: registering and querying instances.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use dashmap::DashMap;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use zkr_connection::{path, ZkClient};
+use zookeeper_client::CreateMode;
+
+use super::{DiscoveryError, ServiceCache, ServiceInstance, ServiceType};
+use crate::nodes::PersistentNode;
+
+/// The base path Curator's users and Spring Cloud Zookeeper use unless told otherwise.
+pub const DEFAULT_BASE_PATH: &str = "/services";
+
+/// Registers this process's service instances and finds everyone's (Curator's
+/// `ServiceDiscovery`, same layout: `<base path>/<name>/<id>`, Curator's JSON).
+///
+/// Each registered instance is a [`PersistentNode`]: created again after a session expiry or
+/// a delete by another client, without anyone acting (Curator re-registers on `RECONNECTED`
+/// only). `P` is the payload type, `serde_json::Value` for any JSON.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::discovery::DiscoveryError> {
+/// use zkr_recipes::discovery::{ServiceDiscovery, ServiceInstance};
+///
+/// let discovery = ServiceDiscovery::<serde_json::Value>::new(&zk, "/services")?;
+/// let me = ServiceInstance::builder("orders", serde_json::json!({ "zone": "a" })).address("10.0.0.7").port(8080).build();
+/// discovery.register(&me).await?;
+/// for instance in discovery.query_for_instances("orders").await? {
+///     println!("{} at {}:{:?}", instance.id, instance.address, instance.port);
+/// }
+/// discovery.close().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct ServiceDiscovery<P> {
+    zk: ZkClient,
+    base_path: String,
+    registered: DashMap<(String, String), Arc<PersistentNode>>,
+    _payload: PhantomData<fn() -> P>,
+}
+
+impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P> {
+    /// A discovery under `base_path`.
+    ///
+    /// # Errors
+    /// [`DiscoveryError::InvalidArgument`] for an invalid or reserved path.
+    pub fn new(zk: &ZkClient, base_path: &str) -> Result<Self, DiscoveryError> {
+        let invalid = |e: zkr_connection::Error| DiscoveryError::InvalidArgument(e.to_string());
+        path::validate_node_path(base_path).map_err(invalid)?;
+        zk.validate_recipe_path(base_path).map_err(invalid)?;
+        Ok(ServiceDiscovery {
+            zk: zk.clone(),
+            base_path: base_path.to_owned(),
+            registered: DashMap::new(),
+            _payload: PhantomData,
+        })
+    }
+
+    /// The base path.
+    pub fn base_path(&self) -> &str {
+        &self.base_path
+    }
+
+    /// The path of a service's instances.
+    pub fn path_for_name(&self, name: &str) -> String {
+        path::join(&self.base_path, name)
+    }
+
+    /// Registers `instance` and waits (at most the connection timeout) until its node exists;
+    /// registering an instance already registered updates it. The node is kept from then on
+    /// (see the type's docs).
+    ///
+    /// # Errors
+    /// [`DiscoveryError::InvalidArgument`] for a name or id that is not a node name;
+    /// [`DiscoveryError::Payload`]; [`DiscoveryError::Node`] when the node could not be created
+    /// in time (it is still being tried until [`unregister`](Self::unregister)).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the instance stays registered (in the background) as if the call had
+    /// returned; [`unregister`](Self::unregister) removes it.
+    pub async fn register(&self, instance: &ServiceInstance<P>) -> Result<(), DiscoveryError> {
+        let key = self.validated_key(instance)?;
+        let data = instance.to_json()?;
+        if let Some(node) = self.registered.get(&key).map(|n| n.clone()) {
+            return Ok(node.set_data(data).await?);
+        }
+        let node_path = path::join(&self.path_for_name(&instance.name), &instance.id);
+        let (mode, keep) = match instance.service_type {
+            ServiceType::Dynamic => (CreateMode::Ephemeral, false),
+            ServiceType::DynamicSequential => (CreateMode::EphemeralSequential, false),
+            ServiceType::Static => (CreateMode::Persistent, false),
+            ServiceType::Permanent => (CreateMode::Persistent, true),
+        };
+        let node =
+            PersistentNode::builder(&self.zk, &node_path, mode).data(data).delete_on_close(!keep).start()?;
+        let node = self.registered.entry(key).or_insert_with(|| Arc::new(node)).clone();
+        node.wait_for_initial_create(self.zk.connection_timeout()).await?;
+        Ok(())
+    }
+
+    /// Writes `instance`'s new data to its node (Curator's `updateService`).
+    ///
+    /// # Errors
+    /// [`DiscoveryError::NotRegistered`] unless this discovery registered it; otherwise as
+    /// [`register`](Self::register).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the new data is kept for the node either way.
+    pub async fn update(&self, instance: &ServiceInstance<P>) -> Result<(), DiscoveryError> {
+        let key = self.validated_key(instance)?;
+        let node = self.registered.get(&key).map(|n| n.clone());
+        let node =
+            node.ok_or_else(|| DiscoveryError::NotRegistered { name: key.0.clone(), id: key.1.clone() })?;
+        Ok(node.set_data(instance.to_json()?).await?)
+    }
+
+    /// Unregisters `instance`: its node is deleted (a [`ServiceType::Permanent`] one too).
+    ///
+    /// # Errors
+    /// [`DiscoveryError::InvalidArgument`] for an invalid name or id.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the delete goes on in the background.
+    pub async fn unregister(&self, instance: &ServiceInstance<P>) -> Result<(), DiscoveryError> {
+        let key = self.validated_key(instance)?;
+        let node_path = path::join(&self.path_for_name(&instance.name), &instance.id);
+        if let Some((_, node)) = self.registered.remove(&key) {
+            match Arc::try_unwrap(node) {
+                Ok(node) => node.close().await,
+                Err(shared) => drop(shared),
+            }
+        }
+        if instance.service_type == ServiceType::Permanent {
+            self.zk.delete_if_present(&node_path).await?;
+        }
+        Ok(())
+    }
+
+    /// The names of the services under the base path (Curator's `queryForNames`).
+    ///
+    /// # Errors
+    /// As [`ZkClient::retry`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: reads only.
+    pub async fn query_for_names(&self) -> Result<Vec<String>, DiscoveryError> {
+        let base = self.base_path.as_str();
+        let listed = self.zk.retry(|s| async move { s.client().list_children(base).await }).await;
+        match listed {
+            Ok(mut names) => {
+                names.sort();
+                Ok(names)
+            }
+            Err(e) if e.is_no_node() => Ok(Vec::new()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The instances of `name`, read now, sorted by id (Curator's `queryForInstances`); nodes
+    /// that are not Curator's JSON are skipped with a warning.
+    ///
+    /// # Errors
+    /// As [`ZkClient::retry`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: reads only.
+    pub async fn query_for_instances(&self, name: &str) -> Result<Vec<ServiceInstance<P>>, DiscoveryError> {
+        let parent = self.path_for_name(name);
+        let parent = parent.as_str();
+        let read = self.zk.retry(|s| async move {
+            let children = match s.client().list_children(parent).await {
+                Err(zookeeper_client::Error::NoNode) => return Ok(Vec::new()),
+                other => other?,
+            };
+            let paths: Vec<String> = children.iter().map(|c| path::join(parent, c)).collect();
+            let reads = paths.iter().map(|p| s.client().get_data(p));
+            let data = futures::future::join_all(reads).await;
+            Ok(paths.into_iter().zip(data).filter_map(|(p, d)| d.ok().map(|(data, _)| (p, data))).collect())
+        });
+        let mut instances: Vec<ServiceInstance<P>> = read.await?.into_iter().filter_map(parse).collect();
+        instances.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(instances)
+    }
+
+    /// One instance, or `None` (Curator's `queryForInstance`).
+    ///
+    /// # Errors
+    /// [`DiscoveryError::Payload`] when the node is not Curator's JSON; as
+    /// [`ZkClient::retry`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: reads only.
+    pub async fn query_for_instance(
+        &self,
+        name: &str,
+        id: &str,
+    ) -> Result<Option<ServiceInstance<P>>, DiscoveryError> {
+        let node_path = path::join(&self.path_for_name(name), id);
+        let node_path = node_path.as_str();
+        match self.zk.retry(|s| async move { s.client().get_data(node_path).await }).await {
+            Ok((data, _)) => Ok(Some(ServiceInstance::from_json(&data)?)),
+            Err(e) if e.is_no_node() => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A cache of `name`'s instances (Curator's `serviceCacheBuilder().name(name).build()`,
+    /// started).
+    ///
+    /// # Errors
+    /// As [`CuratorCacheBuilder::start`](crate::cache::CuratorCacheBuilder::start).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn service_cache(&self, name: &str) -> Result<ServiceCache<P>, DiscoveryError> {
+        ServiceCache::start(&self.zk, &self.path_for_name(name)).await
+    }
+
+    /// Unregisters every instance this discovery registered (a [`ServiceType::Permanent`] one
+    /// stays): see [`PersistentNode::close`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the deletes go on in the background.
+    pub async fn close(self) {
+        let nodes: Vec<_> = self.registered.into_iter().map(|(_, node)| node).collect();
+        let closes =
+            nodes.into_iter().filter_map(|node| Arc::try_unwrap(node).ok()).map(PersistentNode::close);
+        futures::future::join_all(closes).await;
+    }
+
+    fn validated_key(&self, instance: &ServiceInstance<P>) -> Result<(String, String), DiscoveryError> {
+        for part in [&instance.name, &instance.id] {
+            path::validate_name(part).map_err(|e| DiscoveryError::InvalidArgument(e.to_string()))?;
+        }
+        Ok((instance.name.clone(), instance.id.clone()))
+    }
+}
+
+/// An instance from a node's data; `None` (and a warning) when it is not Curator's JSON.
+pub(crate) fn parse<P: DeserializeOwned>((path, data): (String, Vec<u8>)) -> Option<ServiceInstance<P>> {
+    match ServiceInstance::from_json(&data) {
+        Ok(instance) => Some(instance),
+        Err(error) => {
+            tracing::warn!(path = %path, %error, "not a service instance; skipped");
+            None
+        }
+    }
+}
