@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Makes sure the non-Rust pieces the tests, benchmarks and demo need are installed:
 # ZooKeeper 3.8 (Debian `zookeeper`), a headless JRE, a headless JDK (`javac`, which builds
-# zkr-testing's Curator peer), Apache Curator 5.4 jars (`libcurator-recipes-java`) and kazoo
-# (`python3-kazoo`). Installs them with apt-get when running as root; otherwise prints the exact
-# command and fails.
+# zkr-testing's Curator peer), Apache Curator 5.4 jars (`libcurator-recipes-java`, and
+# `libcurator-discovery-java` for curator-x-discovery) and kazoo (`python3-kazoo`). Installs
+# them with apt-get when running as root; otherwise prints the exact command and fails.
 set -euo pipefail
 
-packages=(zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java python3-kazoo)
+packages=(zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-discovery-java python3-kazoo)
 missing=()
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 command -v java >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/java" ] || missing+=(default-jre-headless)
 command -v javac >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/javac" ] || missing+=(default-jdk-headless)
 [ -f /usr/share/java/curator-recipes.jar ] || missing+=(libcurator-recipes-java)
+[ -f /usr/share/java/curator-x-discovery.jar ] || missing+=(libcurator-discovery-java)
 /usr/bin/python3 -c 'import kazoo' >/dev/null 2>&1 || missing+=(python3-kazoo)
 
 if [ -n "${ZOOKEEPER_CLASSPATH:-}" ]; then

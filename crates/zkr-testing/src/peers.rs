@@ -1,9 +1,9 @@
 //! Apache Curator and kazoo as peer processes, for interop tests and side-by-side benchmarks.
 //!
 //! [`CuratorTool`] runs a small Java program against Curator 5.4 (`InterProcessMutex`,
-//! `LeaderLatch`); [`KazooTool`] runs a Python script against kazoo's `Lock`. Both speak a line
-//! protocol on stdout (one line per event, flushed at once) and take commands on stdin where
-//! noted. `<t_us>` is a `CLOCK_MONOTONIC` timestamp in microseconds (`System.nanoTime() / 1000`,
+//! `LeaderLatch`, `CuratorCache`, curator-x-discovery's `ServiceDiscovery`); [`KazooTool`] runs
+//! a Python script against kazoo's `Lock`. Both speak a line protocol on stdout (one line per
+//! event, flushed at once) and take commands on stdin where noted. `<t_us>` is a `CLOCK_MONOTONIC` timestamp in microseconds (`System.nanoTime() / 1000`,
 //! `time.monotonic_ns() // 1000`), comparable between peers on one machine.
 //!
 //! | Command (arguments after the name) | Tools | Output |
@@ -17,12 +17,25 @@
 //! | `bench-waiters CONNECT PATH N` | Curator | `QUEUED n=N rss_kb=K` once N threads wait behind the holder; `RESULT drained=N millis=M rss_kb=K` when all have had the lock |
 //! | `bench-ids CONNECT PATH SECONDS` | Curator | `RESULT ...` (one `EPHEMERAL_SEQUENTIAL` create of `PATH/id-`) |
 //! | `bench-leader-failover CONNECT PATH` | Curator | `LEADER <epoch_ms>` when its `LeaderLatch` (id: the process id) leads, `NOT_LEADER <epoch_ms>` when it stops; runs until stdin EOF |
+//! | `config-subscribers CONNECT PATH N` | Curator | N sessions, each a single-node `CuratorCache`: `READY` once all are primed, then `SEEN <i> <value> <t_us>` whenever subscriber i holds a larger number; until stdin EOF |
+//! | `cache-load CONNECT PATH REPS` | Curator | after an untimed warm-up, per load of PATH's tree by a new `CuratorCache`: `LOAD <rep> <micros> <nodes>` (`start()` until initialized); then `RESULT median_us=X nodes=N reps=R` |
+//! | `cache-memory CONNECT PATH` | Curator | `RESULT nodes=N heap_before=B heap_after=A bytes_per_node=X`: used heap after `System.gc()` with a loaded cache minus before (approximate) |
+//! | `cache-propagation CONNECT PATH CLIENTS N` | Curator | N caches of PATH over CLIENTS sessions: `READY` once all are initialized, then `SEEN <i> <value> <t_us>` per create or change (data a number) cache i applies; until stdin EOF |
+//! | `discovery-register CONNECT BASE NAME ID ADDRESS PORT [PAYLOAD_JSON [SSL_PORT]]` | Curator | registers a `DYNAMIC` `ServiceInstance` (uriSpec `{scheme}://{address}:{port}`, sslPort default PORT + 1, a JSON object payload or none): `READY <the JSON stored at BASE/NAME/ID>`; on stdin EOF unregisters, `DONE` |
+//! | `discovery-list CONNECT BASE NAME` | Curator | `INSTANCE <id> <stored JSON>` per instance of `queryForInstances` (sorted by id), then `RESULT count=N` |
+//! | `discovery-provider CONNECT BASE NAME N` | Curator | a round-robin `ServiceProvider`, `getInstance()` N times: `RESULT ids=<id,id,...>` (empty when none) |
+//! | `discovery-watch CONNECT BASE NAME` | Curator | a `ServiceCache`: `READY`, then `INSTANCES <sorted ids, comma-separated>` at once and after every change; until stdin EOF |
 //!
 //! Benchmarks run a one-second warm-up that is not counted; `rss_kb` is the peak resident set
 //! (`VmHWM`). Exit status: 0 success, 1 error (message on stderr), 2 bad arguments, 3 the parent
 //! process went away (peers never outlive the test binary that started them). Curator uses a
 //! 60 s session and 15 s connection timeout, kazoo its 10 s session default; set
 //! `ZKR_PEER_SESSION_MS` to change the session timeout of both.
+//!
+//! The discovery commands use `ServiceDiscoveryBuilder` with `JsonInstanceSerializer<Map>` in
+//! its non-compatible mode (so `enabled` is stored too); Jackson stores the payload map with a
+//! type property, `"payload":{"@class":"java.util.LinkedHashMap",...}`. `CuratorTool.java`'s
+//! commands for caches and discovery live in `CacheCommands.java` and `DiscoveryCommands.java`.
 //!
 //! The two libraries' lock recipes do not see each other's lock nodes (Curator names them
 //! `_c_<uuid>-lock-<seq>`, kazoo `<uuid>__lock__<seq>`), so a Curator and a kazoo client can
@@ -65,18 +78,32 @@ use crate::install::Installation;
 use crate::timing::Timing;
 
 /// The command that installs what [`CuratorTool`] needs on Debian or Ubuntu.
-pub const CURATOR_INSTALL_COMMAND: &str = "apt-get install -y libcurator-recipes-java default-jdk-headless";
+pub const CURATOR_INSTALL_COMMAND: &str =
+    "apt-get install -y libcurator-recipes-java libcurator-discovery-java default-jdk-headless";
 /// The command that installs what [`KazooTool`] needs on Debian or Ubuntu.
 pub const KAZOO_INSTALL_COMMAND: &str = "apt-get install -y python3-kazoo";
 
-const CURATOR_SOURCE: &str = include_str!("../java/CuratorTool.java");
+/// The peer's Java sources (file name, text), compiled together; `CuratorTool` is the entry point.
+const CURATOR_SOURCES: [(&str, &str); 4] = [
+    ("CuratorTool.java", include_str!("../java/CuratorTool.java")),
+    ("Peer.java", include_str!("../java/Peer.java")),
+    ("CacheCommands.java", include_str!("../java/CacheCommands.java")),
+    ("DiscoveryCommands.java", include_str!("../java/DiscoveryCommands.java")),
+];
 const KAZOO_SOURCE: &str = include_str!("../peers/kazoo_tool.py");
-/// Debian's jars; each manifest's `Class-Path` pulls in the rest (guava, slf4j-api, jute, ...).
-const CURATOR_JARS: [&str; 4] = [
+/// Debian's jars (`libcurator-recipes-java`, `libcurator-discovery-java` and what they depend
+/// on). curator-x-discovery needs Jackson (databind, core, annotations) and Guava at run time;
+/// the manifests' `Class-Path` pull in the rest (slf4j-api, jute, netty, ...).
+const CURATOR_JARS: [&str; 9] = [
     "/usr/share/java/curator-recipes.jar",
     "/usr/share/java/curator-framework.jar",
     "/usr/share/java/curator-client.jar",
+    "/usr/share/java/curator-x-discovery.jar",
     "/usr/share/java/zookeeper.jar",
+    "/usr/share/java/jackson-databind.jar",
+    "/usr/share/java/jackson-core.jar",
+    "/usr/share/java/jackson-annotations.jar",
+    "/usr/share/java/guava.jar",
 ];
 /// slf4j's no-op backend keeps Curator and the ZooKeeper client quiet.
 const SLF4J_NOP: &str = "/usr/share/java/slf4j-nop.jar";
@@ -86,8 +113,8 @@ const PYTHON: &str = "/usr/bin/python3";
 const STDERR_TAIL_BYTES: u64 = 16 * 1024;
 const STDERR_TAIL_LINES: usize = 30;
 
-/// Apache Curator 5.4 as a peer: `CuratorTool.java` (embedded in this crate), compiled once and
-/// run with the system's Curator jars. See the [module docs](self) for its commands.
+/// Apache Curator 5.4 as a peer: `CuratorTool.java` and its command files (embedded in this
+/// crate), compiled once and run with the system's Curator jars. See the [module docs](self) for its commands.
 ///
 /// # Examples
 ///
@@ -109,12 +136,13 @@ pub struct CuratorTool {
 static CURATOR: Mutex<Option<CuratorTool>> = Mutex::new(None);
 
 impl CuratorTool {
-    /// Finds `java`, `javac` and the Curator jars, and compiles `CuratorTool.java` unless a
-    /// compiled copy is already cached.
+    /// Finds `java`, `javac` and the Curator jars, and compiles the peer's Java sources
+    /// (`CuratorTool.java` and the command files next to it) unless a compiled copy is already
+    /// cached.
     ///
     /// `java` is found as by [`Installation::detect`]; `javac` in `$JAVA_HOME/bin`, next to
     /// that `java`, or on `PATH`. The classes are cached per process and on disk in
-    /// `$TMPDIR/zkr-curator-tool-<hash>` (keyed by the source, `javac` and class path, and
+    /// `$TMPDIR/zkr-curator-tool-<hash>` (keyed by all sources, `javac` and class path, and
     /// private to this user), so only the first test binary pays for `javac`. That first call
     /// blocks for about a second; call it before timing anything.
     ///
@@ -149,15 +177,24 @@ impl CuratorTool {
         }
         let javac = find_javac(&java)?;
         let jars = CURATOR_JARS.join(":");
-        let key = fnv1a(&[CURATOR_SOURCE.as_bytes(), javac.as_os_str().as_encoded_bytes(), jars.as_bytes()]);
+        let mut parts: Vec<&[u8]> = Vec::new();
+        for (name, text) in &CURATOR_SOURCES {
+            parts.extend([name.as_bytes(), text.as_bytes()]);
+        }
+        parts.extend([javac.as_os_str().as_encoded_bytes(), jars.as_bytes()]);
+        let key = fnv1a(&parts);
         let classes = materialize("zkr-curator-tool", key, "CuratorTool.class", |out| {
-            let source = out.join("CuratorTool.java");
-            std::fs::write(&source, CURATOR_SOURCE)
-                .map_err(|e| Error::io(format!("writing {}", source.display()), e))?;
+            let mut sources = Vec::new();
+            for (name, text) in CURATOR_SOURCES {
+                let source = out.join(name);
+                std::fs::write(&source, text)
+                    .map_err(|e| Error::io(format!("writing {}", source.display()), e))?;
+                sources.push(source);
+            }
             let output = Command::new(&javac)
                 .args(["-Xlint:none", "-encoding", "UTF-8", "-cp", &jars, "-d"])
                 .arg(out)
-                .arg(&source)
+                .args(&sources)
                 .stdin(Stdio::null())
                 .output()
                 .map_err(|e| Error::io(format!("running {}", javac.display()), e))?;

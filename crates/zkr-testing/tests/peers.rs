@@ -158,3 +158,79 @@ fn parse_result_reads_benchmark_lines() {
     }
     assert!(parse_result("DONE").is_empty());
 }
+
+/// The stored JSON of a Curator `ServiceInstance`, checked field by field.
+fn check_instance(json: &str, name: &str, id: &str, port: u64) -> serde_json::Value {
+    let v: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    assert_eq!(v["name"], name, "{json}");
+    assert_eq!(v["id"], id, "{json}");
+    assert_eq!(v["address"], "10.0.0.7", "{json}");
+    assert_eq!(v["port"], port, "{json}");
+    assert_eq!(v["sslPort"], port + 1, "{json}");
+    assert_eq!(v["serviceType"], "DYNAMIC", "{json}");
+    assert_eq!(v["enabled"], true, "{json}");
+    assert!(v["registrationTimeUTC"].as_u64().is_some_and(|t| t > 1_600_000_000_000), "{json}");
+    let parts = v["uriSpec"]["parts"].as_array().unwrap_or_else(|| panic!("no uriSpec.parts: {json}"));
+    let spec: String = parts
+        .iter()
+        .map(|p| match p["variable"].as_bool() {
+            Some(true) => format!("{{{}}}", p["value"].as_str().unwrap()),
+            _ => p["value"].as_str().unwrap().to_string(),
+        })
+        .collect();
+    assert_eq!(spec, "{scheme}://{address}:{port}", "{json}");
+    v
+}
+
+#[tokio::test]
+async fn curator_discovery_register_list_provider_and_watch() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let curator = CuratorTool::locate().unwrap();
+    let base = unique_path("discovery");
+
+    let mut watch = curator.spawn(&["discovery-watch", &cs, &base, "api"]).unwrap();
+    watch.expect_line("READY").await.unwrap();
+    assert_eq!(watch.expect_line("INSTANCES").await.unwrap(), "INSTANCES ");
+
+    let mut a = curator
+        .spawn(&["discovery-register", &cs, &base, "api", "a", "10.0.0.7", "8080", r#"{"zone":"a","n":1}"#])
+        .unwrap();
+    let stored = a.expect_line("READY ").await.unwrap()["READY ".len()..].to_string();
+    let v = check_instance(&stored, "api", "a", 8080);
+    assert_eq!(v["payload"]["zone"], "a", "{stored}");
+    assert_eq!(v["payload"]["n"], 1, "{stored}");
+    assert_eq!(v["payload"]["@class"], "java.util.LinkedHashMap", "{stored}");
+    let mut b = curator.spawn(&["discovery-register", &cs, &base, "api", "b", "10.0.0.7", "9090"]).unwrap();
+    let stored_b = b.expect_line("READY ").await.unwrap()["READY ".len()..].to_string();
+    assert!(check_instance(&stored_b, "api", "b", 9090)["payload"].is_null(), "{stored_b}");
+    // The cache may see a before b in a separate change, or both in one.
+    while watch.expect_line("INSTANCES ").await.unwrap() != "INSTANCES a,b" {}
+
+    let mut list = curator.spawn(&["discovery-list", &cs, &base, "api"]).unwrap();
+    assert_eq!(list.expect_line("INSTANCE ").await.unwrap(), format!("INSTANCE a {stored}"));
+    assert_eq!(list.expect_line("INSTANCE ").await.unwrap(), format!("INSTANCE b {stored_b}"));
+    assert_eq!(list.expect_line("RESULT").await.unwrap(), "RESULT count=2");
+    finish(list).await;
+
+    let mut provider = curator.spawn(&["discovery-provider", &cs, &base, "api", "4"]).unwrap();
+    let line = provider.expect_line("RESULT").await.unwrap();
+    let ids: Vec<&str> = line.trim_start_matches("RESULT ids=").split(',').collect();
+    assert_eq!(ids.len(), 4, "{line}");
+    assert!(ids[0] != ids[1] && ids[0] == ids[2] && ids[1] == ids[3], "not round-robin: {line}");
+    finish(provider).await;
+
+    a.close_stdin();
+    assert_eq!(a.expect_line("DONE").await.unwrap(), "DONE");
+    finish(a).await;
+    while watch.expect_line("INSTANCES ").await.unwrap() != "INSTANCES b" {}
+    b.close_stdin();
+    b.expect_line("DONE").await.unwrap();
+    finish(b).await;
+    while watch.expect_line("INSTANCES ").await.unwrap() != "INSTANCES " {}
+    finish(watch).await;
+
+    let mut empty = curator.spawn(&["discovery-provider", &cs, &base, "api", "2"]).unwrap();
+    assert_eq!(empty.expect_line("RESULT").await.unwrap(), "RESULT ids=");
+    finish(empty).await;
+}

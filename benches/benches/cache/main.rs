@@ -1,0 +1,216 @@
+//! Caches (issue 18): zkr's `CuratorCache` against Apache Curator's `CuratorCache` on the same
+//! ZooKeeper server in one run.
+//!
+//! `cargo bench -p zkr-benches --bench cache [-- --quick | --reps N | --writes N | --caches N]`
+//!
+//! - initial load: a tree of 100 parents × 100 children (32 bytes each, 10,101 nodes with the
+//!   root); the time from `start()` until the cache is initialized, for a new cache on a
+//!   connection that is already up; one untimed warm-up load, then `--reps` loads (default 7),
+//!   median;
+//! - memory per node: zkr: bytes allocated and still live (a counting global allocator,
+//!   `stats_alloc`) with a loaded cache minus before it started; Curator: used heap after
+//!   `System.gc()` with a loaded cache minus before (approximate); both divided by the nodes
+//!   cached;
+//! - propagation: `--caches` caches (default 50) of one subtree over 5 sessions; a writer sets a
+//!   node `--writes` times (default 200, after 20 untimed), each once every cache has seen the
+//!   one before; latency from just before the `set` until each cache's event (times from
+//!   `CLOCK_MONOTONIC`, which Java's `System.nanoTime` also reads). The baseline is the same
+//!   number of raw `zookeeper-client` persistent recursive watches over 5 sessions, each event
+//!   followed by a read, as a cache does.
+//!
+//! The counting allocator is active during zkr's load too, so zkr's load time includes its cost.
+
+mod propagation;
+
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context};
+use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
+use zkr_benches::{fmt_ratio, Table};
+use zkr_connection::ZkClient;
+use zkr_recipes::cache::CuratorCache;
+use zkr_testing::peers::{parse_result, CuratorTool};
+use zookeeper_client::{Acls, Client, CreateMode};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
+
+const LOAD_ROOT: &str = "/bench-cache/load";
+const PARENTS: usize = 100;
+const CHILDREN: usize = 100;
+const DATA: &[u8; 32] = b"0123456789abcdef0123456789abcdef";
+/// Dropped caches stop in the background; this long lets their memory go before a measurement.
+const SETTLE: Duration = Duration::from_secs(1);
+
+/// The command line.
+struct Options {
+    reps: usize,
+    writes: usize,
+    caches: usize,
+}
+
+impl Options {
+    fn parse() -> anyhow::Result<Self> {
+        let mut o = Options { reps: 7, writes: 200, caches: 50 };
+        let mut args = std::env::args().skip(1);
+        while let Some(arg) = args.next() {
+            let mut value = |name: &str| -> anyhow::Result<usize> {
+                let v: usize =
+                    args.next().context(format!("{name} N"))?.parse().context(format!("{name} N"))?;
+                ensure!(v > 0, "{name} must be at least 1");
+                Ok(v)
+            };
+            match arg.as_str() {
+                "--quick" => (o.reps, o.writes) = (3, 50),
+                "--reps" => o.reps = value("--reps")?,
+                "--writes" => o.writes = value("--writes")?,
+                "--caches" => o.caches = value("--caches")?,
+                "--bench" => {}
+                other => anyhow::bail!(
+                    "unknown argument {other}; usage: --quick | --reps N | --writes N | --caches N"
+                ),
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// Creates the load tree (many creates in flight at once).
+async fn create_tree(client: &Client) -> anyhow::Result<usize> {
+    let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    client.mkdir(LOAD_ROOT, &options).await?;
+    let mut count = 1;
+    for p in 0..PARENTS {
+        let parent = format!("{LOAD_ROOT}/p{p:02}");
+        client.create(&parent, DATA, &options).await?;
+        let children = (0..CHILDREN).map(|c| {
+            let path = format!("{parent}/c{c:02}");
+            let options = &options;
+            async move { client.create(&path, DATA, options).await }
+        });
+        for created in futures::future::join_all(children).await {
+            created?;
+        }
+        count += 1 + CHILDREN;
+    }
+    Ok(count)
+}
+
+fn live_bytes() -> i64 {
+    let s = GLOBAL.stats();
+    s.bytes_allocated as i64 - s.bytes_deallocated as i64
+}
+
+fn median(mut values: Vec<Duration>) -> Duration {
+    values.sort_unstable();
+    values[(values.len() - 1) / 2]
+}
+
+/// zkr's load times (after one warm-up load).
+async fn zkr_load(zk: &ZkClient, reps: usize, nodes: usize) -> anyhow::Result<Vec<Duration>> {
+    drop(CuratorCache::builder(zk, LOAD_ROOT).start().await?);
+    let mut times = Vec::with_capacity(reps);
+    for rep in 0..reps {
+        let t0 = Instant::now();
+        let cache = CuratorCache::builder(zk, LOAD_ROOT).start().await?;
+        times.push(t0.elapsed());
+        ensure!(cache.snapshot().len() == nodes, "zkr cache has {} nodes", cache.snapshot().len());
+        eprintln!("[cache bench] zkr load {rep}: {:?}", times[rep]);
+    }
+    Ok(times)
+}
+
+/// Curator's median load time and node count.
+async fn curator_load(tool: &CuratorTool, cs: &str, reps: usize) -> anyhow::Result<(Duration, usize)> {
+    let mut peer = tool.spawn(&["cache-load", cs, LOAD_ROOT, &reps.to_string()])?;
+    peer.set_line_timeout(Duration::from_secs(300));
+    let line = peer.expect_line("RESULT").await?;
+    ensure!(peer.wait().await?.success(), "CuratorTool cache-load failed");
+    eprintln!("[cache bench] Curator: {line}");
+    Ok((Duration::from_micros(field(&line, "median_us")?), field(&line, "nodes")? as usize))
+}
+
+fn field(line: &str, key: &str) -> anyhow::Result<u64> {
+    let fields = parse_result(line);
+    let value = fields.iter().find(|(k, _)| k == key).with_context(|| format!("no {key}= in {line}"))?;
+    value.1.parse().with_context(|| format!("{key}= in {line}"))
+}
+
+/// zkr's live bytes per cached node, on a fresh connection.
+async fn zkr_memory(cs: &str) -> anyhow::Result<(f64, usize)> {
+    let zk = ZkClient::connect(cs).await?;
+    drop(CuratorCache::builder(&zk, LOAD_ROOT).start().await?); // connection buffers grow once
+    tokio::time::sleep(SETTLE).await;
+    let before = live_bytes();
+    let cache = CuratorCache::builder(&zk, LOAD_ROOT).start().await?;
+    let after = live_bytes();
+    let nodes = cache.snapshot().len();
+    drop(cache);
+    tokio::time::sleep(SETTLE).await;
+    eprintln!(
+        "[cache bench] zkr live bytes: before {before}, loaded {after}, {} after dropping it",
+        live_bytes()
+    );
+    Ok(((after - before) as f64 / nodes as f64, nodes))
+}
+
+async fn curator_memory(tool: &CuratorTool, cs: &str) -> anyhow::Result<(f64, usize)> {
+    let mut peer = tool.spawn(&["cache-memory", cs, LOAD_ROOT])?;
+    peer.set_line_timeout(Duration::from_secs(300));
+    let line = peer.expect_line("RESULT").await?;
+    ensure!(peer.wait().await?.success(), "CuratorTool cache-memory failed");
+    eprintln!("[cache bench] Curator: {line}");
+    let nodes = field(&line, "nodes")? as f64;
+    let heap = field(&line, "heap_after")? as f64 - field(&line, "heap_before")? as f64;
+    Ok((heap / nodes, nodes as usize))
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let o = Options::parse()?;
+    let setup = zkr_benches::Setup::start().await?;
+    let cs = setup.connect_string.clone();
+    let writer = Client::connect(&cs).await?;
+    eprintln!("[cache bench] creating {PARENTS} x {CHILDREN} nodes");
+    let nodes = create_tree(&writer).await?;
+
+    let zkr_times = zkr_load(&setup.zk, o.reps, nodes).await?;
+    let zkr_median = median(zkr_times.clone());
+    let (curator_median, curator_nodes) = curator_load(&setup.curator, &cs, o.reps).await?;
+    ensure!(curator_nodes == nodes, "Curator cached {curator_nodes} of {nodes} nodes");
+    let (zkr_bytes, _) = zkr_memory(&cs).await?;
+    let (curator_bytes, _) = curator_memory(&setup.curator, &cs).await?;
+
+    let mut table = Table::new(&["library", "initial load (median)", "memory per node"]);
+    let zkr_range = format!(
+        "{} (min {}, max {})",
+        ms(zkr_median),
+        ms(*zkr_times.iter().min().unwrap()),
+        ms(*zkr_times.iter().max().unwrap())
+    );
+    table.row(vec!["zkr CuratorCache".into(), zkr_range, format!("{zkr_bytes:.0} B (live heap)")]);
+    table.row(vec![
+        "Curator CuratorCache".into(),
+        ms(curator_median),
+        format!("{curator_bytes:.0} B (JVM heap after GC, approx.)"),
+    ]);
+    zkr_benches::print_report(
+        &format!(
+            "Cache initial load and memory ({nodes} nodes, {} bytes each; {} loads)",
+            DATA.len(),
+            o.reps
+        ),
+        &table,
+    );
+    println!(
+        "- load: Curator / zkr = {} (target >= 3x); memory: zkr / Curator = {} (target <= 0.5)\n",
+        fmt_ratio(curator_median.as_secs_f64(), zkr_median.as_secs_f64()),
+        fmt_ratio(zkr_bytes, curator_bytes)
+    );
+
+    propagation::run(&setup, &writer, o.caches, o.writes).await
+}
