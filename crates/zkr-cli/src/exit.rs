@@ -55,7 +55,7 @@ Exit codes (every subcommand):
   4    lock: lost while the command ran (the command was stopped)
   5    config: the node does not exist
   6    conflict: config set --if-version found another version; id next found a path
-       laid out for another --kind
+       laid out for another --kind; service register: another session holds the id
   7    cannot reach ZooKeeper within --connect-timeout (or lock --timeout)
   126  lock: the command cannot be executed;  127: the command was not found
   128+N  zkr was stopped by signal N while it waited for the lock (130: Ctrl-C)
@@ -102,6 +102,10 @@ pub(crate) fn classify(error: &anyhow::Error) -> Exit {
             config_class(e)
         } else if let Some(e) = cause.downcast_ref::<IdError>() {
             id_class(e)
+        } else if let Some(e) = cause.downcast_ref::<zkr_recipes::discovery::DiscoveryError>() {
+            crate::service::discovery_class(e)
+        } else if let Some(e) = cause.downcast_ref::<zkr_recipes::nodes::NodeError>() {
+            crate::service::node_class(e)
         } else if cause.downcast_ref::<clap::Error>().is_some() {
             Some(Exit::Usage)
         } else {
@@ -114,7 +118,7 @@ pub(crate) fn classify(error: &anyhow::Error) -> Exit {
     Exit::Failure
 }
 
-fn connection_class(error: &ConnectionError) -> Exit {
+pub(crate) fn connection_class(error: &ConnectionError) -> Exit {
     match error {
         ConnectionError::InvalidPath { .. }
         | ConnectionError::InvalidConnectString { .. }

@@ -1,6 +1,7 @@
 //! `zkr`: run commands under ZooKeeper locks, hand out IDs, get/set/watch config, and run a
 //! local ZooKeeper for development. All logic lives in the zkr libraries; this is the shell.
 
+mod child;
 mod config;
 mod connect;
 mod demo;
@@ -9,6 +10,7 @@ mod generate;
 mod id;
 mod lock;
 mod server;
+mod service;
 mod signals;
 mod tree;
 
@@ -33,7 +35,7 @@ Shell completions and a man page, generated from these definitions:
 #[command(
     name = "zkr",
     version,
-    about = "ZooKeeper recipes from the shell: locks, IDs, config",
+    about = "ZooKeeper recipes from the shell: locks, IDs, config, caches, members and services",
     after_help = after_help()
 )]
 struct Cli {
@@ -67,6 +69,11 @@ enum Command {
     Config(config::ConfigArgs),
     /// Follow a subtree: every node, then every change, as JSON lines.
     Tree(tree::TreeArgs),
+    /// List a group's members and payloads (Curator's GroupMember layout).
+    Members(service::MembersArgs),
+    /// List service instances, or register one while a command runs (Curator's service
+    /// discovery layout, as Spring Cloud Zookeeper uses).
+    Service(service::ServiceArgs),
     /// Run a real local ZooKeeper (1 or 3 servers) in the foreground until Ctrl-C or SIGTERM.
     Server(server::ServerArgs),
     /// The demo: an embedded 3-server ZooKeeper and zkr's recipes at work.
@@ -121,6 +128,8 @@ async fn dispatch(command: Command) -> anyhow::Result<Code> {
         Command::Config(args) => config::run(args).await,
         Command::Id(args) => id::run(args).await,
         Command::Tree(args) => tree::run(args).await,
+        Command::Members(args) => service::members(args).await,
+        Command::Service(args) => service::run(args).await,
         Command::Server(args) => server::run(args).await,
         Command::Demo(args) => demo::run(args).await,
         Command::DemoSeller(args) => demo::run_seller(args).await,

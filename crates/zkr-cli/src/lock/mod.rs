@@ -1,7 +1,6 @@
 //! `zkr lock` and `zkr lock-info`: run a command under an `InterProcessMutex` (the same lock
 //! Apache Curator processes take at that path), and show who holds it.
 
-mod child;
 mod info;
 
 use std::time::{Duration, Instant};
@@ -12,10 +11,10 @@ use zkr_connection::{
 };
 use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard, LockError, LostReason};
 
+use crate::child::{shell_status, Child};
 use crate::connect::{parse_duration, parse_path, ConnectArgs};
 use crate::exit::{Code, Exit, Failure};
 use crate::signals::{status_after, Signals};
-use child::{shell_status, Child};
 pub(crate) use info::{run as info, LockInfoArgs};
 
 /// `zkr lock --help`, after the options.
@@ -120,7 +119,11 @@ async fn locked(
         let why = if args.try_only { "it is held" } else { "not in time" };
         return Err(Failure::error(Exit::NotAcquired, format!("lock {} not acquired: {why}", args.path)));
     };
-    let child = match Child::spawn(&args.command, guard.node_path(), guard.fencing_token()) {
+    let env = [
+        ("ZKR_LOCK_NODE", guard.node_path().to_owned()),
+        ("ZKR_FENCING_TOKEN", guard.fencing_token().to_string()),
+    ];
+    let child = match Child::spawn(&args.command, &env) {
         Ok(child) => child,
         Err(e) => {
             let _ = tokio::time::timeout(zk.session_timeout(), guard.release()).await;

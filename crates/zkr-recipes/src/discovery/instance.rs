@@ -21,6 +21,18 @@ pub enum ServiceType {
     DynamicSequential,
 }
 
+impl ServiceType {
+    /// The name Curator writes (`DYNAMIC`, `STATIC`, `PERMANENT`, `DYNAMIC_SEQUENTIAL`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServiceType::Dynamic => "DYNAMIC",
+            ServiceType::Static => "STATIC",
+            ServiceType::Permanent => "PERMANENT",
+            ServiceType::DynamicSequential => "DYNAMIC_SEQUENTIAL",
+        }
+    }
+}
+
 /// One part of a [`UriSpec`]: literal text, or a `{variable}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UriPart {
@@ -74,8 +86,9 @@ impl UriSpec {
     }
 
     /// The URI for `instance`: `scheme` (`https` when it has an SSL port), `name`, `id`,
-    /// `address`, `port` and `ssl-port` are known variables (Curator's `FIELD_*`); an unknown
-    /// variable is left as `{name}`.
+    /// `address`, `port`, `ssl-port`, `registration-time-utc`, `service-type`, `[` and `]` (for
+    /// literal braces) are known variables (Curator's `FIELD_*`); an unknown variable is left as
+    /// `{name}`.
     pub fn build<P>(&self, instance: &ServiceInstance<P>) -> String {
         let number = |n: Option<u16>| n.map(|n| n.to_string()).unwrap_or_default();
         self.parts
@@ -88,6 +101,10 @@ impl UriSpec {
                 (true, "address") => instance.address.clone(),
                 (true, "port") => number(instance.port),
                 (true, "ssl-port") => number(instance.ssl_port),
+                (true, "registration-time-utc") => instance.registration_time_utc.to_string(),
+                (true, "service-type") => instance.service_type.as_str().to_owned(),
+                (true, "[") => "{".to_owned(),
+                (true, "]") => "}".to_owned(),
                 (true, other) => format!("{{{other}}}"),
             })
             .collect()
@@ -378,6 +395,10 @@ mod tests {
         );
         assert_eq!(UriSpec::parse("a{b").parts(), [UriPart { value: "a{b".into(), variable: false }]);
         assert!(UriSpec::parse("").parts().is_empty());
+        let instance = ServiceInstance::builder("s", ()).id("i").address("h").port(1).ssl_port(2).build();
+        let uri = UriSpec::parse("{scheme}://{address}:{ssl-port}/{[}{name}{]}/{service-type}/{what}")
+            .build(&instance);
+        assert_eq!(uri, "https://h:2/{s}/DYNAMIC/{what}");
     }
 
     #[test]

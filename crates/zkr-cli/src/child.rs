@@ -1,5 +1,5 @@
-//! The command `zkr lock` runs: starting it with the lock's environment, passing signals on,
-//! stopping it, and its exit status as a shell reports it.
+//! The command `zkr lock` and `zkr service register` run: starting it with their environment,
+//! passing signals on, stopping it, and its exit status as a shell reports it.
 
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -17,17 +17,14 @@ pub(crate) struct Child {
 }
 
 impl Child {
-    /// Starts `command` with `ZKR_LOCK_NODE` and `ZKR_FENCING_TOKEN` set. A command that is not
-    /// found fails with [`Exit::CommandNotFound`] (127), one that cannot be executed with
+    /// Starts `command` with `env` added to its environment. A command that is not found fails
+    /// with [`Exit::CommandNotFound`] (127), one that cannot be executed with
     /// [`Exit::CommandNotExecutable`] (126), as a shell reports them.
-    pub(crate) fn spawn(command: &[String], node: &str, fencing_token: i64) -> anyhow::Result<Child> {
+    pub(crate) fn spawn(command: &[String], env: &[(&str, String)]) -> anyhow::Result<Child> {
         let (program, args) =
             command.split_first().ok_or_else(|| Failure::error(Exit::Usage, "no command"))?;
-        let started = tokio::process::Command::new(program)
-            .args(args)
-            .env("ZKR_LOCK_NODE", node)
-            .env("ZKR_FENCING_TOKEN", fencing_token.to_string())
-            .spawn();
+        let started =
+            tokio::process::Command::new(program).args(args).envs(env.iter().map(|(k, v)| (k, v))).spawn();
         match started {
             Ok(process) => {
                 let pid = process.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);

@@ -1,0 +1,188 @@
+//! Service discovery against a real server and real Curator processes (curator-x-discovery
+//! 5.4): an instance Curator registers is found by zkr with every field intact, one zkr
+//! registers is listed and handed out by Curator's `ServiceProvider`, and a zkr instance whose
+//! session expires is back in Curator's `ServiceCache` without anyone acting. Then zkr's own
+//! provider strategies and down-instance policy.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use zkr_integration_tests::{connect, eventually, timing, unique_root};
+use zkr_recipes::discovery::{
+    DownInstancePolicy, ProviderStrategy, ServiceDiscovery, ServiceInstance, ServiceProvider, ServiceType,
+    UriSpec,
+};
+use zkr_testing::peers::{CuratorTool, PeerProcess};
+use zkr_testing::{expire_session, shared_server};
+
+type Discovery = ServiceDiscovery<Value>;
+
+async fn finish(peer: PeerProcess) {
+    let status = peer.wait().await.unwrap();
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test]
+async fn an_instance_curator_registers_is_found_with_every_field() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let base = unique_root("disc-java");
+    let curator = CuratorTool::locate().unwrap();
+    let args = ["discovery-register", &cs, &base, "api", "j-1", "10.0.0.7", "8080", r#"{"zone":"a","n":1}"#];
+    let mut java = curator.spawn(&args).unwrap();
+    java.expect_line("READY ").await.unwrap();
+
+    let zk = connect(&cs).await;
+    let discovery = Discovery::new(&zk, &base).unwrap();
+    assert_eq!(discovery.query_for_names().await.unwrap(), ["api"]);
+    let found = discovery.query_for_instances("api").await.unwrap();
+    let [instance] = found.as_slice() else { panic!("{found:?}") };
+    assert_eq!((instance.name.as_str(), instance.id.as_str()), ("api", "j-1"));
+    assert_eq!(
+        (instance.address.as_str(), instance.port, instance.ssl_port),
+        ("10.0.0.7", Some(8080), Some(8081))
+    );
+    assert_eq!(instance.payload, Some(json!({ "zone": "a", "n": 1 })));
+    assert_eq!(instance.payload_class, "java.util.LinkedHashMap");
+    assert_eq!(instance.service_type, ServiceType::Dynamic);
+    assert!(instance.enabled);
+    let now_ms = i64::try_from(std::time::SystemTime::UNIX_EPOCH.elapsed().unwrap().as_millis()).unwrap();
+    assert!((now_ms - 600_000..=now_ms).contains(&instance.registration_time_utc), "{instance:?}");
+    assert_eq!(
+        instance.uri().as_deref(),
+        Some("https://10.0.0.7:8080"),
+        "Curator's scheme is https with an SSL port"
+    );
+    let cache = discovery.service_cache("api").await.unwrap();
+    assert_eq!(cache.instances(), found);
+
+    java.close_stdin();
+    java.expect_line("DONE").await.unwrap();
+    finish(java).await;
+    let mut snapshots = cache.cache().snapshots();
+    tokio::time::timeout(
+        timing().wait(),
+        snapshots.wait_for(|s| s.children(&format!("{base}/api")).count() == 0),
+    )
+    .await
+    .expect("the cache sees Curator unregister")
+    .unwrap();
+}
+
+#[tokio::test]
+async fn an_instance_zkr_registers_is_listed_and_handed_out_by_curator() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let base = unique_root("disc-rust");
+    let zk = connect(&cs).await;
+    let discovery = Discovery::new(&zk, &base).unwrap();
+    let instance = ServiceInstance::builder("api", json!({ "zone": "b" }))
+        .id("r-1")
+        .address("10.0.0.8")
+        .port(9090)
+        .uri_spec(UriSpec::parse("{scheme}://{address}:{port}"))
+        .build();
+    discovery.register(&instance).await.unwrap();
+
+    let curator = CuratorTool::locate().unwrap();
+    let mut list = curator.spawn(&["discovery-list", &cs, &base, "api"]).unwrap();
+    let line = list.expect_line("INSTANCE ").await.unwrap();
+    let stored: Value = serde_json::from_str(line.strip_prefix("INSTANCE r-1 ").expect(&line)).unwrap();
+    assert_eq!(stored["address"], "10.0.0.8");
+    assert_eq!(stored["port"], 9090);
+    assert_eq!(stored["payload"]["zone"], "b");
+    assert_eq!(stored["serviceType"], "DYNAMIC");
+    assert_eq!(stored["uriSpec"]["parts"][0], json!({ "value": "scheme", "variable": true }));
+    assert_eq!(list.expect_line("RESULT").await.unwrap(), "RESULT count=1");
+    finish(list).await;
+    let mut provider = curator.spawn(&["discovery-provider", &cs, &base, "api", "2"]).unwrap();
+    assert_eq!(provider.expect_line("RESULT").await.unwrap(), "RESULT ids=r-1,r-1");
+    finish(provider).await;
+
+    discovery.unregister(&instance).await.unwrap();
+    assert!(discovery.query_for_instances("api").await.unwrap().is_empty());
+    discovery.close().await;
+}
+
+#[tokio::test]
+async fn a_zkr_instance_whose_session_expires_is_back_in_curators_view_unaided() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let base = unique_root("disc-expiry");
+    let curator = CuratorTool::locate().unwrap();
+    let mut watch = curator.spawn(&["discovery-watch", &cs, &base, "api"]).unwrap();
+    watch.expect_line("READY").await.unwrap();
+    assert_eq!(watch.expect_line("INSTANCES").await.unwrap(), "INSTANCES ");
+
+    let zk = connect(&cs).await;
+    let discovery = Discovery::new(&zk, &base).unwrap();
+    let instance =
+        ServiceInstance::builder("api", json!({})).id("r-2").address("10.0.0.9").port(7070).build();
+    discovery.register(&instance).await.unwrap();
+    while watch.expect_line("INSTANCES ").await.unwrap() != "INSTANCES r-2" {}
+
+    let first = zk.session().await.unwrap();
+    expire_session(first.client(), &cs).await.unwrap();
+    // Curator's cache sees the ephemeral node go with the session, then come back.
+    while watch.expect_line("INSTANCES ").await.unwrap() != "INSTANCES " {}
+    while watch.expect_line("INSTANCES ").await.unwrap() != "INSTANCES r-2" {}
+    assert!(zk.generation() > first.generation());
+    watch.close_stdin();
+    finish(watch).await;
+    discovery.close().await;
+}
+
+#[tokio::test]
+async fn providers_pick_by_strategy_and_skip_disabled_and_down_instances() {
+    let server = shared_server().await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let base = unique_root("disc-provider");
+    let discovery = Discovery::new(&zk, &base).unwrap();
+    for (id, enabled) in [("a", true), ("b", true), ("c", false)] {
+        let instance = ServiceInstance::builder("api", json!({})).id(id).enabled(enabled).build();
+        discovery.register(&instance).await.unwrap();
+    }
+    let cache = discovery.service_cache("api").await.unwrap();
+    eventually("three instances in the cache", || async { cache.instances().len() == 3 }).await;
+
+    let round_robin = ServiceProvider::new(cache.clone(), ProviderStrategy::RoundRobin);
+    let picked: Vec<String> = (0..4).map(|_| round_robin.get_instance().unwrap().id).collect();
+    assert_eq!(picked, ["a", "b", "a", "b"], "the disabled instance is never handed out");
+
+    let sticky = ServiceProvider::new(cache.clone(), ProviderStrategy::Sticky);
+    let first = sticky.get_instance().unwrap().id;
+    assert!((0..5).all(|_| sticky.get_instance().unwrap().id == first));
+
+    let random = ServiceProvider::new(cache.clone(), ProviderStrategy::Random);
+    assert!((0..20).all(|_| ["a", "b"].contains(&random.get_instance().unwrap().id.as_str())));
+
+    let policy = DownInstancePolicy { timeout: Duration::from_millis(300), error_threshold: 2 };
+    let careful = ServiceProvider::with_policy(cache.clone(), ProviderStrategy::RoundRobin, policy);
+    let a = cache.instances().into_iter().find(|i| i.id == "a").unwrap();
+    careful.note_error(&a);
+    assert_eq!(careful.get_all_instances().len(), 2, "one error is under the threshold");
+    careful.note_error(&a);
+    assert!((0..4).all(|_| careful.get_instance().unwrap().id == "b"), "a is down");
+    eventually("a back after the policy's timeout", || async { careful.get_all_instances().len() == 2 })
+        .await;
+    discovery.close().await;
+}
+
+#[tokio::test]
+async fn bad_names_are_refused_and_updates_need_a_registration() {
+    let server = shared_server().await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let discovery = Discovery::new(&zk, &unique_root("disc-bad")).unwrap();
+    let bad = ServiceInstance::builder("a/b", json!({})).build();
+    assert!(matches!(
+        discovery.register(&bad).await,
+        Err(zkr_recipes::discovery::DiscoveryError::InvalidArgument(_))
+    ));
+    let unknown = ServiceInstance::builder("api", json!({})).id("nobody").build();
+    let refused = discovery.update(&unknown).await;
+    assert!(
+        matches!(refused, Err(zkr_recipes::discovery::DiscoveryError::NotRegistered { .. })),
+        "{refused:?}"
+    );
+    assert!(Discovery::new(&zk, "relative").is_err());
+}
