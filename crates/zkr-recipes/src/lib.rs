@@ -57,6 +57,10 @@ mod guides {
     pub struct RecipesCache;
     #[doc = include_str!("../../../docs/recipes/config.md")]
     pub struct RecipesConfig;
+    #[doc = include_str!("../../../docs/recipes/discovery.md")]
+    pub struct RecipesDiscovery;
+    #[doc = include_str!("../../../docs/recipes/nodes.md")]
+    pub struct RecipesNodes;
     #[doc = include_str!("../../../docs/recipes/ids.md")]
     pub struct RecipesIds;
     #[doc = include_str!("../../../docs/recipes/leader.md")]
