@@ -67,16 +67,11 @@ impl Consumer for Tracker {
         // Pipelined: every read is sent before the first reply is awaited; each finds the node
         // at least as new as its event.
         let replies: Vec<_> = paths.iter().map(|p| client.get_data(p)).collect();
-        let mut events = Vec::new();
-        for (path, reply) in paths.iter().zip(replies) {
-            let found = match reply.await {
-                Ok((data, stat)) => Some(CachedNode { data, stat }),
-                Err(zookeeper_client::Error::NoNode) => None,
-                Err(e) => return Err(e),
-            };
-            events.extend(self.put(path, found));
+        let mut read = Vec::with_capacity(replies.len());
+        for reply in replies {
+            read.push(reply.await);
         }
-        self.publish(false, events);
+        self.settle(&paths, read)?;
         Ok(Flow::Continue(()))
     }
 
@@ -111,6 +106,24 @@ impl Tracker {
             }
         };
         Some(event)
+    }
+
+    /// Applies a burst's reads of `paths`, all or none: when one failed, the copy stays as it
+    /// was and nothing is reported, and the resync after the error reads everything again.
+    /// (Applying the reads before the failure would change the copy with no event sent, so the
+    /// resync would find those changes already in the copy and never report them.)
+    fn settle(&mut self, paths: &[String], read: Vec<ZkResult<(Vec<u8>, Stat)>>) -> ZkResult<()> {
+        let mut found = Vec::with_capacity(read.len());
+        for reply in read {
+            found.push(match reply {
+                Ok((data, stat)) => Some(CachedNode { data, stat }),
+                Err(zookeeper_client::Error::NoNode) => None,
+                Err(e) => return Err(e),
+            });
+        }
+        let events = paths.iter().zip(found).filter_map(|(path, node)| self.put(path, node)).collect();
+        self.publish(false, events);
+        Ok(())
     }
 
     /// Publishes the snapshot, then the events that made it: a subscriber that reacts to an
@@ -250,6 +263,32 @@ mod tests {
         assert!(tracker.put("/r/a", Some(node(2, 5, "old"))).is_none());
         assert!(kinds(&mut events).is_empty(), "put reports; publish sends");
         assert_eq!(tracker.nodes["/r/a"].data, b"new");
+    }
+
+    /// Issue: across disconnects and expiries, every change is reported once. A burst whose
+    /// reads failed part-way (the connection lost, the session expired) used to be applied up
+    /// to the failure with its events dropped; the resync then found those changes in the copy
+    /// and reported nothing (tests/tests/cache_faults.rs: replayed events missing changes).
+    #[test]
+    fn a_burst_with_a_failed_read_changes_nothing_and_the_resync_reports_it() {
+        let (mut tracker, mut events) = tracker(None);
+        tracker
+            .reset(BTreeMap::from([("/r".to_owned(), node(1, 1, "")), ("/r/a".to_owned(), node(2, 2, "x"))]));
+        assert_eq!(kinds(&mut events).len(), 3);
+        let paths = ["/r/a".to_owned(), "/r/b".to_owned()];
+        let read =
+            vec![Ok((b"y".to_vec(), node(2, 5, "y").stat)), Err(zookeeper_client::Error::ConnectionLoss)];
+        assert_eq!(tracker.settle(&paths, read), Err(zookeeper_client::Error::ConnectionLoss));
+        assert!(kinds(&mut events).is_empty());
+        assert_eq!(tracker.nodes["/r/a"].data, b"x", "the copy is as it was");
+        // The resync after the error finds the change and reports it.
+        tracker
+            .reset(BTreeMap::from([("/r".to_owned(), node(1, 1, "")), ("/r/a".to_owned(), node(2, 5, "y"))]));
+        assert_eq!(kinds(&mut events), ["changed /r/a"]);
+        // A node gone (NoNode) is a read like any other.
+        let read = vec![Ok((b"z".to_vec(), node(2, 6, "z").stat)), Err(zookeeper_client::Error::NoNode)];
+        assert_eq!(tracker.settle(&paths, read), Ok(()));
+        assert_eq!(kinds(&mut events), ["changed /r/a"]);
     }
 
     #[test]

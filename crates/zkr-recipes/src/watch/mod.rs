@@ -118,7 +118,9 @@ pub(crate) struct Established {
 }
 
 enum Watchers {
-    Persistent(PersistentWatcher),
+    /// The watch, and a session event that came while it was read, left for the loop that
+    /// follows the watch.
+    Persistent(PersistentWatcher, Option<WatchedEvent>),
     OneShot(Vec<OneshotWatcher>),
 }
 
@@ -163,7 +165,7 @@ impl<C: Consumer> Watch<C> {
             let (watch, read) = futures::join!(watch, read);
             match watch {
                 Ok(watcher) => {
-                    return Ok(Subscription { watchers: Watchers::Persistent(watcher), read: read? })
+                    return Ok(Subscription { watchers: Watchers::Persistent(watcher, None), read: read? })
                 }
                 Err(zookeeper_client::Error::Unimplemented) if self.watching == WatchMode::Auto => {
                     tracing::info!(root = %self.root, "server has no persistent watches; using one-shot watches");
@@ -202,16 +204,19 @@ impl<C: Consumer> Watch<C> {
         let Subscription { watchers, read } = subscription;
         self.consumer.reset(read);
         let (watchers, queued) = match watchers {
-            Watchers::Persistent(mut watcher) => {
+            Watchers::Persistent(mut watcher, _) => {
                 let mut queued = Vec::new();
+                let mut session_event = None;
                 while let Some(event) = watcher.changed().now_or_never() {
                     if event.event_type == EventType::Session {
-                        // The burst after it resyncs if it has to: nothing to apply on top.
+                        // Nothing after it to apply on top; the loop that follows the watch
+                        // takes it (after a disconnect, the watch is set again) and the rest.
+                        session_event = Some(event);
                         break;
                     }
                     queued.push(event);
                 }
-                (Watchers::Persistent(watcher), queued)
+                (Watchers::Persistent(watcher, session_event), queued)
             }
             Watchers::OneShot(watchers) => {
                 self.watching = WatchMode::OneShot;
@@ -306,18 +311,28 @@ impl<C: Consumer> Watch<C> {
             }
         };
         match watchers {
-            Watchers::Persistent(watcher) => self.persistent(session, watcher).await,
+            Watchers::Persistent(watcher, carried) => self.persistent(session, watcher, carried).await,
             Watchers::OneShot(watchers) => self.one_shot(session, watchers).await,
         }
     }
 
-    /// Applies bursts from a persistent watch; after a reconnect, subscribes again.
-    async fn persistent(&mut self, session: &Session, mut watcher: PersistentWatcher) -> ZkResult<End> {
+    /// Applies bursts from a persistent watch, starting with the session event `carried` over
+    /// from the read; after a reconnect, subscribes again.
+    async fn persistent(
+        &mut self,
+        session: &Session,
+        mut watcher: PersistentWatcher,
+        mut carried: Option<WatchedEvent>,
+    ) -> ZkResult<End> {
         let client = session.client();
         let mut disconnected = false;
         loop {
             let mut nodes = Vec::new();
-            for event in burst(&mut watcher).await {
+            let events = match carried.take() {
+                Some(event) => vec![event],
+                None => burst(&mut watcher).await,
+            };
+            for event in events {
                 if event.event_type != EventType::Session {
                     nodes.push(event);
                     continue;
@@ -346,7 +361,10 @@ impl<C: Consumer> Watch<C> {
                             return Ok(End::Stopped);
                         }
                         match renewed {
-                            Watchers::Persistent(renewed) => watcher = renewed,
+                            Watchers::Persistent(renewed, session_event) => {
+                                watcher = renewed;
+                                carried = session_event;
+                            }
                             Watchers::OneShot(watchers) => return self.one_shot(session, watchers).await,
                         }
                     }
@@ -429,3 +447,6 @@ pub(crate) fn event_stream<E: Clone + Send + 'static>(
         Err(BroadcastStreamRecvError::Lagged(missed)) => lagged(missed),
     })
 }
+
+#[cfg(test)]
+mod tests;
