@@ -121,7 +121,8 @@ async fn bad_input_is_refused_before_anything_is_sent() {
     assert!(matches!(bad_path, Err(NodeError::InvalidArgument(_))), "{bad_path:?}");
     let ttl_ephemeral =
         PersistentNode::builder(&zk, "/x/y", CreateMode::Ephemeral).ttl(Duration::from_secs(1)).start();
-    assert!(matches!(ttl_ephemeral, Err(NodeError::InvalidArgument(_))), "{ttl_ephemeral:?}");
+    let Err(error) = ttl_ephemeral else { panic!("{ttl_ephemeral:?}") };
+    assert_eq!(error.to_string(), "invalid argument: a TTL node must be Persistent or PersistentSequential");
     let reserved = PersistentNode::builder(&zk, "/zookeeper/x", CreateMode::Persistent).start();
     assert!(matches!(reserved, Err(NodeError::InvalidArgument(_))), "{reserved:?}");
     let bad_id = GroupMember::start(&zk, "/group", "a/b", b"").await;
@@ -181,6 +182,7 @@ async fn group_members_see_each_other_join_change_and_leave() {
     let a = GroupMember::start(&zk_a, &group, "a", b"10.0.0.1").await.unwrap();
     let b = GroupMember::start(&zk_b, &group, "b", b"10.0.0.2").await.unwrap();
     a.wait_for_initial_create(timing().wait()).await.unwrap();
+    assert!(a.current_members().contains_key("a"), "a member sees itself once created");
     b.wait_for_initial_create(timing().wait()).await.unwrap();
     let both = [("a".to_owned(), b"10.0.0.1".to_vec()), ("b".to_owned(), b"10.0.0.2".to_vec())];
     eventually("a sees both", || async { a.current_members().into_iter().eq(both.clone()) }).await;

@@ -51,7 +51,7 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
     /// # Errors
     /// [`DiscoveryError::InvalidArgument`] for an invalid or reserved path.
     pub fn new(zk: &ZkClient, base_path: &str) -> Result<Self, DiscoveryError> {
-        let invalid = |e: zkr_connection::Error| DiscoveryError::InvalidArgument(e.to_string());
+        let invalid = |e| DiscoveryError::InvalidArgument(crate::nodes::invalid_argument(e));
         path::validate_node_path(base_path).map_err(invalid)?;
         zk.validate_recipe_path(base_path).map_err(invalid)?;
         Ok(ServiceDiscovery {
@@ -236,7 +236,8 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
 
     fn validated_key(&self, instance: &ServiceInstance<P>) -> Result<(String, String), DiscoveryError> {
         for part in [&instance.name, &instance.id] {
-            path::validate_name(part).map_err(|e| DiscoveryError::InvalidArgument(e.to_string()))?;
+            path::validate_name(part)
+                .map_err(|e| DiscoveryError::InvalidArgument(crate::nodes::invalid_argument(e)))?;
         }
         Ok((instance.name.clone(), instance.id.clone()))
     }

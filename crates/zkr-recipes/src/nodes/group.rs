@@ -54,8 +54,9 @@ impl GroupMember {
         id: &str,
         payload: &[u8],
     ) -> Result<GroupMember, NodeError> {
-        path::validate_name(id).map_err(|e| NodeError::InvalidArgument(e.to_string()))?;
-        path::validate_node_path(membership_path).map_err(|e| NodeError::InvalidArgument(e.to_string()))?;
+        path::validate_name(id).map_err(|e| NodeError::InvalidArgument(super::invalid_argument(e)))?;
+        path::validate_node_path(membership_path)
+            .map_err(|e| NodeError::InvalidArgument(super::invalid_argument(e)))?;
         let node_path = path::join(membership_path, id);
         let node = PersistentNode::builder(zk, &node_path, CreateMode::Ephemeral).data(payload).start()?;
         let cache = CuratorCache::builder(zk, membership_path).mode(CacheMode::Children).start().await?;
@@ -88,7 +89,8 @@ impl GroupMember {
         &self.node
     }
 
-    /// As [`PersistentNode::wait_for_initial_create`].
+    /// Waits until the member node exists and the group's cache shows it, so that
+    /// [`current_members`](Self::current_members) includes this member; the node's path.
     ///
     /// # Errors
     /// As [`PersistentNode::wait_for_initial_create`].
@@ -96,7 +98,15 @@ impl GroupMember {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn wait_for_initial_create(&self, timeout: Duration) -> Result<String, NodeError> {
-        self.node.wait_for_initial_create(timeout).await
+        let deadline = tokio::time::Instant::now() + timeout;
+        let path = self.node.wait_for_initial_create(timeout).await?;
+        let mut snapshots = self.cache.snapshots();
+        let seen = tokio::time::timeout_at(deadline, snapshots.wait_for(|s| s.get(&path).is_some())).await;
+        match seen {
+            Ok(Ok(_)) => Ok(path),
+            Ok(Err(_)) => Err(NodeError::Closed),
+            Err(_) => Err(NodeError::NotCreated { path, timeout, held_by: None, last: None }),
+        }
     }
 
     /// Sets this member's payload (Curator's `setThisData`).

@@ -65,3 +65,11 @@ pub enum NodeError {
     #[error(transparent)]
     Connection(#[from] zkr_connection::Error),
 }
+
+/// What a bad argument's error says, without a second "invalid argument: " in front.
+pub(crate) fn invalid_argument(error: zkr_connection::Error) -> String {
+    match error {
+        zkr_connection::Error::InvalidArgument(what) => what.to_owned(),
+        other => other.to_string(),
+    }
+}

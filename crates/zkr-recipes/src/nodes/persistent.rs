@@ -56,7 +56,7 @@ impl PersistentNodeBuilder {
     /// # Panics
     /// Outside a tokio runtime.
     pub fn start(self) -> Result<PersistentNode, NodeError> {
-        let invalid = |e: zkr_connection::Error| NodeError::InvalidArgument(e.to_string());
+        let invalid = |e| NodeError::InvalidArgument(super::invalid_argument(e));
         path::validate_node_path(&self.path).map_err(invalid)?;
         self.zk.validate_recipe_path(&self.path).map_err(invalid)?;
         path::validate_data(&self.path, &self.data).map_err(invalid)?;

@@ -139,12 +139,21 @@ pub(crate) struct Watch<C> {
     recursive: bool,
     watching: WatchMode,
     consumer: C,
+    /// Whether the next subscription follows another session (see [`Watch::subscribe`]).
+    sync_before_read: bool,
 }
 
 impl<C: Consumer> Watch<C> {
     /// An engine for `root` (and, when `recursive`, everything below it).
     pub(crate) fn new(zk: &ZkClient, root: &str, recursive: bool, watching: WatchMode, consumer: C) -> Self {
-        Watch { zk: zk.clone(), root: root.to_owned(), recursive, watching, consumer }
+        Watch {
+            zk: zk.clone(),
+            root: root.to_owned(),
+            recursive,
+            watching,
+            consumer,
+            sync_before_read: false,
+        }
     }
 
     /// The consumer.
@@ -156,13 +165,17 @@ impl<C: Consumer> Watch<C> {
     /// persistent ones and the engine may fall back.
     pub(crate) async fn subscribe(&self, session: &Session) -> ZkResult<Subscription<C::Read>> {
         let client = session.client();
+        // A session after another starts from zxid 0, so its server may be a follower behind
+        // the state the copy already holds: a sync, sent first, makes the read that follows
+        // it on the session no older than the leader's state then.
+        let mut sync = self.sync_before_read.then(|| client.sync(&self.root));
         if self.watching != WatchMode::OneShot {
             let mode =
                 if self.recursive { AddWatchMode::PersistentRecursive } else { AddWatchMode::Persistent };
             // Sent before the read: every change after the read is an event.
             let watch = client.watch(&self.root, mode);
             let read = self.consumer.read(session);
-            let (watch, read) = futures::join!(watch, read);
+            let ((), watch, read) = futures::join!(settle(sync.take()), watch, read);
             match watch {
                 Ok(watcher) => {
                     return Ok(Subscription { watchers: Watchers::Persistent(watcher, None), read: read? })
@@ -173,6 +186,7 @@ impl<C: Consumer> Watch<C> {
                 Err(e) => return Err(e),
             }
         }
+        settle(sync.take()).await;
         let (read, watchers) = self.consumer.read_watched(session).await?;
         Ok(Subscription { watchers: Watchers::OneShot(watchers), read })
     }
@@ -256,6 +270,7 @@ impl<C: Consumer> Watch<C> {
             };
             let generation = session.generation();
             let zk = self.zk.clone();
+            self.sync_before_read = after.is_some();
             let followed = tokio::select! {
                 end = self.follow(&session, first.take()) => end,
                 () = zk.session_replaced(generation) => Ok(End::Session),
@@ -354,7 +369,9 @@ impl<C: Consumer> Watch<C> {
                     SessionState::SyncConnected | SessionState::ConnectedReadOnly if disconnected => {
                         disconnected = false;
                         // The new watcher replaces the old one before that is dropped, so no
-                        // RemoveWatches goes out.
+                        // RemoveWatches goes out. (The same session: its server is no older
+                        // than what it saw, so no sync.)
+                        self.sync_before_read = false;
                         let subscription = self.subscribe(session).await?;
                         let (renewed, flow) = self.establish(session, subscription).await?;
                         if flow.is_break() {
@@ -398,6 +415,13 @@ impl<C: Consumer> Watch<C> {
             }
             watchers = renewed;
         }
+    }
+}
+
+/// Waits for a sync sent before a read; a failed one only costs the guarantee it would give.
+async fn settle(sync: Option<impl Future<Output = ZkResult<()>>>) {
+    if let Some(Err(error)) = futures::future::OptionFuture::from(sync).await {
+        tracing::debug!(%error, "sync before the resync failed; reading anyway");
     }
 }
 
