@@ -19,12 +19,15 @@
 //!   followed by a read, as a cache does.
 //!
 //! The counting allocator is active during zkr's load too, so zkr's load time includes its cost.
+//! "Client CPU per load" is the client process's CPU time (all threads) over the timed loads,
+//! divided by their number: the rest of a load is the server's work and the wait for it.
 
 mod propagation;
 
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context};
+use nix::time::{clock_gettime, ClockId};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 use zkr_benches::{fmt_ratio, Table};
 use zkr_connection::ZkClient;
@@ -106,10 +109,23 @@ fn median(mut values: Vec<Duration>) -> Duration {
     values[(values.len() - 1) / 2]
 }
 
+/// This process's CPU time (all threads, user and system).
+fn process_cpu() -> Duration {
+    let t = clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID).expect("CLOCK_PROCESS_CPUTIME_ID");
+    Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32)
+}
+
+/// What a library's loads took: wall times, and the client's CPU time per load.
+struct Loads {
+    times: Vec<Duration>,
+    cpu_per_load: Duration,
+}
+
 /// zkr's load times (after one warm-up load).
-async fn zkr_load(zk: &ZkClient, reps: usize, nodes: usize) -> anyhow::Result<Vec<Duration>> {
+async fn zkr_load(zk: &ZkClient, reps: usize, nodes: usize) -> anyhow::Result<Loads> {
     drop(CuratorCache::builder(zk, LOAD_ROOT).start().await?);
     let mut times = Vec::with_capacity(reps);
+    let cpu0 = process_cpu();
     for rep in 0..reps {
         let t0 = Instant::now();
         let cache = CuratorCache::builder(zk, LOAD_ROOT).start().await?;
@@ -117,17 +133,25 @@ async fn zkr_load(zk: &ZkClient, reps: usize, nodes: usize) -> anyhow::Result<Ve
         ensure!(cache.snapshot().len() == nodes, "zkr cache has {} nodes", cache.snapshot().len());
         eprintln!("[cache bench] zkr load {rep}: {:?}", times[rep]);
     }
-    Ok(times)
+    // Includes dropping each cache, as Curator's includes closing it.
+    let cpu_per_load = (process_cpu() - cpu0) / reps as u32;
+    Ok(Loads { times, cpu_per_load })
 }
 
-/// Curator's median load time and node count.
-async fn curator_load(tool: &CuratorTool, cs: &str, reps: usize) -> anyhow::Result<(Duration, usize)> {
+/// Curator's median load time, CPU time per load and node count.
+async fn curator_load(
+    tool: &CuratorTool,
+    cs: &str,
+    reps: usize,
+) -> anyhow::Result<(Duration, Duration, usize)> {
     let mut peer = tool.spawn(&["cache-load", cs, LOAD_ROOT, &reps.to_string()])?;
     peer.set_line_timeout(Duration::from_secs(300));
     let line = peer.expect_line("RESULT").await?;
     ensure!(peer.wait().await?.success(), "CuratorTool cache-load failed");
     eprintln!("[cache bench] Curator: {line}");
-    Ok((Duration::from_micros(field(&line, "median_us")?), field(&line, "nodes")? as usize))
+    let median = Duration::from_micros(field(&line, "median_us")?);
+    let cpu = Duration::from_micros(field(&line, "cpu_us_per_load")?);
+    Ok((median, cpu, field(&line, "nodes")? as usize))
 }
 
 fn field(line: &str, key: &str) -> anyhow::Result<u64> {
@@ -178,24 +202,32 @@ async fn main() -> anyhow::Result<()> {
     eprintln!("[cache bench] creating {PARENTS} x {CHILDREN} nodes");
     let nodes = create_tree(&writer).await?;
 
-    let zkr_times = zkr_load(&setup.zk, o.reps, nodes).await?;
+    let zkr = zkr_load(&setup.zk, o.reps, nodes).await?;
+    let zkr_times = &zkr.times;
     let zkr_median = median(zkr_times.clone());
-    let (curator_median, curator_nodes) = curator_load(&setup.curator, &cs, o.reps).await?;
+    let (curator_median, curator_cpu, curator_nodes) = curator_load(&setup.curator, &cs, o.reps).await?;
     ensure!(curator_nodes == nodes, "Curator cached {curator_nodes} of {nodes} nodes");
     let (zkr_bytes, _) = zkr_memory(&cs).await?;
     let (curator_bytes, _) = curator_memory(&setup.curator, &cs).await?;
 
-    let mut table = Table::new(&["library", "initial load (median)", "memory per node"]);
+    let mut table =
+        Table::new(&["library", "initial load (median)", "client CPU per load", "memory per node"]);
     let zkr_range = format!(
         "{} (min {}, max {})",
         ms(zkr_median),
         ms(*zkr_times.iter().min().unwrap()),
         ms(*zkr_times.iter().max().unwrap())
     );
-    table.row(vec!["zkr CuratorCache".into(), zkr_range, format!("{zkr_bytes:.0} B (live heap)")]);
+    table.row(vec![
+        "zkr CuratorCache".into(),
+        zkr_range,
+        ms(zkr.cpu_per_load),
+        format!("{zkr_bytes:.0} B (live heap)"),
+    ]);
     table.row(vec![
         "Curator CuratorCache".into(),
         ms(curator_median),
+        ms(curator_cpu),
         format!("{curator_bytes:.0} B (JVM heap after GC, approx.)"),
     ]);
     zkr_benches::print_report(
