@@ -3,7 +3,7 @@
 //   config-subscribers CONNECT PATH N          N sessions, each a SINGLE_NODE_CACHE on PATH (a number);
 //                                              READY once all are primed, then SEEN <i> <value> <t_us>
 //                                              whenever subscriber i holds a larger value; until stdin EOF
-//   cache-load CONNECT PATH REPS               one untimed warm-up load, then REPS loads of PATH's tree by a
+//   cache-load CONNECT PATH REPS               3 untimed warm-up loads, then REPS loads of PATH's tree by a
 //                                              new cache on one client: LOAD <rep> <micros> <nodes> each
 //                                              (start() until forInitialized); RESULT median_us= nodes= reps=
 //                                              cpu_us_per_load= (the JVM's CPU time over the timed loads / REPS)
@@ -34,6 +34,7 @@ final class CacheCommands {
             + " | cache-memory CONNECT PATH | cache-propagation CONNECT PATH CLIENTS N";
     private static final long INIT_TIMEOUT_S = 300;
     private static final int GC_ROUNDS = 5;
+    private static final int WARMUP_LOADS = 3;
 
     private CacheCommands() {}
 
@@ -96,7 +97,9 @@ final class CacheCommands {
 
     private static void cacheLoad(String connect, String path, int reps) throws Exception {
         CuratorFramework client = Peer.connect(connect);
-        loadOnce(client, path).close(); // warm-up: class loading and JIT, not counted
+        for (int i = 0; i < WARMUP_LOADS; i++) {
+            loadOnce(client, path).close(); // warm-up: class loading and JIT, not counted
+        }
         long[] micros = new long[reps];
         long cpu0 = processCpuNanos();
         for (int rep = 0; rep < reps; rep++) {
