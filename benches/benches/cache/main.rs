@@ -13,8 +13,8 @@
 //!   `System.gc()` with a loaded cache minus before (approximate); both divided by the nodes
 //!   cached;
 //! - propagation: `--caches` caches (default 50) of one subtree over 5 sessions; a writer sets a
-//!   node `--writes` times (default 200, after 20 untimed), each once every cache has seen the
-//!   one before; latency from just before the `set` until each cache's event (times from
+//!   node `--writes` times (default 200), each once every cache has seen the one before; zkr and
+//!   the baseline alternate over 8 rounds, each round after 20 untimed writes; latency from just before the `set` until each cache's event (times from
 //!   `CLOCK_MONOTONIC`, which Java's `System.nanoTime` also reads). The baseline is the same
 //!   number of raw `zookeeper-client` persistent recursive watches over 5 sessions, each event
 //!   followed by a read, as a cache does.
