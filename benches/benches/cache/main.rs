@@ -5,26 +5,30 @@
 //!
 //! - initial load: a tree of 100 parents × 100 children (32 bytes each, 10,101 nodes with the
 //!   root); the time from `start()` until the cache is initialized, for a new cache on a
-//!   connection that is already up; one untimed warm-up load, then `--reps` loads (default 7),
-//!   median;
+//!   connection that is already up. The server is warmed up with 10 untimed zkr loads; then
+//!   zkr and Curator alternate over 2 rounds of `--reps` loads each (default 7; Curator: a new
+//!   JVM per round, after 3 untimed loads of its own); the median of the pooled loads;
 //! - memory per node: zkr: bytes allocated and still live (a counting global allocator,
 //!   `stats_alloc`) with a loaded cache minus before it started; Curator: used heap after
 //!   `System.gc()` with a loaded cache minus before (approximate); both divided by the nodes
 //!   cached;
 //! - propagation: `--caches` caches (default 50) of one subtree over 5 sessions; a writer sets a
-//!   node `--writes` times (default 200, after 20 untimed), each once every cache has seen the
-//!   one before; latency from just before the `set` until each cache's event (times from
+//!   node `--writes` times (default 200), each once every cache has seen the one before; zkr and
+//!   the baseline alternate over 8 rounds, each round after 20 untimed writes; latency from just before the `set` until each cache's event (times from
 //!   `CLOCK_MONOTONIC`, which Java's `System.nanoTime` also reads). The baseline is the same
 //!   number of raw `zookeeper-client` persistent recursive watches over 5 sessions, each event
 //!   followed by a read, as a cache does.
 //!
 //! The counting allocator is active during zkr's load too, so zkr's load time includes its cost.
+//! "Client CPU per load" is the client process's CPU time (all threads) over the timed loads,
+//! divided by their number: the rest of a load is the server's work and the wait for it.
 
 mod propagation;
 
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context};
+use nix::time::{clock_gettime, ClockId};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 use zkr_benches::{fmt_ratio, Table};
 use zkr_connection::ZkClient;
@@ -39,6 +43,10 @@ const LOAD_ROOT: &str = "/bench-cache/load";
 const PARENTS: usize = 100;
 const CHILDREN: usize = 100;
 const DATA: &[u8; 32] = b"0123456789abcdef0123456789abcdef";
+/// Untimed zkr loads before any timed one: the server's JIT compiles its read path meanwhile.
+const SERVER_WARMUP_LOADS: usize = 10;
+/// zkr and Curator alternate over this many rounds of loads.
+const LOAD_ROUNDS: usize = 2;
 /// Dropped caches stop in the background; this long lets their memory go before a measurement.
 const SETTLE: Duration = Duration::from_secs(1);
 
@@ -106,10 +114,44 @@ fn median(mut values: Vec<Duration>) -> Duration {
     values[(values.len() - 1) / 2]
 }
 
-/// zkr's load times (after one warm-up load).
-async fn zkr_load(zk: &ZkClient, reps: usize, nodes: usize) -> anyhow::Result<Vec<Duration>> {
-    drop(CuratorCache::builder(zk, LOAD_ROOT).start().await?);
+/// This process's CPU time (all threads, user and system).
+fn process_cpu() -> Duration {
+    let t = clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID).expect("CLOCK_PROCESS_CPUTIME_ID");
+    Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32)
+}
+
+/// What a library's loads took: wall times, and the client's CPU time over them.
+#[derive(Default)]
+struct Loads {
+    times: Vec<Duration>,
+    cpu: Duration,
+}
+
+impl Loads {
+    fn merge(&mut self, other: Loads) {
+        self.times.extend(other.times);
+        self.cpu += other.cpu;
+    }
+
+    fn median(&self) -> Duration {
+        median(self.times.clone())
+    }
+
+    fn cell(&self) -> String {
+        let (min, max) = (self.times.iter().min(), self.times.iter().max());
+        let (min, max) = (min.copied().unwrap_or_default(), max.copied().unwrap_or_default());
+        format!("{} (min {}, max {})", ms(self.median()), ms(min), ms(max))
+    }
+
+    fn cpu_per_load(&self) -> Duration {
+        self.cpu / self.times.len().max(1) as u32
+    }
+}
+
+/// `reps` timed zkr loads.
+async fn zkr_load(zk: &ZkClient, reps: usize, nodes: usize) -> anyhow::Result<Loads> {
     let mut times = Vec::with_capacity(reps);
+    let cpu0 = process_cpu();
     for rep in 0..reps {
         let t0 = Instant::now();
         let cache = CuratorCache::builder(zk, LOAD_ROOT).start().await?;
@@ -117,17 +159,29 @@ async fn zkr_load(zk: &ZkClient, reps: usize, nodes: usize) -> anyhow::Result<Ve
         ensure!(cache.snapshot().len() == nodes, "zkr cache has {} nodes", cache.snapshot().len());
         eprintln!("[cache bench] zkr load {rep}: {:?}", times[rep]);
     }
-    Ok(times)
+    // Includes dropping each cache, as Curator's includes closing it.
+    Ok(Loads { times, cpu: process_cpu() - cpu0 })
 }
 
-/// Curator's median load time and node count.
-async fn curator_load(tool: &CuratorTool, cs: &str, reps: usize) -> anyhow::Result<(Duration, usize)> {
+/// `reps` timed Curator loads (in a new JVM, after its own warm-up loads).
+async fn curator_load(tool: &CuratorTool, cs: &str, reps: usize, nodes: usize) -> anyhow::Result<Loads> {
     let mut peer = tool.spawn(&["cache-load", cs, LOAD_ROOT, &reps.to_string()])?;
     peer.set_line_timeout(Duration::from_secs(300));
-    let line = peer.expect_line("RESULT").await?;
+    let mut times = Vec::new();
+    let line = loop {
+        let line = peer.expect_line("").await?;
+        if let ["LOAD", _, micros, _] = line.split_whitespace().collect::<Vec<_>>().as_slice() {
+            times.push(Duration::from_micros(micros.parse()?));
+        } else if line.starts_with("RESULT") {
+            break line;
+        }
+    };
     ensure!(peer.wait().await?.success(), "CuratorTool cache-load failed");
     eprintln!("[cache bench] Curator: {line}");
-    Ok((Duration::from_micros(field(&line, "median_us")?), field(&line, "nodes")? as usize))
+    let cached = field(&line, "nodes")? as usize;
+    ensure!(cached == nodes, "Curator cached {cached} of {nodes} nodes");
+    let cpu = Duration::from_micros(field(&line, "cpu_us_per_load")?) * reps as u32;
+    Ok(Loads { times, cpu })
 }
 
 fn field(line: &str, key: &str) -> anyhow::Result<u64> {
@@ -178,29 +232,41 @@ async fn main() -> anyhow::Result<()> {
     eprintln!("[cache bench] creating {PARENTS} x {CHILDREN} nodes");
     let nodes = create_tree(&writer).await?;
 
-    let zkr_times = zkr_load(&setup.zk, o.reps, nodes).await?;
-    let zkr_median = median(zkr_times.clone());
-    let (curator_median, curator_nodes) = curator_load(&setup.curator, &cs, o.reps).await?;
-    ensure!(curator_nodes == nodes, "Curator cached {curator_nodes} of {nodes} nodes");
+    // The server compiles its hot paths during the first loads: warm it up, then alternate.
+    eprintln!("[cache bench] {SERVER_WARMUP_LOADS} untimed loads to warm the server up");
+    for _ in 0..SERVER_WARMUP_LOADS {
+        drop(CuratorCache::builder(&setup.zk, LOAD_ROOT).start().await?);
+    }
+    let (mut zkr, mut curator) = (Loads::default(), Loads::default());
+    for round in 0..LOAD_ROUNDS {
+        for zkr_turn in [round % 2 == 0, round % 2 != 0] {
+            if zkr_turn {
+                zkr.merge(zkr_load(&setup.zk, o.reps, nodes).await?);
+            } else {
+                curator.merge(curator_load(&setup.curator, &cs, o.reps, nodes).await?);
+            }
+        }
+    }
     let (zkr_bytes, _) = zkr_memory(&cs).await?;
     let (curator_bytes, _) = curator_memory(&setup.curator, &cs).await?;
 
-    let mut table = Table::new(&["library", "initial load (median)", "memory per node"]);
-    let zkr_range = format!(
-        "{} (min {}, max {})",
-        ms(zkr_median),
-        ms(*zkr_times.iter().min().unwrap()),
-        ms(*zkr_times.iter().max().unwrap())
-    );
-    table.row(vec!["zkr CuratorCache".into(), zkr_range, format!("{zkr_bytes:.0} B (live heap)")]);
+    let mut table =
+        Table::new(&["library", "initial load (median)", "client CPU per load", "memory per node"]);
+    table.row(vec![
+        "zkr CuratorCache".into(),
+        zkr.cell(),
+        ms(zkr.cpu_per_load()),
+        format!("{zkr_bytes:.0} B (live heap)"),
+    ]);
     table.row(vec![
         "Curator CuratorCache".into(),
-        ms(curator_median),
+        curator.cell(),
+        ms(curator.cpu_per_load()),
         format!("{curator_bytes:.0} B (JVM heap after GC, approx.)"),
     ]);
     zkr_benches::print_report(
         &format!(
-            "Cache initial load and memory ({nodes} nodes, {} bytes each; {} loads)",
+            "Cache initial load and memory ({nodes} nodes, {} bytes each; {LOAD_ROUNDS} alternating rounds of {} loads)",
             DATA.len(),
             o.reps
         ),
@@ -208,7 +274,7 @@ async fn main() -> anyhow::Result<()> {
     );
     println!(
         "- load: Curator / zkr = {} (target >= 3x); memory: zkr / Curator = {} (target <= 0.5)\n",
-        fmt_ratio(curator_median.as_secs_f64(), zkr_median.as_secs_f64()),
+        fmt_ratio(curator.median().as_secs_f64(), zkr.median().as_secs_f64()),
         fmt_ratio(zkr_bytes, curator_bytes)
     );
 

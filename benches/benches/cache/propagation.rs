@@ -16,10 +16,11 @@ use zookeeper_client::{Acls, AddWatchMode, Client, CreateMode, EventType};
 
 /// Sessions the caches (and the raw watches) are spread over.
 const SESSIONS: usize = 5;
-/// Writes before the measured ones.
+/// Writes before the measured ones, in every round.
 const WARMUP_WRITES: u64 = 20;
-/// zkr and the raw watches alternate over this many rounds (the server speeds up as it runs).
-const ROUNDS: usize = 2;
+/// zkr and the raw watches alternate over this many rounds, so that the machine's other work
+/// (and the server speeding up as it runs) falls on both alike.
+const ROUNDS: usize = 8;
 /// How long one write may take to reach every cache.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -249,8 +250,8 @@ pub async fn run(setup: &Setup, writer: &Client, n: usize, writes: usize) -> any
     }
     zkr_benches::print_report(
         &format!(
-            "Cache propagation ({n} caches over {SESSIONS} sessions, {} writes after {WARMUP_WRITES} untimed; \
-             zkr and raw: {ROUNDS} alternating rounds)",
+            "Cache propagation ({n} caches over {SESSIONS} sessions, {} writes; zkr and raw: {ROUNDS} \
+             alternating rounds; {WARMUP_WRITES} untimed writes before each round)",
             per_round * ROUNDS
         ),
         &table,

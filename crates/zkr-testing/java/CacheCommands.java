@@ -3,9 +3,10 @@
 //   config-subscribers CONNECT PATH N          N sessions, each a SINGLE_NODE_CACHE on PATH (a number);
 //                                              READY once all are primed, then SEEN <i> <value> <t_us>
 //                                              whenever subscriber i holds a larger value; until stdin EOF
-//   cache-load CONNECT PATH REPS               one untimed warm-up load, then REPS loads of PATH's tree by a
+//   cache-load CONNECT PATH REPS               3 untimed warm-up loads, then REPS loads of PATH's tree by a
 //                                              new cache on one client: LOAD <rep> <micros> <nodes> each
 //                                              (start() until forInitialized); RESULT median_us= nodes= reps=
+//                                              cpu_us_per_load= (the JVM's CPU time over the timed loads / REPS)
 //   cache-memory CONNECT PATH                  the heap a loaded cache of PATH holds: used heap after
 //                                              System.gc() (5 rounds) with the cache loaded minus before it
 //                                              started; RESULT nodes= heap_before= heap_after= bytes_per_node=
@@ -33,6 +34,7 @@ final class CacheCommands {
             + " | cache-memory CONNECT PATH | cache-propagation CONNECT PATH CLIENTS N";
     private static final long INIT_TIMEOUT_S = 300;
     private static final int GC_ROUNDS = 5;
+    private static final int WARMUP_LOADS = 3;
 
     private CacheCommands() {}
 
@@ -95,8 +97,11 @@ final class CacheCommands {
 
     private static void cacheLoad(String connect, String path, int reps) throws Exception {
         CuratorFramework client = Peer.connect(connect);
-        loadOnce(client, path).close(); // warm-up: class loading and JIT, not counted
+        for (int i = 0; i < WARMUP_LOADS; i++) {
+            loadOnce(client, path).close(); // warm-up: class loading and JIT, not counted
+        }
         long[] micros = new long[reps];
+        long cpu0 = processCpuNanos();
         for (int rep = 0; rep < reps; rep++) {
             long t0 = System.nanoTime();
             CuratorCache cache = loadOnce(client, path);
@@ -105,12 +110,20 @@ final class CacheCommands {
             cache.close();
             Peer.out("LOAD " + rep + " " + micros[rep] + " " + nodes);
         }
+        long cpuPerLoad = (processCpuNanos() - cpu0) / reps / 1000L;
         CuratorCache check = loadOnce(client, path);
         int nodes = check.size();
         check.close();
         long[] sorted = Arrays.copyOf(micros, reps);
         Arrays.sort(sorted);
-        Peer.out("RESULT median_us=" + Peer.percentile(sorted, 0.50) + " nodes=" + nodes + " reps=" + reps);
+        Peer.out("RESULT median_us=" + Peer.percentile(sorted, 0.50) + " nodes=" + nodes + " reps=" + reps
+                + " cpu_us_per_load=" + cpuPerLoad);
+    }
+
+    /** The JVM's CPU time (all threads, user and system), in nanoseconds. */
+    private static long processCpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+                .getProcessCpuTime();
     }
 
     /** A started cache of `path`'s tree, once it is initialized. */

@@ -135,7 +135,9 @@ pub enum CacheEvent {
 /// The cache's contents at one moment: immutable, cheap to share (`Arc`).
 #[derive(Debug, Clone, Default)]
 pub struct CacheSnapshot {
-    nodes: BTreeMap<String, Arc<CachedNode>>,
+    /// Shared with the tracker's copy until its next change (`Arc::make_mut`), so a cache at
+    /// rest holds one map, not two.
+    nodes: Arc<BTreeMap<String, Arc<CachedNode>>>,
     initialized: bool,
     stale: bool,
 }
@@ -266,7 +268,7 @@ impl CuratorCacheBuilder {
         let tracker = Tracker {
             root: self.path.clone(),
             max_depth,
-            nodes: BTreeMap::new(),
+            nodes: Arc::default(),
             initialized: false,
             snapshot,
             events: events.clone(),

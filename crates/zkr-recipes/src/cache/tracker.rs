@@ -16,7 +16,8 @@ pub(super) struct Tracker {
     pub(super) root: String,
     /// How deep below the root nodes are kept (`Some(0)`: the root alone).
     pub(super) max_depth: Option<usize>,
-    pub(super) nodes: BTreeMap<String, Arc<CachedNode>>,
+    /// The copy; the latest snapshot shares it until the next change.
+    pub(super) nodes: Arc<BTreeMap<String, Arc<CachedNode>>>,
     pub(super) initialized: bool,
     pub(super) snapshot: watch::Sender<Arc<CacheSnapshot>>,
     pub(super) events: broadcast::Sender<CacheEvent>,
@@ -91,14 +92,14 @@ impl Tracker {
         let event = match (self.nodes.get(path), found) {
             (None, None) => return None,
             (Some(_), None) => {
-                let old = self.nodes.remove(path).expect("present");
+                let old = Arc::make_mut(&mut self.nodes).remove(path).expect("present");
                 CacheEvent::Deleted { path: path.to_owned(), old }
             }
             (Some(old), Some(new)) if !is_newer(&old.stat, &new.stat) => return None,
             (old, Some(new)) => {
                 let old = old.cloned();
                 let new = Arc::new(new);
-                self.nodes.insert(path.to_owned(), new.clone());
+                Arc::make_mut(&mut self.nodes).insert(path.to_owned(), new.clone());
                 match old {
                     Some(old) => CacheEvent::Changed { path: path.to_owned(), old, new },
                     None => CacheEvent::Created { path: path.to_owned(), node: new },
@@ -116,7 +117,7 @@ impl Tracker {
         let mut found = Vec::with_capacity(read.len());
         for reply in read {
             found.push(match reply {
-                Ok((data, stat)) => Some(CachedNode { data, stat }),
+                Ok((data, stat)) => Some(cached(data, stat)),
                 Err(zookeeper_client::Error::NoNode) => None,
                 Err(e) => return Err(e),
             });
@@ -129,7 +130,7 @@ impl Tracker {
     /// Publishes the snapshot, then the events that made it: a subscriber that reacts to an
     /// event finds the snapshot already showing it.
     fn publish(&self, stale: bool, events: Vec<CacheEvent>) {
-        let snapshot = CacheSnapshot { nodes: self.nodes.clone(), initialized: self.initialized, stale };
+        let snapshot = CacheSnapshot { nodes: Arc::clone(&self.nodes), initialized: self.initialized, stale };
         self.snapshot.send_replace(Arc::new(snapshot));
         for event in events {
             let _ = self.events.send(event);
@@ -137,7 +138,9 @@ impl Tracker {
     }
 
     /// Reads the root and every node below it down to the depth limit, level by level, with
-    /// every request of a level sent before the first reply is awaited.
+    /// every request of a level sent before the first reply is awaited. Children are listed
+    /// only for nodes whose `Stat` counts some: the watch is set before the read, so a child
+    /// created after its parent was read is an event (and a leaf costs one request, not two).
     async fn read_all(&self, client: &Client) -> ZkResult<BTreeMap<String, CachedNode>> {
         let mut all = BTreeMap::new();
         let mut level = vec![self.root.clone()];
@@ -145,20 +148,22 @@ impl Tracker {
         while !level.is_empty() {
             let deeper = self.max_depth.is_none_or(|max| depth < max);
             let data: Vec<_> = level.iter().map(|node| client.get_data(node)).collect();
-            let children: Vec<_> = if deeper {
-                level.iter().map(|node| client.list_children(node)).collect()
-            } else {
-                Vec::new()
-            };
+            let mut parents = Vec::new();
             for (node, reply) in level.iter().zip(data) {
                 match reply.await {
-                    Ok((data, stat)) => drop(all.insert(node.clone(), CachedNode { data, stat })),
+                    Ok((data, stat)) => {
+                        if deeper && stat.num_children > 0 {
+                            parents.push(node);
+                        }
+                        all.insert(node.clone(), cached(data, stat));
+                    }
                     Err(zookeeper_client::Error::NoNode) => {}
                     Err(e) => return Err(e),
                 }
             }
+            let children: Vec<_> = parents.iter().map(|node| client.list_children(node)).collect();
             let mut next = Vec::new();
-            for (node, reply) in level.iter().zip(children) {
+            for (node, reply) in parents.iter().zip(children) {
                 match reply.await {
                     Ok(names) => next.extend(names.iter().map(|c| path::join(node, c))),
                     Err(zookeeper_client::Error::NoNode) => {}
@@ -170,6 +175,14 @@ impl Tracker {
         }
         Ok(all)
     }
+}
+
+/// The node as the cache keeps it. `zookeeper-client` hands the data back in the reply's
+/// buffer, which also held its length prefix and the `Stat` (72 bytes more than the data); the
+/// copy keeps only the data.
+fn cached(mut data: Vec<u8>, stat: Stat) -> CachedNode {
+    data.shrink_to_fit();
+    CachedNode { data, stat }
 }
 
 /// Is `new` a later state of the node than `old`: a later change, or a node created again?
@@ -198,7 +211,7 @@ mod tests {
         let tracker = Tracker {
             root: "/r".into(),
             max_depth,
-            nodes: BTreeMap::new(),
+            nodes: Arc::default(),
             initialized: false,
             snapshot,
             events,
