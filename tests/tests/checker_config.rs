@@ -38,17 +38,23 @@ async fn every_subscriber_converges_to_the_last_write_after_faults() {
     for _ in 0..3 {
         let zk = client(&cs).await;
         let watcher = ConfigWatcher::<u64>::builder(&zk, &path, Json).start().await.unwrap();
-        // Every published snapshot: the value never goes back.
+        // Every published snapshot: the value never goes back. What it saw is kept for the
+        // failure message: (value, mzxid, stale) of the latest snapshots, None for no value.
         let mut snapshots = watcher.snapshots();
-        let back = Arc::new(AtomicBool::new(false));
+        let back = Arc::new(std::sync::Mutex::new(None::<String>));
         let flag = back.clone();
         tokio::spawn(async move {
-            let mut last = 0;
+            let (mut last, mut seen) = (0, std::collections::VecDeque::new());
             while snapshots.changed().await.is_ok() {
-                let value = snapshots.borrow_and_update().get("").map(|v| *v.value);
-                if let Some(value) = value {
+                let snapshot = snapshots.borrow_and_update().clone();
+                let held = snapshot.get("").map(|v| (*v.value, v.mzxid));
+                seen.push_back((held, snapshot.is_stale()));
+                if seen.len() > 12 {
+                    seen.pop_front();
+                }
+                if let Some((value, _)) = held {
                     if value < last {
-                        flag.store(true, Ordering::SeqCst);
+                        flag.lock().unwrap().get_or_insert_with(|| format!("{value} after {last}: {seen:?}"));
                     }
                     last = value;
                 }
@@ -108,7 +114,8 @@ async fn every_subscriber_converges_to_the_last_write_after_faults() {
         );
     }
     for (i, back) in went_back.iter().enumerate() {
-        assert!(!back.load(Ordering::SeqCst), "subscriber {i} saw the value go back");
+        let back = back.lock().unwrap().clone();
+        assert!(back.is_none(), "subscriber {i} saw the value go back: {}", back.unwrap_or_default());
     }
     eprintln!(
         "[checker config] 3 subscribers, 4 faults, {} writes, all converged within {} ms of the last write",

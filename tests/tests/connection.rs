@@ -42,6 +42,28 @@ async fn injected_expiry_gives_connected_lost_reconnected_on_a_new_session() {
 }
 
 #[tokio::test]
+async fn status_names_the_state_the_session_and_its_timeout_and_follows_a_rebuild() {
+    let server = shared_server().await.unwrap();
+    let zk = builder(&server.connect_string()).session_timeout(Duration::from_secs(6)).build().unwrap();
+    let mut states = zk.state_changes();
+    zk.wait_connected(timing().wait()).await.unwrap();
+    let first = zk.session().await.unwrap();
+    let status = zk.status();
+    assert_eq!(status.state, Some(Connected));
+    assert_eq!((status.session_id, status.generation), (Some(first.id()), 1));
+    assert_eq!(status.negotiated_timeout, Some(Duration::from_secs(6)));
+    assert!(status.in_state_for < timing().wait() && !status.closed, "{status:?}");
+
+    zk.inject_session_expiration();
+    expect_states(&mut states, &[Connected, Lost, Reconnected]).await;
+    let rebuilt = zk.status();
+    assert_eq!((rebuilt.state, rebuilt.generation), (Some(Reconnected), 2), "{rebuilt:?}");
+    assert_ne!(rebuilt.session_id, Some(first.id()));
+    zk.close().await;
+    assert!(zk.status().closed);
+}
+
+#[tokio::test]
 async fn server_side_expiry_gives_suspended_lost_reconnected_and_ephemerals_go() {
     let server = shared_server().await.unwrap();
     let root = unique_root("expiry");

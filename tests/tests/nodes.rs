@@ -1,7 +1,8 @@
 //! `PersistentNode`, `PersistentTtlNode` and `GroupMember` against real ZooKeeper servers:
 //! re-created after another client deletes the node and after a session expiry, protected
 //! sequential names that change, another session's ephemeral node that is not taken over, TTL
-//! creates on servers with TTL nodes on and off, and a group whose members see each other.
+//! creates on servers with TTL nodes on and off, and a group whose members see each other,
+//! one of them a Curator `GroupMember`.
 
 use std::time::Duration;
 
@@ -194,4 +195,36 @@ async fn group_members_see_each_other_join_change_and_leave() {
     b.close().await;
     eventually("a sees b leave", || async { a.current_members().keys().eq(["a"]) }).await;
     a.close().await;
+}
+
+#[tokio::test]
+async fn a_group_is_shared_with_a_curator_group_member() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let group = unique_root("group-curator");
+    let curator = zkr_testing::peers::CuratorTool::locate().unwrap();
+    let mut java = curator.spawn(&["group-member", &cs, &group, "java", "jvm-payload"]).unwrap();
+    java.expect_line("READY").await.unwrap();
+    let zk = connect(&cs).await;
+    let rust = GroupMember::start(&zk, &group, "rust", b"rust-payload").await.unwrap();
+    rust.wait_for_initial_create(timing().wait()).await.unwrap();
+    eventually("zkr sees Curator's member", || async {
+        rust.current_members().get("java").map(Vec::as_slice) == Some(b"jvm-payload")
+    })
+    .await;
+    let deadline = tokio::time::Instant::now() + timing().wait();
+    loop {
+        java.send_line("members").await.unwrap();
+        let line = java.expect_line("MEMBERS").await.unwrap();
+        if line == "MEMBERS java=jvm-payload,rust=rust-payload" {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "Curator never saw zkr's member: {line}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    java.close_stdin();
+    assert!(java.wait().await.unwrap().success());
+    eventually("zkr sees Curator's member leave", || async { rust.current_members().keys().eq(["rust"]) })
+        .await;
+    rust.close().await;
 }

@@ -69,8 +69,10 @@ impl Session {
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) config: Config,
-    session: watch::Sender<Option<Session>>,
-    state: watch::Sender<Option<ConnectionState>>,
+    pub(crate) session: watch::Sender<Option<Session>>,
+    pub(crate) state: watch::Sender<Option<ConnectionState>>,
+    /// When the latest state was posted.
+    pub(crate) state_since: Mutex<std::time::Instant>,
     listeners: Mutex<Vec<mpsc::UnboundedSender<ConnectionState>>>,
     last_error: Mutex<Option<zookeeper_client::Error>>,
     /// Why the last connection attempt failed, as a connect of our own saw it.
@@ -145,6 +147,7 @@ impl ZkClient {
             config,
             session: watch::channel(None).0,
             state: watch::channel(None).0,
+            state_since: Mutex::new(std::time::Instant::now()),
             listeners: Mutex::new(Vec::new()),
             last_error: Mutex::new(None),
             last_cause: Mutex::new(None),
@@ -419,6 +422,7 @@ impl Shared {
     fn post(&self, state: ConnectionState) {
         tracing::info!(%state, generation = self.generation.load(Ordering::SeqCst), "connection state");
         self.state.send_replace(Some(state));
+        *self.state_since.lock() = std::time::Instant::now();
         if self.config.error_policy.is_error_state(state) {
             self.error_epoch.send_modify(|epoch| *epoch += 1);
         }

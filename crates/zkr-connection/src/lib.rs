@@ -39,6 +39,7 @@ mod reach;
 pub mod retry;
 mod retry_loop;
 mod state;
+mod status;
 #[cfg(feature = "tls")]
 mod tls;
 
@@ -56,4 +57,5 @@ pub use state::{
     ConnectionState, ConnectionStateErrorPolicy, SessionConnectionStateErrorPolicy,
     StandardConnectionStateErrorPolicy,
 };
+pub use status::Status;
 pub use zookeeper_client;

@@ -15,12 +15,17 @@
 //                                              i mod CLIENTS); READY once all are initialized, then
 //                                              SEEN <i> <value> <t_us> when cache i applies a create or change
 //                                              of a node below PATH whose data is a number; until stdin EOF
+//   group-member CONNECT PATH ID PAYLOAD       a started GroupMember (Curator's recipe, on a CuratorCache of
+//                                              PATH): READY, then for each stdin line MEMBERS <id=payload,...>
+//                                              (sorted by id) from getCurrentMembers(); closes it on stdin EOF
 
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
@@ -28,10 +33,12 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.recipes.cache.ChildData;
 import org.apache.curator.framework.recipes.cache.CuratorCache;
 import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
+import org.apache.curator.framework.recipes.nodes.GroupMember;
 
 final class CacheCommands {
     static final String USAGE = " | config-subscribers CONNECT PATH N | cache-load CONNECT PATH REPS"
-            + " | cache-memory CONNECT PATH | cache-propagation CONNECT PATH CLIENTS N";
+            + " | cache-memory CONNECT PATH | cache-propagation CONNECT PATH CLIENTS N"
+            + " | group-member CONNECT PATH ID PAYLOAD";
     private static final long INIT_TIMEOUT_S = 300;
     private static final int GC_ROUNDS = 5;
     private static final int WARMUP_LOADS = 3;
@@ -58,9 +65,31 @@ final class CacheCommands {
                 cachePropagation(args[1], args[2], Peer.positiveInt(args[3], "CLIENTS"),
                         Peer.positiveInt(args[4], "N"));
                 return true;
+            case "group-member":
+                Peer.arity(args, 5);
+                groupMember(args[1], args[2], args[3], args[4]);
+                return true;
             default:
                 return false;
         }
+    }
+
+    static void groupMember(String connect, String path, String id, String payload) throws Exception {
+        CuratorFramework client = Peer.connect(connect);
+        GroupMember member = new GroupMember(client, path, id, payload.getBytes(StandardCharsets.UTF_8));
+        member.start();
+        Peer.out("READY");
+        while (Peer.STDIN.readLine() != null) {
+            StringBuilder line = new StringBuilder("MEMBERS ");
+            String separator = "";
+            for (Map.Entry<String, byte[]> entry : new TreeMap<>(member.getCurrentMembers()).entrySet()) {
+                line.append(separator).append(entry.getKey()).append('=')
+                        .append(new String(entry.getValue(), StandardCharsets.UTF_8));
+                separator = ",";
+            }
+            Peer.out(line.toString());
+        }
+        member.close();
     }
 
     static void configSubscribers(String connect, String path, int n) throws Exception {

@@ -21,6 +21,7 @@
 //! | `cache-load CONNECT PATH REPS` | Curator | after 3 untimed warm-up loads, per load of PATH's tree by a new `CuratorCache`: `LOAD <rep> <micros> <nodes>` (`start()` until initialized); then `RESULT median_us=X nodes=N reps=R cpu_us_per_load=C` (the JVM's CPU time per timed load) |
 //! | `cache-memory CONNECT PATH` | Curator | `RESULT nodes=N heap_before=B heap_after=A bytes_per_node=X`: used heap after `System.gc()` with a loaded cache minus before (approximate) |
 //! | `cache-propagation CONNECT PATH CLIENTS N` | Curator | N caches of PATH over CLIENTS sessions: `READY` once all are initialized, then `SEEN <i> <value> <t_us>` per create or change (data a number) cache i applies; until stdin EOF |
+//! | `group-member CONNECT PATH ID PAYLOAD` | Curator | a started `GroupMember`: `READY`, then for each line on stdin `MEMBERS <id=payload,...>` (sorted by id) from `getCurrentMembers()`; on stdin EOF closes it |
 //! | `discovery-register CONNECT BASE NAME ID ADDRESS PORT [PAYLOAD_JSON [SSL_PORT]]` | Curator | registers a `DYNAMIC` `ServiceInstance` (uriSpec `{scheme}://{address}:{port}`, sslPort default PORT + 1, a JSON object payload or none): `READY <the JSON stored at BASE/NAME/ID>`; on stdin EOF unregisters, `DONE` |
 //! | `discovery-list CONNECT BASE NAME` | Curator | `INSTANCE <id> <stored JSON>` per instance of `queryForInstances` (sorted by id), then `RESULT count=N` |
 //! | `discovery-provider CONNECT BASE NAME N` | Curator | a round-robin `ServiceProvider`, `getInstance()` N times: `RESULT ids=<id,id,...>` (empty when none) |
