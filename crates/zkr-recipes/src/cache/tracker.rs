@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio::sync::{broadcast, watch};
 use zkr_connection::path;
-use zookeeper_client::{Client, EventType, Stat, WatchedEvent};
+use zookeeper_client::{Client, EventType, MultiReadResult, Stat, WatchedEvent};
 
 use super::{CacheEvent, CacheSnapshot, CachedNode};
 use crate::watch::{Consumer, Flow, ZkResult};
@@ -147,27 +147,31 @@ impl Tracker {
         let mut depth = 0;
         while !level.is_empty() {
             let deeper = self.max_depth.is_none_or(|max| depth < max);
-            let data: Vec<_> = level.iter().map(|node| client.get_data(node)).collect();
+            let data = multi_read(client, &level, false).await?;
             let mut parents = Vec::new();
             for (node, reply) in level.iter().zip(data) {
-                match reply.await {
-                    Ok((data, stat)) => {
+                match reply {
+                    MultiReadResult::Data { data, stat } => {
                         if deeper && stat.num_children > 0 {
-                            parents.push(node);
+                            parents.push(node.clone());
                         }
                         all.insert(node.clone(), cached(data, stat));
                     }
-                    Err(zookeeper_client::Error::NoNode) => {}
-                    Err(e) => return Err(e),
+                    MultiReadResult::Error { err: zookeeper_client::Error::NoNode } => {}
+                    MultiReadResult::Error { err } => return Err(err),
+                    _ => {}
                 }
             }
-            let children: Vec<_> = parents.iter().map(|node| client.list_children(node)).collect();
+            let children = multi_read(client, &parents, true).await?;
             let mut next = Vec::new();
             for (node, reply) in parents.iter().zip(children) {
-                match reply.await {
-                    Ok(names) => next.extend(names.iter().map(|c| path::join(node, c))),
-                    Err(zookeeper_client::Error::NoNode) => {}
-                    Err(e) => return Err(e),
+                match reply {
+                    MultiReadResult::Children { children } => {
+                        next.extend(children.iter().map(|c| path::join(node, c)))
+                    }
+                    MultiReadResult::Error { err: zookeeper_client::Error::NoNode } => {}
+                    MultiReadResult::Error { err } => return Err(err),
+                    _ => {}
                 }
             }
             level = next;
@@ -175,6 +179,33 @@ impl Tracker {
         }
         Ok(all)
     }
+}
+
+/// Reads `nodes` (their data, or with `children` their children) in multi-reads (ZooKeeper
+/// 3.6+, as the cache's persistent watch) of up to `MULTI_READ` operations, all sent before the
+/// first reply is awaited. One multi-read costs the server and `zookeeper-client` far less than
+/// as many requests: the first read of 10,101 nodes went from ~520 ms to ~44 ms
+/// (docs/benchmarks.md). A reply holds up to `MULTI_READ` nodes' data: 64 MB at worst with
+/// ZooKeeper's 1 MB node limit, a few KB for typical nodes.
+async fn multi_read(client: &Client, nodes: &[String], children: bool) -> ZkResult<Vec<MultiReadResult>> {
+    const MULTI_READ: usize = 64;
+    let mut batches = Vec::new();
+    for chunk in nodes.chunks(MULTI_READ) {
+        let mut reader = client.new_multi_reader();
+        for node in chunk {
+            if children {
+                reader.add_get_children(node)?;
+            } else {
+                reader.add_get_data(node)?;
+            }
+        }
+        batches.push(reader.commit());
+    }
+    let mut results = Vec::with_capacity(nodes.len());
+    for batch in batches {
+        results.extend(batch.await?);
+    }
+    Ok(results)
 }
 
 /// The node as the cache keeps it. `zookeeper-client` hands the data back in the reply's
