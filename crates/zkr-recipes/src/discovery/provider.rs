@@ -1,8 +1,8 @@
 //! [`ServiceCache`] and [`ServiceProvider`]: instances kept up to date, and one picked.
 
 use std::collections::HashMap;
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -12,7 +12,7 @@ use zkr_connection::ZkClient;
 
 use super::service::parse;
 use super::{DiscoveryError, ServiceInstance};
-use crate::cache::{CacheMode, CuratorCache};
+use crate::cache::{CacheMode, CacheSnapshot, CuratorCache};
 
 /// A service's instances as a [`CuratorCache`] of `<base path>/<name>` holds them (Curator's
 /// `ServiceCache`). Cheap to clone.
@@ -28,38 +28,64 @@ use crate::cache::{CacheMode, CuratorCache};
 /// }
 /// # Ok(()) }
 /// ```
-#[derive(Debug)]
 pub struct ServiceCache<P> {
     path: String,
     cache: CuratorCache,
-    _payload: PhantomData<fn() -> P>,
+    /// The instances parsed from the snapshot they came from, shared by the clones: each
+    /// snapshot's JSON is parsed once, not on every `instances()` (a provider's every pick).
+    parsed: Arc<Mutex<Option<Parsed<P>>>>,
+}
+
+/// A snapshot and its instances.
+type Parsed<P> = (Arc<CacheSnapshot>, Arc<[ServiceInstance<P>]>);
+
+impl<P> std::fmt::Debug for ServiceCache<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceCache").field("path", &self.path).finish()
+    }
 }
 
 impl<P> Clone for ServiceCache<P> {
     fn clone(&self) -> Self {
-        ServiceCache { path: self.path.clone(), cache: self.cache.clone(), _payload: PhantomData }
+        ServiceCache { path: self.path.clone(), cache: self.cache.clone(), parsed: self.parsed.clone() }
     }
 }
 
 impl<P: DeserializeOwned> ServiceCache<P> {
     pub(crate) async fn start(zk: &ZkClient, path: &str) -> Result<Self, DiscoveryError> {
         let cache = CuratorCache::builder(zk, path).mode(CacheMode::Children).start().await?;
-        Ok(ServiceCache { path: path.to_owned(), cache, _payload: PhantomData })
+        Ok(ServiceCache { path: path.to_owned(), cache, parsed: Arc::new(Mutex::new(None)) })
     }
 
-    /// The instances in the latest snapshot, sorted by id (Curator's `getInstances`); nodes
-    /// that are not Curator's JSON are skipped.
-    pub fn instances(&self) -> Vec<ServiceInstance<P>> {
+    /// The instances in the latest snapshot, sorted by id; nodes that are not Curator's JSON
+    /// are skipped. Parsed once per snapshot.
+    fn parsed(&self) -> Arc<[ServiceInstance<P>]> {
         let snapshot = self.cache.snapshot();
+        let mut parsed = self.parsed.lock();
+        if let Some((seen, instances)) = parsed.as_ref() {
+            if Arc::ptr_eq(seen, &snapshot) {
+                return instances.clone();
+            }
+        }
         let children = snapshot.children(&self.path).map(|(name, node)| (name.to_owned(), node.data.clone()));
         let mut instances: Vec<ServiceInstance<P>> = children.filter_map(parse).collect();
         instances.sort_by(|a, b| a.id.cmp(&b.id));
+        let instances: Arc<[ServiceInstance<P>]> = instances.into();
+        *parsed = Some((snapshot, instances.clone()));
         instances
     }
 
     /// The cache underneath: its snapshots and events (a registration is a `Created`).
     pub fn cache(&self) -> &CuratorCache {
         &self.cache
+    }
+}
+
+impl<P: DeserializeOwned + Clone> ServiceCache<P> {
+    /// The instances in the latest snapshot, sorted by id (Curator's `getInstances`); nodes
+    /// that are not Curator's JSON are skipped.
+    pub fn instances(&self) -> Vec<ServiceInstance<P>> {
+        self.parsed().to_vec()
     }
 }
 
@@ -149,7 +175,7 @@ impl<P: DeserializeOwned + Clone> ServiceProvider<P> {
         let mut errors = self.errors.lock();
         errors.retain(|_, (_, last)| now.duration_since(*last) < self.policy.timeout);
         let down = |id: &str| errors.get(id).is_some_and(|(count, _)| *count >= self.policy.error_threshold);
-        self.cache.instances().into_iter().filter(|i| i.enabled && !down(&i.id)).collect()
+        self.cache.parsed().iter().filter(|i| i.enabled && !down(&i.id)).cloned().collect()
     }
 
     /// One instance, or `None` when there is none to give (Curator's `getInstance`).
