@@ -97,7 +97,7 @@ async fn server_side_expiry_gives_suspended_lost_reconnected_and_ephemerals_go()
 async fn restart_within_the_session_timeout_gives_suspended_reconnected_on_the_same_session() {
     let server = TestingServer::start().await.unwrap();
     let zk = ZkClient::builder(server.connect_string())
-        .session_timeout(timing().multiple(Duration::from_secs(8)))
+        .session_timeout(timing().multiple(Duration::from_secs(20)))
         .build()
         .unwrap();
     let mut states = zk.state_changes();
@@ -449,4 +449,153 @@ async fn close_ends_the_session_and_every_handle_sees_closed() {
     })
     .await;
     let _ = Acls::anyone_all();
+}
+
+#[tokio::test]
+async fn a_transaction_applies_every_operation_or_none_and_names_the_refused_one() {
+    let server = shared_server().await.unwrap();
+    let ns = unique_root("txn")[1..].to_string();
+    let zk = builder(&server.connect_string()).namespace(&ns).connect().await.unwrap();
+    let observer = raw(&server.connect_string()).await;
+    zk.create("/old", b"", CreateMode::Persistent).await.unwrap();
+    zk.create("/config", b"v1", CreateMode::Persistent).await.unwrap();
+
+    let results = zk
+        .transaction()
+        .check("/config", 0)
+        .set_data("/config", b"v2", None)
+        .create("/items", b"", CreateMode::Persistent)
+        .create("/items/item-", b"a", CreateMode::PersistentSequential)
+        .delete("/old", None)
+        .commit()
+        .await
+        .unwrap();
+    use zookeeper_client::MultiWriteResult as R;
+    assert!(matches!(results[0], R::Check));
+    assert!(matches!(&results[1], R::SetData { stat } if stat.version == 1));
+    assert!(matches!(&results[3], R::Create { path, .. } if path == "/items/item-0000000000"), "{results:?}");
+    assert!(matches!(results[4], R::Delete));
+    assert_eq!(observer.get_data(&format!("/{ns}/config")).await.unwrap().0, b"v2", "inside the namespace");
+    assert!(observer.check_stat(&format!("/{ns}/old")).await.unwrap().is_none());
+
+    let err = zk
+        .transaction()
+        .create("/new", b"", CreateMode::Persistent)
+        .check("/config", 0)
+        .commit()
+        .await
+        .unwrap_err();
+    match &err {
+        Error::TransactionFailed {
+            index: 1,
+            op: zkr_connection::OpKind::Check,
+            path,
+            source,
+            retried: false,
+        } => {
+            assert_eq!(path, "/config");
+            assert_eq!(*source, zookeeper_client::Error::BadVersion);
+        }
+        other => panic!("expected the check to be named, got {other:?}"),
+    }
+    assert_eq!(
+        err.to_string(),
+        "operation 1 of the transaction (check /config) failed",
+        "the cause is the source"
+    );
+    assert!(err.is_bad_version());
+    assert!(!err.is_ambiguous(), "refused on the first attempt: nothing was applied");
+    assert!(observer.check_stat(&format!("/{ns}/new")).await.unwrap().is_none(), "nothing applied");
+
+    let err = zk.transaction().check_exists("/gone").commit().await.unwrap_err();
+    assert!(err.is_no_node(), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_transaction_gets_the_acl_provider_s_acl_and_refuses_bad_input_before_sending() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("txn-acl");
+    let zk = builder(&server.connect_string())
+        .auth("digest", b"txn:secret".to_vec())
+        .acl_provider(zkr_connection::CreatorAllAclProvider)
+        .connect()
+        .await
+        .unwrap();
+    zk.transaction().create(&root, b"", CreateMode::Persistent).commit().await.unwrap();
+    let (acl, _) = zk
+        .retry(|s| {
+            let root = root.clone();
+            async move { s.client().get_acl(&root).await }
+        })
+        .await
+        .unwrap();
+    assert_eq!(acl.len(), 1);
+    assert_eq!(acl[0].scheme(), "digest", "{acl:?}");
+    let observer = raw(&server.connect_string()).await;
+    assert_eq!(observer.get_data(&root).await.unwrap_err(), zookeeper_client::Error::NoAuth);
+
+    assert!(matches!(zk.transaction().commit().await, Err(Error::InvalidArgument(_))));
+    let err = zk
+        .transaction()
+        .create(&format!("{root}/a"), b"", CreateMode::Persistent)
+        .set_data("relative", b"", None)
+        .commit()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidPath { .. }), "{err:?}");
+    let big = vec![0u8; zkr_connection::MAX_DATA_LEN + 1];
+    let err = zk.transaction().create(&format!("{root}/b"), &big, CreateMode::Persistent).commit().await;
+    assert!(matches!(err, Err(Error::DataTooLarge { .. })), "{err:?}");
+    let children = zk
+        .retry(|s| {
+            let root = root.clone();
+            async move { s.client().list_children(&root).await }
+        })
+        .await
+        .unwrap();
+    assert!(children.is_empty(), "nothing sent");
+}
+
+#[tokio::test]
+async fn a_transaction_is_retried_as_one_unit_after_a_connection_loss() {
+    let server = shared_server().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let root = unique_root("txn-retry");
+    let zk = builder(&proxy.connect_string()).build().unwrap();
+    zk.create(&root, b"", CreateMode::Persistent).await.unwrap();
+    let observer = raw(&server.connect_string()).await;
+
+    proxy.blackhole();
+    let committing = {
+        let txn = zk.transaction().create(&format!("{root}/a"), b"", CreateMode::Persistent).set_data(
+            &root,
+            b"after",
+            Some(0),
+        );
+        tokio::spawn(txn.commit())
+    };
+    tokio::task::yield_now().await;
+    proxy.cut();
+    proxy.heal();
+    let results = committing.await.unwrap().expect("the retried transaction succeeds");
+    assert_eq!(results.len(), 2);
+    assert_eq!(observer.get_data(&root).await.unwrap().0, b"after");
+    assert!(observer.check_stat(&format!("{root}/a")).await.unwrap().is_some());
+
+    // A commit applied whose reply is lost: the retry meets its own effect, as documented.
+    proxy.hold_replies();
+    let committing =
+        tokio::spawn(zk.transaction().create(&format!("{root}/b"), b"", CreateMode::Persistent).commit());
+    eventually("the first attempt to be applied", || async {
+        observer.check_stat(&format!("{root}/b")).await.unwrap().is_some()
+    })
+    .await;
+    proxy.cut();
+    proxy.heal();
+    let err = committing.await.unwrap().unwrap_err();
+    assert!(
+        matches!(err, Error::TransactionFailed { index: 0, retried: true, .. }) && err.is_node_exists(),
+        "{err:?}"
+    );
+    assert!(err.is_ambiguous(), "a failure on the retry may be the first attempt's own effect");
 }

@@ -393,6 +393,15 @@ async fn guarded_writes_stop_when_the_lock_node_is_gone() {
     guard.set_data(&data, b"1", None).await.unwrap();
     let (created, _) = guard.create(&format!("{data}/child"), b"", CreateMode::Persistent).await.unwrap();
     assert_eq!(created, format!("{data}/child"));
+    let txn = guard.transaction().unwrap().set_data(&data, b"1b", Some(1)).delete(&created, None);
+    let results = guard.commit(txn).await.unwrap();
+    assert_eq!(results.len(), 2, "the results of our operations, not the lock check's: {results:?}");
+    let stale = guard.transaction().unwrap().set_data(&data, b"1c", Some(1));
+    let err = guard.commit(stale).await.unwrap_err();
+    assert!(
+        matches!(&err, LockError::Connection(e @ zkr_connection::Error::TransactionFailed { index: 1, .. }) if e.is_bad_version()),
+        "{err:?}"
+    );
 
     // Someone deletes our lock node (an operator "breaking" the lock).
     raw(&server.connect_string()).await.delete(guard.node_path(), None).await.unwrap();
@@ -407,7 +416,7 @@ async fn guarded_writes_stop_when_the_lock_node_is_gone() {
         })
         .await
         .unwrap();
-    assert_eq!(value, b"1", "the guarded write after the loss was not applied");
+    assert_eq!(value, b"1b", "the guarded write after the loss was not applied");
     let _ = guard.release().await;
 }
 

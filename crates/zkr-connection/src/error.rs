@@ -117,6 +117,23 @@ pub enum Error {
         /// The node that was to be created.
         path: String,
     },
+    /// The server refused one operation of a [`Transaction`](crate::Transaction), so none was
+    /// applied.
+    #[error("operation {index} of the transaction ({op} {path}) failed")]
+    TransactionFailed {
+        /// The refused operation's position (from 0).
+        index: usize,
+        /// What it was.
+        op: crate::OpKind,
+        /// Its path.
+        path: String,
+        /// Was the commit sent again after a connection loss? Then an earlier attempt may have
+        /// been applied, and this failure may be its own effect ([`Error::is_ambiguous`]).
+        retried: bool,
+        /// ZooKeeper's answer (`NoNode`, `NodeExists`, `BadVersion`, `NotEmpty`, ...).
+        #[source]
+        source: zookeeper_client::Error,
+    },
     /// ZooKeeper answered with an error that is not retried (or retrying is not allowed).
     #[error(transparent)]
     Zk(#[from] zookeeper_client::Error),
@@ -129,6 +146,7 @@ impl Error {
             Error::Zk(e) => Some(e),
             Error::RetriesExhausted { last, .. } => Some(last),
             Error::DeadlineExceeded { last, .. } => last.as_ref(),
+            Error::TransactionFailed { source, .. } => Some(source),
             _ => None,
         }
     }
@@ -153,6 +171,17 @@ impl Error {
         match self {
             Error::SessionExpired { .. } | Error::Closed => true,
             other => other.zk().is_some_and(is_session_error),
+        }
+    }
+
+    /// Might the failed operation have been applied all the same? True when its reply was
+    /// lost (connection loss, an operation timeout, the session ending while it was in
+    /// flight), and for a [`Transaction`](crate::Transaction) that failed on a retry after
+    /// such a loss: look at ZooKeeper to learn the outcome.
+    pub fn is_ambiguous(&self) -> bool {
+        match self {
+            Error::TransactionFailed { retried, .. } => *retried,
+            other => other.zk().is_some_and(|z| is_retryable(z) || is_session_error(z)),
         }
     }
 

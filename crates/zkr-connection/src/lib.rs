@@ -42,6 +42,7 @@ mod state;
 mod status;
 #[cfg(feature = "tls")]
 mod tls;
+mod transaction;
 
 pub use acl::{AclProvider, CreatorAllAclProvider, OpenAclProvider};
 pub use builder::ZkClientBuilder;
@@ -58,4 +59,5 @@ pub use state::{
     StandardConnectionStateErrorPolicy,
 };
 pub use status::Status;
+pub use transaction::{OpKind, Transaction};
 pub use zookeeper_client;

@@ -113,25 +113,19 @@ async fn sell(
         let order = format!("{root}/orders/{order_id:012}");
         let record = format!(r#"{{"seller":{id},"price":{price_now}}}"#);
         let outcome = async {
-            let mut sale = guard.check_writer()?;
-            sale.add_set_data(&stock_path, (stock - 1).to_string().as_bytes(), Some(stat.version))
-                .map_err(LockError::from)?;
-            sale.add_create(
-                &order,
-                record.as_bytes(),
-                &CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()),
-            )
-            .map_err(LockError::from)?;
-            sale.commit().await.map_err(|e| LockError::from(zookeeper_client::Error::from(e)))
+            let sale = guard
+                .transaction()?
+                .set_data(&stock_path, (stock - 1).to_string().as_bytes(), Some(stat.version))
+                .create(&order, record.as_bytes(), CreateMode::Persistent);
+            guard.commit(sale).await
         }
         .await;
         let sold = match outcome {
             Ok(_) => true,
-            Err(LockError::Connection(zkr_connection::Error::Zk(
-                zookeeper_client::Error::RuntimeInconsistent,
-            ))) => {
-                // The check on our lock node failed: the lock was lost (a session ended, or
-                // the connection was suspended past the policy). Nothing was written.
+            Err(LockError::Lost { .. }) => {
+                // The check on our lock node failed, or the guard knew the lock was lost (a
+                // session ended, or the connection was suspended past the policy). Nothing
+                // was written.
                 tally.refused_after_loss += 1;
                 false
             }

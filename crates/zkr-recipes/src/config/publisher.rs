@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use zkr_connection::{path, ZkClient};
-use zookeeper_client::{Acls, CreateMode, MultiWriteError, Stat};
+use zookeeper_client::{CreateMode, MultiWriteResult, Stat};
 
 use super::{Codec, ConfigError, Versioned};
 
@@ -198,67 +198,66 @@ impl<T: Send + Sync + 'static> ConfigPublisher<T> {
         }
         let mut last = None;
         for _ in 0..BATCH_ATTEMPTS {
-            let encoded = &encoded;
-            let outcome = self
-                .zk
-                .retry(|s| async move {
-                    let client = s.client();
-                    let stats: Vec<_> = encoded.iter().map(|(p, _)| client.check_stat(p)).collect();
-                    let mut exists = Vec::with_capacity(stats.len());
-                    for stat in stats {
-                        exists.push(stat.await?.map(|st| st.version));
-                    }
-                    let acls: Vec<_> = encoded.iter().map(|(p, _)| self.zk.acl_for_path(p)).collect();
-                    let options: Vec<_> =
-                        acls.iter().map(|a| CreateMode::Persistent.with_acls(Acls::new(a))).collect();
-                    let mut writer = client.new_multi_writer();
-                    for (((p, data), version), options) in encoded.iter().zip(&exists).zip(&options) {
-                        match version {
-                            Some(v) => writer.add_set_data(p, data, Some(*v))?,
-                            None => writer.add_create(p, data, options)?,
-                        }
-                    }
-                    match writer.commit().await {
-                        Ok(results) => Ok(Ok(results)),
-                        Err(MultiWriteError::OperationFailed { source, .. })
-                            if matches!(
-                                source,
-                                zookeeper_client::Error::BadVersion
-                                    | zookeeper_client::Error::NodeExists
-                                    | zookeeper_client::Error::NoNode
-                            ) =>
-                        {
-                            Ok(Err(source))
-                        }
-                        Err(e) => Err(zookeeper_client::Error::from(e)),
-                    }
-                })
-                .await?;
-            match outcome {
-                Ok(results) => {
-                    let mut stats: Vec<Stat> = results
-                        .into_iter()
-                        .filter_map(|r| match r {
-                            zookeeper_client::MultiWriteResult::Create { stat, .. }
-                            | zookeeper_client::MultiWriteResult::SetData { stat } => Some(stat),
-                            _ => None,
-                        })
-                        .collect();
-                    // A multi-op's create answers without a Stat: read those.
-                    for ((p, _), stat) in encoded.iter().zip(stats.iter_mut()) {
-                        if stat.mzxid < 0 {
-                            if let Some(read) =
-                                self.zk.retry(|s| async move { s.client().check_stat(p).await }).await?
-                            {
-                                *stat = read;
-                            }
-                        }
-                    }
-                    return Ok(stats);
-                }
-                Err(raced) => last = Some(raced),
+            match self.try_set_all(&encoded).await {
+                Err(e) if is_race(&e) => last = Some(e),
+                other => return other,
             }
         }
-        Err(zkr_connection::Error::Zk(last.unwrap_or(zookeeper_client::Error::BadVersion)).into())
+        Err(last.unwrap_or_else(|| zkr_connection::Error::Zk(zookeeper_client::Error::BadVersion).into()))
     }
+
+    /// One attempt of [`set_all`](Self::set_all): reads the versions, then sets (or creates)
+    /// every node in one transaction at those versions.
+    async fn try_set_all(&self, encoded: &[(&str, Vec<u8>)]) -> Result<Vec<Stat>, ConfigError> {
+        let versions = self
+            .zk
+            .retry(|s| async move {
+                let client = s.client();
+                let stats: Vec<_> = encoded.iter().map(|(p, _)| client.check_stat(p)).collect();
+                let mut versions = Vec::with_capacity(stats.len());
+                for stat in stats {
+                    versions.push(stat.await?.map(|st| st.version));
+                }
+                Ok(versions)
+            })
+            .await?;
+        let mut txn = self.zk.transaction();
+        for ((p, data), version) in encoded.iter().zip(&versions) {
+            txn = match version {
+                Some(v) => txn.set_data(p, data, Some(*v)),
+                None => txn.create(p, data, CreateMode::Persistent),
+            };
+        }
+        let mut stats: Vec<Stat> = txn
+            .commit()
+            .await?
+            .into_iter()
+            .filter_map(|r| match r {
+                MultiWriteResult::Create { stat, .. } | MultiWriteResult::SetData { stat } => Some(stat),
+                _ => None,
+            })
+            .collect();
+        // A multi-op's create answers without a Stat: read those.
+        for ((p, _), stat) in encoded.iter().zip(stats.iter_mut()) {
+            if stat.mzxid < 0 {
+                if let Some(read) = self.zk.retry(|s| async move { s.client().check_stat(p).await }).await? {
+                    *stat = read;
+                }
+            }
+        }
+        Ok(stats)
+    }
+}
+
+/// Did a concurrent writer change a node between our read of the versions and our commit?
+fn is_race(error: &ConfigError) -> bool {
+    matches!(
+        error,
+        ConfigError::Connection(zkr_connection::Error::TransactionFailed {
+            source: zookeeper_client::Error::BadVersion
+                | zookeeper_client::Error::NodeExists
+                | zookeeper_client::Error::NoNode,
+            ..
+        })
+    )
 }

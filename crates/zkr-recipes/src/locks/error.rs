@@ -86,12 +86,11 @@ impl LockError {
 
     /// Might the failed operation have been applied all the same? True when its reply was lost
     /// (connection loss, a broken connection, an operation timeout, or the session ending while
-    /// it was in flight): look at ZooKeeper to learn the outcome.
+    /// it was in flight), or a guarded transaction failed on its retry after such a loss
+    /// ([`zkr_connection::Error::is_ambiguous`]): look at ZooKeeper to learn the outcome.
     pub fn is_ambiguous(&self) -> bool {
         match self {
-            LockError::Connection(e) => {
-                e.zk().is_some_and(|z| zkr_connection::is_retryable(z) || zkr_connection::is_session_error(z))
-            }
+            LockError::Connection(e) => e.is_ambiguous(),
             _ => false,
         }
     }

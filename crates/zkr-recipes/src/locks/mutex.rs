@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use parking_lot::Mutex as SyncMutex;
-use zkr_connection::{DropGuard, Session, ZkClient};
-use zookeeper_client::{CheckWriter, CreateMode, Stat};
+use zkr_connection::{DropGuard, Session, Transaction, ZkClient};
+use zookeeper_client::{CreateMode, MultiWriteResult, Stat};
 
 use super::driver::{LockInternalsDriver, StandardLockInternalsDriver};
 use super::error::{LockError, LostReason};
@@ -370,31 +370,52 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
         self.node.lost(self.inner.internals.zk()).await
     }
 
-    /// A multi-op that runs only while our lock node exists (its first op checks the node).
-    /// Commit it with `commit().await`; a lost lock makes it fail with
-    /// `RuntimeInconsistent`.
-    ///
-    /// It refuses once this guard knows the lock is lost ([`is_lost`](Self::is_lost)): the
-    /// session may still be alive and the node still there, but under the error policy the
-    /// lock counts as another's.
+    /// A [`Transaction`] that applies only while our lock node exists: its first operation
+    /// checks the node. Add operations and commit it; [`commit`](Self::commit) maps a lost lock
+    /// to [`LockError::Lost`].
     ///
     /// # Errors
-    /// [`LockError::Lost`] once the lock is known to be lost; [`LockError::Connection`] if
-    /// `zookeeper-client` rejects the lock path (it does not for a node it created).
-    pub fn check_writer(&self) -> Result<CheckWriter<'_>, LockError> {
+    /// [`LockError::Lost`] once the guard knows the lock is lost ([`is_lost`](Self::is_lost)).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(guard: zkr_recipes::locks::InterProcessMutexGuard) -> Result<(), zkr_recipes::locks::LockError> {
+    /// let txn = guard.transaction()?.set_data("/stock/apples", b"41", Some(7)).create(
+    ///     "/sales/sale-",
+    ///     b"apples",
+    ///     zookeeper_client::CreateMode::PersistentSequential,
+    /// );
+    /// guard.commit(txn).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn transaction(&self) -> Result<Transaction, LockError> {
         if let Some(reason) = self.node.lost_reason(self.inner.internals.zk()) {
             return Err(LockError::Lost { path: self.inner.internals.base_path().to_string(), reason });
         }
-        self.node.session().client().new_check_writer(self.node.path(), None).map_err(LockError::zk)
+        Ok(self.inner.internals.zk().transaction().check_exists(self.node.path()))
+    }
+
+    /// Commits a transaction made by [`transaction`](Self::transaction) and answers the results
+    /// of the operations added after the lock check.
+    ///
+    /// # Errors
+    /// [`LockError::Lost`] with [`LostReason::NodeDeleted`] when our node is gone, or
+    /// [`LostReason::SessionEnded`]; the other failures as [`LockError::Connection`] (a refused
+    /// operation as [`zkr_connection::Error::TransactionFailed`], its index counting the check).
+    ///
+    /// # Cancel safety
+    /// The multi-op is atomic; dropped, it was applied entirely or not at all.
+    pub async fn commit(&self, transaction: Transaction) -> Result<Vec<MultiWriteResult>, LockError> {
+        let mut results = transaction.commit().await.map_err(|e| self.guarded_error(e))?;
+        results.drain(..1.min(results.len()));
+        Ok(results)
     }
 
     /// Sets `path`'s data only while we hold the lock (a multi-op behind a check of our node).
     ///
     /// # Errors
-    /// [`LockError::Lost`] when the guard already knows the lock is lost (the connection
-    /// entered an error state, the session ended or the manager was closed), or with
-    /// [`LostReason::NodeDeleted`] when our node is gone; other ZooKeeper errors as
-    /// [`LockError::Connection`].
+    /// As [`commit`](Self::commit).
     ///
     /// # Cancel safety
     /// The write is atomic; if the future is dropped it may or may not have been applied.
@@ -404,13 +425,9 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
         data: &[u8],
         expected_version: Option<i32>,
     ) -> Result<Stat, LockError> {
-        zkr_connection::path::validate_node_path(path)?;
-        zkr_connection::path::validate_data(path, data)?;
-        let mut writer = self.check_writer()?;
-        writer.add_set_data(path, data, expected_version).map_err(LockError::zk)?;
-        let results = writer.commit().await.map_err(|e| self.guarded_error(e))?;
-        match results.into_iter().next() {
-            Some(zookeeper_client::MultiWriteResult::SetData { stat }) => Ok(stat),
+        let txn = self.transaction()?.set_data(path, data, expected_version);
+        match self.commit(txn).await?.pop() {
+            Some(MultiWriteResult::SetData { stat }) => Ok(stat),
             _ => Err(LockError::zk(zookeeper_client::Error::UnexpectedError("no set_data result".into()))),
         }
     }
@@ -419,7 +436,7 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
     /// sequential modes) and `Stat`.
     ///
     /// # Errors
-    /// As [`set_data`](Self::set_data).
+    /// As [`commit`](Self::commit).
     ///
     /// # Cancel safety
     /// As [`set_data`](Self::set_data).
@@ -429,15 +446,9 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
         data: &[u8],
         mode: CreateMode,
     ) -> Result<(String, Stat), LockError> {
-        zkr_connection::path::validate_node_path(path)?;
-        zkr_connection::path::validate_data(path, data)?;
-        let acls = self.inner.internals.zk().acl_for_path(path);
-        let options = mode.with_acls(zookeeper_client::Acls::new(&acls));
-        let mut writer = self.check_writer()?;
-        writer.add_create(path, data, &options).map_err(LockError::zk)?;
-        let results = writer.commit().await.map_err(|e| self.guarded_error(e))?;
-        match results.into_iter().next() {
-            Some(zookeeper_client::MultiWriteResult::Create { path, stat }) => Ok((path, stat)),
+        let txn = self.transaction()?.create(path, data, mode);
+        match self.commit(txn).await?.pop() {
+            Some(MultiWriteResult::Create { path, stat }) => Ok((path, stat)),
             _ => Err(LockError::zk(zookeeper_client::Error::UnexpectedError("no create result".into()))),
         }
     }
@@ -445,31 +456,33 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
     /// Deletes a node only while we hold the lock.
     ///
     /// # Errors
-    /// As [`set_data`](Self::set_data).
+    /// As [`commit`](Self::commit).
     ///
     /// # Cancel safety
     /// As [`set_data`](Self::set_data).
     pub async fn delete(&self, path: &str, expected_version: Option<i32>) -> Result<(), LockError> {
-        zkr_connection::path::validate_node_path(path)?;
-        let mut writer = self.check_writer()?;
-        writer.add_delete(path, expected_version).map_err(LockError::zk)?;
-        writer.commit().await.map_err(|e| self.guarded_error(e))?;
-        Ok(())
+        let txn = self.transaction()?.delete(path, expected_version);
+        self.commit(txn).await.map(drop)
     }
 
-    fn guarded_error(&self, error: zookeeper_client::CheckWriteError) -> LockError {
-        match zookeeper_client::Error::from(error) {
-            zookeeper_client::Error::RuntimeInconsistent => LockError::Lost {
-                path: self.inner.internals.base_path().to_string(),
-                reason: LostReason::NodeDeleted,
-            },
-            zookeeper_client::Error::SessionExpired | zookeeper_client::Error::ClientClosed => {
-                LockError::Lost {
-                    path: self.inner.internals.base_path().to_string(),
-                    reason: LostReason::SessionEnded,
-                }
+    fn guarded_error(&self, error: zkr_connection::Error) -> LockError {
+        let lost = |reason| LockError::Lost { path: self.inner.internals.base_path().to_string(), reason };
+        match error {
+            // (A retried commit's failure may follow an applied first attempt: it stays an
+            // ambiguous Connection error.)
+            zkr_connection::Error::TransactionFailed {
+                index: 0,
+                source: zookeeper_client::Error::NoNode,
+                retried: false,
+                ..
+            } => lost(LostReason::NodeDeleted),
+            zkr_connection::Error::SessionExpired { .. } | zkr_connection::Error::Closed => {
+                lost(LostReason::SessionEnded)
             }
-            other => LockError::zk(other),
+            other if other.zk().is_some_and(zkr_connection::is_session_error) => {
+                lost(LostReason::SessionEnded)
+            }
+            other => LockError::Connection(other),
         }
     }
 
