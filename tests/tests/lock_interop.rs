@@ -141,3 +141,84 @@ async fn kazoo_and_zkr_exclude_each_other() {
 async fn kazoo_and_zkr_rounds_never_overlap() {
     rounds_never_overlap::<KazooLockDriver>(Peer::Kazoo(KazooTool::locate().unwrap()), 100).await;
 }
+
+#[tokio::test]
+async fn a_curator_process_revokes_a_zkr_lock_and_zkr_revokes_a_curator_lock() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let zk = connect(&cs).await;
+    let tool = CuratorTool::locate().unwrap();
+
+    // Curator asks zkr's holder to release.
+    let path = unique_root("revoke-zkr");
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    {
+        let revoked = guard.revoked();
+        tokio::pin!(revoked);
+        assert!(futures::poll!(revoked.as_mut()).is_pending(), "nobody asked yet");
+        let mut revoker = tool.spawn(&["revoke", &cs, guard.node_path()]).unwrap();
+        revoker.expect_line("RESULT").await.unwrap();
+        tokio::time::timeout(timing().wait(), revoked)
+            .await
+            .expect("the holder learns it was asked to release");
+    }
+    assert!(!guard.is_lost(), "a revocation request is not a loss");
+    guard.release().await.unwrap();
+
+    // zkr asks a Curator holder (made revocable) to release, and then gets the lock.
+    let path = unique_root("revoke-curator");
+    let mut holder = tool.spawn(&["revocable-hold", &cs, &path]).unwrap();
+    let node = holder.expect_line("ACQUIRED").await.unwrap();
+    let node = node.trim_start_matches("ACQUIRED ").to_owned();
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    assert!(mutex.try_acquire().await.unwrap().is_none());
+    assert_eq!(mutex.participant_nodes().await.unwrap().first(), Some(&node));
+    zkr_recipes::locks::attempt_revoke(&zk, &node).await.unwrap();
+    holder.expect_line("REVOKE_REQUESTED").await.unwrap();
+    holder.expect_line("RELEASED").await.unwrap();
+    let guard = mutex
+        .acquire_timeout(timing().wait())
+        .await
+        .unwrap()
+        .expect("free after the revoked holder released");
+    guard.release().await.unwrap();
+
+    // A node that is gone is no error, and a bad path is refused.
+    zkr_recipes::locks::attempt_revoke(&zk, &node).await.unwrap();
+    assert!(zkr_recipes::locks::attempt_revoke(&zk, "no-slash").await.is_err());
+}
+
+#[tokio::test]
+async fn a_revoked_future_never_fires_for_a_lost_lock_and_each_holder_is_asked_alone() {
+    let server = shared_server().await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let path = unique_root("revoke-alone");
+    let (a, b) = (
+        InterProcessMutex::new(&zk, &format!("{path}/a")).unwrap(),
+        InterProcessMutex::new(&zk, &format!("{path}/b")).unwrap(),
+    );
+    let (ga, gb) = (a.acquire().await.unwrap(), b.acquire().await.unwrap());
+    zkr_recipes::locks::attempt_revoke(&zk, ga.node_path()).await.unwrap();
+    tokio::time::timeout(timing().wait(), ga.revoked()).await.unwrap();
+    // b's holder was not asked: its revoked() is still pending after a's fired and after a
+    // round trip on the same session.
+    {
+        let revoked_b = gb.revoked();
+        tokio::pin!(revoked_b);
+        assert!(futures::poll!(revoked_b.as_mut()).is_pending());
+        zk.retry(|s| async move { s.client().sync("/").await }).await.unwrap();
+        assert!(futures::poll!(revoked_b.as_mut()).is_pending());
+
+        // b's node deleted by an operator: lost, and revoked() does not fire for it.
+        let raw = zookeeper_client::Client::connect(&server.connect_string()).await.unwrap();
+        raw.delete(gb.node_path(), None).await.unwrap();
+        assert_eq!(
+            tokio::time::timeout(timing().wait(), gb.lost()).await.unwrap(),
+            zkr_recipes::locks::LostReason::NodeDeleted
+        );
+        assert!(futures::poll!(revoked_b.as_mut()).is_pending());
+    }
+    let _ = gb.release().await;
+    ga.release().await.unwrap();
+}

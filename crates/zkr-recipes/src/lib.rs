@@ -20,6 +20,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod barriers;
 pub mod cache;
 pub mod config;
 pub mod discovery;

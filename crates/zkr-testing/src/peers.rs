@@ -36,7 +36,8 @@
 //! The discovery commands use `ServiceDiscoveryBuilder` with `JsonInstanceSerializer<Map>` in
 //! its non-compatible mode (so `enabled` is stored too); Jackson stores the payload map with a
 //! type property, `"payload":{"@class":"java.util.LinkedHashMap",...}`. `CuratorTool.java`'s
-//! commands for caches and discovery live in `CacheCommands.java` and `DiscoveryCommands.java`.
+//! commands for caches, discovery and barriers and revocation live in `CacheCommands.java`,
+//! `DiscoveryCommands.java` and `BarrierCommands.java`.
 //!
 //! The two libraries' lock recipes do not see each other's lock nodes (Curator names them
 //! `_c_<uuid>-lock-<seq>`, kazoo `<uuid>__lock__<seq>`), so a Curator and a kazoo client can
@@ -79,11 +80,12 @@ pub const CURATOR_INSTALL_COMMAND: &str =
 pub const KAZOO_INSTALL_COMMAND: &str = "apt-get install -y python3-kazoo";
 
 /// The peer's Java sources (file name, text), compiled together; `CuratorTool` is the entry point.
-const CURATOR_SOURCES: [(&str, &str); 4] = [
+const CURATOR_SOURCES: &[(&str, &str)] = &[
     ("CuratorTool.java", include_str!("../java/CuratorTool.java")),
     ("Peer.java", include_str!("../java/Peer.java")),
     ("CacheCommands.java", include_str!("../java/CacheCommands.java")),
     ("DiscoveryCommands.java", include_str!("../java/DiscoveryCommands.java")),
+    ("BarrierCommands.java", include_str!("../java/BarrierCommands.java")),
 ];
 const KAZOO_SOURCE: &str = include_str!("../peers/kazoo_tool.py");
 /// Debian's jars (`libcurator-recipes-java`, `libcurator-discovery-java` and what they depend
@@ -170,7 +172,7 @@ impl CuratorTool {
         let javac = find_javac(&java)?;
         let jars = CURATOR_JARS.join(":");
         let mut parts: Vec<&[u8]> = Vec::new();
-        for (name, text) in &CURATOR_SOURCES {
+        for (name, text) in CURATOR_SOURCES {
             parts.extend([name.as_bytes(), text.as_bytes()]);
         }
         parts.extend([javac.as_os_str().as_encoded_bytes(), jars.as_bytes()]);

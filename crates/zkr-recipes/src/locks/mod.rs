@@ -10,6 +10,7 @@
 //! | `InterProcessSemaphoreV2`, `InterProcessSemaphoreMutex` | [`InterProcessSemaphoreV2`], [`InterProcessSemaphoreMutex`] (leases not bound to a task) |
 //! | `InterProcessMultiLock` | [`InterProcessMultiLock`] (all or nothing, released in reverse) |
 //! | `InterProcessReadWriteLock` | [`InterProcessReadWriteLock`] (readers share, one writer, downgrade, no upgrade) |
+//! | `makeRevocable(listener)`, `Revoker.attemptRevoke` | [`InterProcessMutexGuard::revoked`] on every guard, [`attempt_revoke`] |
 
 mod driver;
 mod error;
@@ -18,6 +19,7 @@ mod multi;
 mod mutex;
 mod owner;
 mod read_write;
+mod revoke;
 mod semaphore;
 mod view;
 
@@ -33,4 +35,5 @@ pub use owner::LockOwner;
 pub use read_write::{
     InterProcessReadWriteLock, ReadLockDriver, WriteLockDriver, READ_LOCK_NAME, WRITE_LOCK_NAME,
 };
+pub use revoke::{attempt_revoke, REVOKE_MESSAGE};
 pub use semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, MaxLeases, LEASE_NAME};

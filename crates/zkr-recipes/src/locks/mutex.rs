@@ -370,6 +370,34 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
         self.node.lost(self.inner.internals.zk()).await
     }
 
+    /// Completes when someone asks this holder to release the lock (Curator's revocation:
+    /// [`attempt_revoke`](super::attempt_revoke), or a Curator process's
+    /// `Revoker.attemptRevoke`, wrote [`REVOKE_MESSAGE`](super::REVOKE_MESSAGE) into our node).
+    /// Cooperative: the holder decides; select on it beside [`lost`](Self::lost) and release
+    /// when it fires. Never completes once the lock is lost. Every guard can be asked; the
+    /// watch costs one request when first polled.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(mutex: zkr_recipes::locks::InterProcessMutex) -> Result<(), zkr_recipes::locks::LockError> {
+    /// let guard = mutex.acquire().await?;
+    /// tokio::select! {
+    ///     () = guard.revoked() => println!("asked to let go"),
+    ///     reason = guard.lost() => println!("lost: {reason}"),
+    ///     () = tokio::time::sleep(std::time::Duration::from_secs(60)) => println!("done"),
+    /// }
+    /// guard.release().await
+    /// # }
+    /// ```
+    pub async fn revoked(&self) {
+        super::revoke::revocation_requested(self.inner.internals.zk(), self.node.session(), self.node.path())
+            .await
+    }
+
     /// A [`Transaction`] that applies only while our lock node exists: its first operation
     /// checks the node. Add operations and commit it; [`commit`](Self::commit) maps a lost lock
     /// to [`LockError::Lost`].

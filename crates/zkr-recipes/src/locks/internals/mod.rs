@@ -25,7 +25,7 @@ use cleanup::NodeCleanup;
 use heads::ReleasedHeads;
 use lister::Lister;
 pub use node::LockNode;
-pub(crate) use node::{node_gone, TIMEOUT_CLEANUP_GRACE};
+pub(crate) use node::{follow_node, node_gone, TIMEOUT_CLEANUP_GRACE};
 use wait::{Look, WaitError};
 
 /// How long [`LockInternals::attempt_lock`] may wait for the lock.

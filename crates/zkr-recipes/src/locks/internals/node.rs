@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use zkr_connection::{is_session_error, Session, ZkClient};
-use zookeeper_client::{EventType, Stat};
+use zookeeper_client::{EventType, OneshotWatcher, Stat};
 
 use crate::fence::SessionFence;
 use crate::locks::LostReason;
@@ -79,34 +79,80 @@ impl LockNode {
 /// # Cancel safety
 /// Cancel safe.
 pub(crate) async fn node_gone(zk: &ZkClient, session: &Session, path: &str) -> LostReason {
+    match follow_node(zk, session, path, false, |node| node.is_none().then_some(())).await {
+        Ok(()) => LostReason::NodeDeleted,
+        Err(SessionEnded) => LostReason::SessionEnded,
+    }
+}
+
+/// `session` ended, or the manager closed.
+#[derive(Debug)]
+pub(crate) struct SessionEnded;
+
+/// Reads `path` on `session` with a watch (its data when `data`, else only whether it
+/// exists), and again after every change, until `check` answers for a read (`None`: no
+/// node). Connection losses are ridden out; it ends with [`SessionEnded`] when the session
+/// does.
+///
+/// # Cancel safety
+/// Cancel safe.
+pub(crate) async fn follow_node<T>(
+    zk: &ZkClient,
+    session: &Session,
+    path: &str,
+    data: bool,
+    mut check: impl FnMut(Option<&[u8]>) -> Option<T>,
+) -> Result<T, SessionEnded> {
     let generation = session.generation();
     if zk.generation() != generation || zk.is_closed() {
-        return LostReason::SessionEnded;
+        return Err(SessionEnded);
     }
     let ended = zk.session_replaced(generation);
-    let deleted = async {
+    let follow = async {
         let mut pause = zkr_connection::retry::SessionPause::default();
         loop {
-            match session.client().check_and_watch_stat(path).await {
-                Ok((None, _)) => return LostReason::NodeDeleted,
-                Ok((Some(_), watcher)) => {
+            match read_watched(session, path, data).await {
+                Ok(None) => continue,
+                Ok(Some((node, watcher))) => {
                     pause.reset();
-                    let event = watcher.changed().await;
-                    match event.event_type {
-                        EventType::NodeDeleted => return LostReason::NodeDeleted,
-                        EventType::Session => return LostReason::SessionEnded,
-                        _ => continue,
+                    if let Some(found) = check(node.as_deref()) {
+                        return Ok(found);
+                    }
+                    if watcher.changed().await.event_type == EventType::Session {
+                        return Err(SessionEnded);
                     }
                 }
-                Err(e) if is_session_error(&e) => return LostReason::SessionEnded,
+                Err(e) if is_session_error(&e) => return Err(SessionEnded),
                 // The connection is down: ask again once it may be back.
                 Err(_) => pause.sleep().await,
             }
         }
     };
     tokio::select! {
-        () = ended => LostReason::SessionEnded,
-        reason = deleted => reason,
+        () = ended => Err(SessionEnded),
+        outcome = follow => outcome,
+    }
+}
+
+/// One read of `path` with a watch on it: its data (empty unless `data`) or `None` when there
+/// is no node; `Ok(None)` when it was created between the two reads a missing node takes.
+async fn read_watched(
+    session: &Session,
+    path: &str,
+    data: bool,
+) -> Result<Option<(Option<Vec<u8>>, OneshotWatcher)>, zookeeper_client::Error> {
+    let client = session.client();
+    if data {
+        match client.get_and_watch_data(path).await {
+            Ok((bytes, _, watcher)) => return Ok(Some((Some(bytes), watcher))),
+            Err(zookeeper_client::Error::NoNode) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    match client.check_and_watch_stat(path).await? {
+        (None, watcher) => Ok(Some((None, watcher))),
+        (Some(_), watcher) if !data => Ok(Some((Some(Vec::new()), watcher))),
+        (Some(_), _) => Ok(None),
     }
 }
 

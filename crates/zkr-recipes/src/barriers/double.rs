@@ -1,0 +1,219 @@
+//! [`DistributedDoubleBarrier`]: members enter together and leave together.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+use zkr_connection::{path, ZkClient};
+use zookeeper_client::CreateMode;
+
+use super::{cache, deadline_in, finished, validate, wait_for, BarrierError};
+use crate::cache::{CacheMode, CacheSnapshot, CuratorCache};
+use crate::nodes::PersistentNode;
+
+/// The node the member that completes the quota creates (Curator's name).
+const READY: &str = "ready";
+
+/// Curator's `DistributedDoubleBarrier`: `member_qty` members [`enter`](Self::enter), and none
+/// goes on until all of them are there; then each [`leave`](Self::leave)s, and none goes on
+/// until all of them have left. One value per member; Curator processes can be members of the
+/// same barrier (same nodes: `<path>/<uuid>` ephemeral members and `<path>/ready`).
+///
+/// A member's node is kept through a session expiry of its own. A member whose process dies
+/// loses its node with its session, and the others no longer wait for it. Dropping an entered
+/// member deletes its node in the background, as [`leave`](Self::leave) does.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::barriers::BarrierError> {
+/// use std::time::Duration;
+/// use zkr_recipes::barriers::DistributedDoubleBarrier;
+///
+/// let mut barrier = DistributedDoubleBarrier::new(&zk, "/jobs/reindex/barrier", 3)?;
+/// if !barrier.enter_within(Duration::from_secs(60)).await? {
+///     return Ok(()); // the others did not come; our node is gone
+/// }
+/// // ... all three work ...
+/// barrier.leave().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct DistributedDoubleBarrier {
+    zk: ZkClient,
+    path: String,
+    member_qty: usize,
+    member: String,
+    entered: Option<Entered>,
+}
+
+/// An entered member: its node and the cache the waits follow.
+#[derive(Debug)]
+struct Entered {
+    node: PersistentNode,
+    cache: CuratorCache,
+}
+
+/// What a snapshot tells an entering member.
+enum Step {
+    /// The quota is met: go on.
+    Pass,
+    /// The quota is met and no one has said so: create `ready`, checking these members.
+    CreateReady(Vec<String>),
+}
+
+impl DistributedDoubleBarrier {
+    /// A member of the barrier at `path` that waits for `member_qty` members (at least 1).
+    ///
+    /// # Errors
+    /// [`BarrierError::InvalidArgument`] for a member count of 0 or a path ZooKeeper refuses.
+    pub fn new(zk: &ZkClient, path: &str, member_qty: usize) -> Result<Self, BarrierError> {
+        validate(zk, path)?;
+        if member_qty == 0 {
+            return Err(BarrierError::InvalidArgument("a double barrier needs at least one member".into()));
+        }
+        let member = path::join(path, &uuid::Uuid::new_v4().to_string());
+        Ok(DistributedDoubleBarrier {
+            zk: zk.clone(),
+            path: path.to_owned(),
+            member_qty,
+            member,
+            entered: None,
+        })
+    }
+
+    /// This member's node (`<path>/<uuid>`).
+    pub fn member_path(&self) -> &str {
+        &self.member
+    }
+
+    /// Has this member entered and not left?
+    pub fn is_entered(&self) -> bool {
+        self.entered.is_some()
+    }
+
+    /// Enters: creates this member's node and waits until `member_qty` members are there.
+    ///
+    /// # Errors
+    /// [`BarrierError::InvalidArgument`] when already entered; [`BarrierError::Connection`]
+    /// when ZooKeeper refuses or the manager is closed.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, the member's node is deleted in the background.
+    pub async fn enter(&mut self) -> Result<(), BarrierError> {
+        self.enter_by(None).await.map(drop)
+    }
+
+    /// [`enter`](Self::enter) for at most `timeout` in all: `false` when the quota was not met
+    /// in time, and then this member's node is deleted, so it does not count for the others.
+    /// (A member that gives up in the instant the last one counts it is started without it.)
+    ///
+    /// # Errors
+    /// As [`enter`](Self::enter).
+    ///
+    /// # Cancel safety
+    /// As [`enter`](Self::enter).
+    pub async fn enter_within(&mut self, timeout: Duration) -> Result<bool, BarrierError> {
+        self.enter_by(Some(deadline_in(timeout))).await
+    }
+
+    /// Leaves: deletes this member's node and waits until every member has left.
+    ///
+    /// # Errors
+    /// [`BarrierError::NotEntered`] when not entered; [`BarrierError::Connection`] when the
+    /// manager was closed.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: this member has left (its node is deleted) either way.
+    pub async fn leave(&mut self) -> Result<(), BarrierError> {
+        self.leave_by(None).await.map(drop)
+    }
+
+    /// [`leave`](Self::leave) for at most `timeout` in all: `false` when members were still
+    /// there then (this member has left all the same).
+    ///
+    /// # Errors
+    /// As [`leave`](Self::leave).
+    ///
+    /// # Cancel safety
+    /// As [`leave`](Self::leave).
+    pub async fn leave_within(&mut self, timeout: Duration) -> Result<bool, BarrierError> {
+        self.leave_by(Some(deadline_in(timeout))).await
+    }
+
+    async fn enter_by(&mut self, deadline: Option<Instant>) -> Result<bool, BarrierError> {
+        if self.entered.is_some() {
+            return Err(BarrierError::InvalidArgument("entered already: leave() first".into()));
+        }
+        let node = PersistentNode::builder(&self.zk, &self.member, CreateMode::Ephemeral).start()?;
+        let Some(cache) = cache(&self.zk, &self.path, CacheMode::Children, deadline).await? else {
+            return Ok(false);
+        };
+        let mut snapshots = cache.snapshots();
+        loop {
+            let step = wait_for(&mut snapshots, deadline, |s| self.step(s)).await;
+            match finished(step, deadline)? {
+                None => return Ok(false),
+                Some(Step::Pass) => break,
+                Some(Step::CreateReady(members)) => {
+                    if self.create_ready(&members).await? {
+                        break;
+                    }
+                }
+            }
+        }
+        self.entered = Some(Entered { node, cache });
+        Ok(true)
+    }
+
+    /// Is the quota met in `snapshot`, and has someone said so? Nothing while this member's
+    /// node is not in it (being created).
+    fn step(&self, snapshot: &CacheSnapshot) -> Option<Step> {
+        let ours = snapshot.get(&self.member)?;
+        let members = members(snapshot, &self.path);
+        let ready = snapshot.get(&path::join(&self.path, READY));
+        // A `ready` older than our node is a later member's pass only while the quota holds;
+        // otherwise it was left behind by an earlier round.
+        match ready {
+            Some(ready) if ready.stat.czxid > ours.stat.czxid || members.len() >= self.member_qty => {
+                Some(Step::Pass)
+            }
+            None if members.len() >= self.member_qty => Some(Step::CreateReady(members)),
+            _ => None,
+        }
+    }
+
+    /// Creates `ready` if every counted member still exists (one transaction); `false` when
+    /// one left or another member created it first (the cache shows which next).
+    async fn create_ready(&self, members: &[String]) -> Result<bool, BarrierError> {
+        let mut txn = self.zk.transaction();
+        for member in members {
+            txn = txn.check_exists(&path::join(&self.path, member));
+        }
+        let ready = path::join(&self.path, READY);
+        match txn.create(&ready, &[], CreateMode::Persistent).commit().await {
+            Ok(_) => Ok(true),
+            Err(zkr_connection::Error::TransactionFailed { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn leave_by(&mut self, deadline: Option<Instant>) -> Result<bool, BarrierError> {
+        let Entered { node, cache } = self.entered.take().ok_or(BarrierError::NotEntered)?;
+        drop(node); // deleted in the background; the wait below sees it go
+        let mut snapshots = cache.snapshots();
+        let path = &self.path;
+        let left = wait_for(&mut snapshots, deadline, |s| members(s, path).is_empty().then_some(())).await;
+        if finished(left, deadline)?.is_none() {
+            return Ok(false);
+        }
+        if let Err(error) = self.zk.delete_if_present(&path::join(path, READY)).await {
+            tracing::warn!(path = %path, %error, "could not delete the double barrier's ready node");
+        }
+        Ok(true)
+    }
+}
+
+/// The members in `snapshot`: the barrier's children but `ready`, by name.
+fn members(snapshot: &CacheSnapshot, path: &str) -> Vec<String> {
+    snapshot.children(path).map(|(name, _)| name).filter(|name| *name != READY).map(str::to_owned).collect()
+}

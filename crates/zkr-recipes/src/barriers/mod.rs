@@ -1,0 +1,133 @@
+//! Barriers: Curator's `DistributedBarrier` and `DistributedDoubleBarrier`, on the same nodes.
+//!
+//! - [`DistributedBarrier`]: while its node exists, waiters wait; removing it lets them all go.
+//! - [`DistributedDoubleBarrier`]: `member_qty` members [`enter`](DistributedDoubleBarrier::enter)
+//!   and start together once all of them are there, and [`leave`](DistributedDoubleBarrier::leave)
+//!   together once all of them are done. Each member is an ephemeral node named by a UUID under
+//!   the barrier's path; the one that counts the last member creates `ready`. Curator processes
+//!   can be members of the same barrier.
+//!
+//! Waits follow a [`CuratorCache`](crate::cache::CuratorCache) of the barrier's path (the shared
+//! watch engine), so they ride out disconnects and session expiries.
+//!
+//! Where zkr differs from Curator (each has a test):
+//! - a member whose `enter` times out deletes its node; Curator's stays until its session ends
+//!   and counts towards the next members' quota, so they can start without it;
+//! - `ready` is created in one transaction with a check of every member it counted, so it never
+//!   exists unless `member_qty` members did at that moment, and a `ready` left behind by an
+//!   earlier round lets no one in before the quota is met (Curator's `enter` passes at once);
+//! - a member keeps its node through a session expiry of its own (it is a
+//!   [`PersistentNode`](crate::nodes::PersistentNode)), so the others do not leave without it.
+//!
+//! # Examples
+//!
+//! ```no_run
+//! # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::barriers::BarrierError> {
+//! use zkr_recipes::barriers::DistributedDoubleBarrier;
+//!
+//! let mut barrier = DistributedDoubleBarrier::new(&zk, "/jobs/reindex/barrier", 3)?;
+//! barrier.enter().await?; // the three workers start together
+//! // ... work ...
+//! barrier.leave().await?; // and finish together
+//! # Ok(()) }
+//! ```
+
+mod barrier;
+mod double;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+pub use barrier::DistributedBarrier;
+pub use double::DistributedDoubleBarrier;
+
+use crate::cache::{CacheMode, CacheSnapshot, CuratorCache};
+
+/// What went wrong with a barrier.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum BarrierError {
+    /// A bad path or member count: nothing was sent.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// `leave` was called on a member that has not entered (or has left already).
+    #[error("not entered: call enter() before leave()")]
+    NotEntered,
+    /// The member's node could not be created.
+    #[error(transparent)]
+    Node(#[from] crate::nodes::NodeError),
+    /// A ZooKeeper operation failed.
+    #[error(transparent)]
+    Connection(#[from] zkr_connection::Error),
+}
+
+/// Checks a barrier path, with the error every barrier gives.
+fn validate(zk: &zkr_connection::ZkClient, path: &str) -> Result<(), BarrierError> {
+    zk.validate_recipe_path(path)
+        .map_err(|e| BarrierError::InvalidArgument(crate::nodes::invalid_argument(e)))
+}
+
+/// A cache of `path` in `mode`, its first read bounded by `deadline`; `None` when the deadline
+/// passed first.
+async fn cache(
+    zk: &zkr_connection::ZkClient,
+    path: &str,
+    mode: CacheMode,
+    deadline: Option<Instant>,
+) -> Result<Option<CuratorCache>, BarrierError> {
+    let mut builder = CuratorCache::builder(zk, path).mode(mode);
+    if let Some(deadline) = deadline {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(None);
+        }
+        builder = builder.initial_timeout(left);
+    }
+    match builder.start().await {
+        Ok(cache) => Ok(Some(cache)),
+        Err(_) if deadline.is_some_and(|d| Instant::now() >= d) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Waits for the first snapshot of `snapshots` (a confirmed one: initialized, not stale) for
+/// which `check` answers `Some`; `None` when the deadline passes first.
+async fn wait_for<T>(
+    snapshots: &mut watch::Receiver<Arc<CacheSnapshot>>,
+    deadline: Option<Instant>,
+    mut check: impl FnMut(&CacheSnapshot) -> Option<T>,
+) -> Option<T> {
+    let wait = async {
+        loop {
+            {
+                let snapshot = snapshots.borrow_and_update();
+                if snapshot.is_initialized() && !snapshot.is_stale() {
+                    if let Some(found) = check(&snapshot) {
+                        return Some(found);
+                    }
+                }
+            }
+            if snapshots.changed().await.is_err() {
+                return None;
+            }
+        }
+    };
+    zkr_connection::within(deadline, wait).await.flatten()
+}
+
+/// What a [`wait_for`] that answered `None` means: the deadline passed (`Ok(None)`), or the
+/// cache stopped following ZooKeeper because the manager was closed.
+fn finished<T>(found: Option<T>, deadline: Option<Instant>) -> Result<Option<T>, BarrierError> {
+    match found {
+        None if deadline.is_none_or(|d| Instant::now() < d) => Err(zkr_connection::Error::Closed.into()),
+        other => Ok(other),
+    }
+}
+
+/// The deadline of a wait of `timeout` from now.
+fn deadline_in(timeout: Duration) -> Instant {
+    Instant::now() + timeout
+}

@@ -1,0 +1,226 @@
+//! `DistributedBarrier` and `DistributedDoubleBarrier` against real ZooKeeper servers and real
+//! Curator 5.4 processes on the same nodes: nobody passes early, a member that times out or
+//! dies leaves nothing that lets others pass or makes them wait, a session expiry of a member
+//! does not wedge the rest, and Curator's stale-`ready` and timed-out-member behaviour next to
+//! zkr's.
+
+use std::time::Duration;
+
+use zkr_integration_tests::{children, connect_with_session, eventually, timing, unique_root};
+use zkr_recipes::barriers::{BarrierError, DistributedBarrier, DistributedDoubleBarrier};
+use zkr_testing::peers::CuratorTool;
+use zkr_testing::{expire_session, shared_server};
+use zookeeper_client::{Client, CreateMode};
+
+/// A manager whose session outlives a busy machine's stalls: the tests expire sessions on purpose.
+async fn connect(connect_string: &str) -> zkr_connection::ZkClient {
+    connect_with_session(connect_string, 30).await
+}
+
+async fn raw(connect_string: &str) -> Client {
+    Client::connect(connect_string).await.expect("raw client")
+}
+
+/// The member nodes under a double barrier (its children but `ready`).
+async fn members(observer: &Client, path: &str) -> Vec<String> {
+    children(observer, path).await.into_iter().filter(|c| c != "ready").collect()
+}
+
+#[tokio::test]
+async fn a_barrier_holds_zkr_and_curator_waiters_until_it_is_removed() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let zk = connect(&cs).await;
+    let path = format!("{}/barrier", unique_root("barrier"));
+    let barrier = DistributedBarrier::new(&zk, &path).unwrap();
+    assert!(
+        barrier.wait_on_barrier_within(Duration::from_millis(1)).await.unwrap(),
+        "not set: passes at once"
+    );
+    barrier.set_barrier().await.unwrap();
+    barrier.set_barrier().await.unwrap(); // set twice is fine
+
+    let mut curator = CuratorTool::locate().unwrap().spawn(&["barrier-wait", &cs, &path, "60000"]).unwrap();
+    curator.expect_line("WAITING").await.unwrap();
+    let waiter = {
+        let barrier = DistributedBarrier::new(&connect(&cs).await, &path).unwrap();
+        tokio::spawn(async move { barrier.wait_on_barrier().await })
+    };
+    assert!(!barrier.wait_on_barrier_within(Duration::from_millis(300)).await.unwrap(), "set: times out");
+    assert!(!waiter.is_finished(), "a waiter passed a barrier that is set");
+
+    barrier.remove_barrier().await.unwrap();
+    tokio::time::timeout(timing().wait(), waiter).await.expect("the waiter goes on").unwrap().unwrap();
+    assert_eq!(curator.expect_line("RESULT").await.unwrap(), "RESULT passed=true");
+    barrier.remove_barrier().await.unwrap(); // removed twice is fine
+
+    // Curator sets it (its node is created the same way); zkr waits on it.
+    let other = format!("{path}-curator");
+    raw(&cs)
+        .await
+        .create(&other, b"", &CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()))
+        .await
+        .unwrap();
+    let barrier = DistributedBarrier::new(&zk, &other).unwrap();
+    assert!(!barrier.wait_on_barrier_within(Duration::from_millis(200)).await.unwrap());
+    assert!(matches!(DistributedBarrier::new(&zk, "relative"), Err(BarrierError::InvalidArgument(_))));
+}
+
+#[tokio::test]
+async fn double_barrier_members_start_together_and_one_that_gives_up_leaves_no_node() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let zk = connect(&cs).await;
+    let observer = raw(&cs).await;
+    let path = format!("{}/b", unique_root("double"));
+
+    let first = {
+        let mut m = DistributedDoubleBarrier::new(&zk, &path, 3).unwrap();
+        tokio::spawn(async move { m.enter_within(timing().wait()).await.map(|entered| (entered, m)) })
+    };
+    // A second member gives up with two of three there: it does not pass, and its node goes,
+    // so it does not count for the others.
+    let mut quitter = DistributedDoubleBarrier::new(&zk, &path, 3).unwrap();
+    assert!(!quitter.enter_within(Duration::from_millis(500)).await.unwrap());
+    assert!(!quitter.is_entered());
+    eventually("the quitter's node to go", || async {
+        !children(&observer, &path).await.iter().any(|c| quitter.member_path().ends_with(c.as_str()))
+    })
+    .await;
+    assert!(!first.is_finished(), "a member passed with fewer than 3 members");
+    assert!(matches!(quitter.leave().await, Err(BarrierError::NotEntered)));
+
+    let mut others = Vec::new();
+    for _ in 0..2 {
+        let mut m = DistributedDoubleBarrier::new(&connect(&cs).await, &path, 3).unwrap();
+        others.push(tokio::spawn(async move { m.enter_within(timing().wait()).await.map(|e| (e, m)) }));
+    }
+    let mut entered = vec![first.await.unwrap().unwrap()];
+    for other in others {
+        entered.push(other.await.unwrap().unwrap());
+    }
+    assert!(entered.iter().all(|(e, _)| *e), "all three pass once the third comes");
+    let ready = observer.check_stat(&format!("{path}/ready")).await.unwrap().expect("ready exists");
+    for (_, m) in &entered {
+        let member = observer.check_stat(m.member_path()).await.unwrap().expect("members are there");
+        assert!(member.czxid < ready.czxid, "ready was created after every member");
+    }
+
+    // Leaving: the first to leave waits for the others.
+    let (_, mut a) = entered.remove(0);
+    let leaving = tokio::spawn(async move { a.leave_within(timing().wait()).await });
+    eventually("the first leaver's node to go", || async { members(&observer, &path).await.len() == 2 })
+        .await;
+    assert!(!leaving.is_finished(), "left before the others");
+    let mut rest = Vec::new();
+    for (_, mut m) in entered {
+        rest.push(tokio::spawn(async move { m.leave().await }));
+    }
+    assert!(leaving.await.unwrap().unwrap());
+    for r in rest {
+        r.await.unwrap().unwrap();
+    }
+    assert!(children(&observer, &path).await.is_empty(), "no member and no ready left");
+}
+
+#[tokio::test]
+async fn zkr_and_curator_members_share_a_double_barrier_and_a_dead_member_wedges_no_one() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let zk = connect(&cs).await;
+    let observer = raw(&cs).await;
+    let path = format!("{}/b", unique_root("double-interop"));
+    let tool = CuratorTool::locate().unwrap();
+
+    let mut zkr_member = DistributedDoubleBarrier::new(&zk, &path, 3).unwrap();
+    let mut curator = tool.spawn(&["double-barrier", &cs, &path, "3", "60000"]).unwrap();
+    // A Curator member with a short session, killed after entering: its node goes with it.
+    let mut doomed = {
+        let mut command = tool.command(&["double-barrier", &cs, &path, "3", "60000"]);
+        command.env("ZKR_PEER_SESSION_MS", "2000");
+        zkr_testing::peers::PeerProcess::spawn("doomed curator member", command).unwrap()
+    };
+    eventually("both Curator members to be there", || async { members(&observer, &path).await.len() == 2 })
+        .await;
+    zkr_member.enter_within(timing().wait()).await.unwrap().then_some(()).expect("zkr enters as the third");
+    assert_eq!(curator.expect_line("ENTERED").await.unwrap(), "ENTERED true");
+    assert_eq!(doomed.expect_line("ENTERED").await.unwrap(), "ENTERED true");
+
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(doomed.id() as i32), nix::sys::signal::Signal::SIGKILL)
+        .unwrap();
+    curator.send_line("leave").await.unwrap();
+    assert!(
+        zkr_member.leave_within(timing().wait()).await.unwrap(),
+        "the dead member's node went with its session"
+    );
+    assert_eq!(curator.expect_line("LEFT").await.unwrap(), "LEFT true");
+    assert!(members(&observer, &path).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_member_whose_session_expires_keeps_its_place() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let zk = connect(&cs).await;
+    let observer = raw(&cs).await;
+    let path = format!("{}/b", unique_root("double-expiry"));
+    let first = {
+        let mut m = DistributedDoubleBarrier::new(&zk, &path, 2).unwrap();
+        tokio::spawn(async move { m.enter_within(timing().wait()).await.map(|e| (e, m)) })
+    };
+    eventually("the first member's node", || async { members(&observer, &path).await.len() == 1 }).await;
+    let session = zk.session().await.unwrap();
+    expire_session(session.client(), &cs).await.unwrap();
+    eventually("the member's node on the new session", || async {
+        let names = members(&observer, &path).await;
+        let Some(name) = names.first() else { return false };
+        let owner = observer.check_stat(&format!("{path}/{name}")).await.unwrap().map(|s| s.ephemeral_owner);
+        owner.is_some_and(|o| o != session.id())
+    })
+    .await;
+    let mut second = DistributedDoubleBarrier::new(&connect(&cs).await, &path, 2).unwrap();
+    assert!(second.enter_within(timing().wait()).await.unwrap());
+    let (entered, mut first) = first.await.unwrap().unwrap();
+    assert!(entered);
+    let leaving = tokio::spawn(async move { first.leave().await });
+    second.leave().await.unwrap();
+    leaving.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_stale_ready_lets_a_curator_member_in_alone_but_not_a_zkr_one() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let zk = connect(&cs).await;
+    let observer = raw(&cs).await;
+    let tool = CuratorTool::locate().unwrap();
+
+    // A `ready` left behind by an earlier round (a member died before deleting it).
+    let path = format!("{}/b", unique_root("double-stale"));
+    zk.create_parents(&format!("{path}/ready")).await.unwrap();
+    zk.create(&format!("{path}/ready"), b"", CreateMode::Persistent).await.unwrap();
+    let mut curator = tool.spawn(&["double-barrier", &cs, &path, "2", "500"]).unwrap();
+    assert_eq!(curator.expect_line("ENTERED").await.unwrap(), "ENTERED true", "Curator passes alone");
+    curator.close_stdin();
+    curator.wait().await.unwrap();
+    let mut zkr_member = DistributedDoubleBarrier::new(&zk, &path, 2).unwrap();
+    assert!(!zkr_member.enter_within(Duration::from_millis(500)).await.unwrap(), "zkr waits for the quota");
+
+    // A Curator member whose enter times out leaves its node behind, and it counts: a zkr
+    // member of the next round would start with a ghost. zkr's timed-out member deletes its own.
+    let path = format!("{}/b", unique_root("double-ghost"));
+    let mut curator = tool.spawn(&["double-barrier", &cs, &path, "2", "300"]).unwrap();
+    assert_eq!(curator.expect_line("ENTERED").await.unwrap(), "ENTERED false");
+    assert_eq!(members(&observer, &path).await.len(), 1, "Curator's timed-out member left its node");
+    curator.close_stdin();
+    curator.wait().await.unwrap();
+    eventually("the ghost to go with its session", || async { members(&observer, &path).await.is_empty() })
+        .await;
+    let mut quitter = DistributedDoubleBarrier::new(&zk, &path, 2).unwrap();
+    assert!(!quitter.enter_within(Duration::from_millis(300)).await.unwrap());
+    eventually("zkr's timed-out member to delete its node", || async {
+        members(&observer, &path).await.is_empty()
+    })
+    .await;
+    assert!(matches!(DistributedDoubleBarrier::new(&zk, &path, 0), Err(BarrierError::InvalidArgument(_))));
+}
