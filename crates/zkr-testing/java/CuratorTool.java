@@ -34,7 +34,9 @@
 // More commands, one file per family (compiled together; helpers shared in Peer.java):
 // CacheCommands.java (CuratorCache: config-subscribers, cache-load, cache-memory,
 // cache-propagation) and DiscoveryCommands.java (curator-x-discovery: discovery-register,
-// discovery-list, discovery-provider, discovery-watch). Their headers list their output.
+// discovery-list, discovery-provider, discovery-watch) and CounterCommands.java
+// (DistributedAtomicLong and SharedCount: atomic-long-add, shared-count-watch, shared-count-set).
+// Their headers list their output.
 //
 // Benchmarks run a 1 s warm-up that is not counted. Exit status: 0 success, 1 error (message on
 // stderr), 2 bad arguments, 3 the parent process went away. Session timeout: 60 s, or
@@ -110,7 +112,8 @@ public final class CuratorTool {
                 + " | bench-contended CONNECT PATH SESSIONS SECONDS"
                 + " | bench-inprocess CONNECT PATH THREADS SECONDS | bench-waiters CONNECT PATH N"
                 + " | bench-ids CONNECT PATH SECONDS | bench-leader-failover CONNECT PATH"
-                + " | atomic-ids CONNECT PATH N" + CacheCommands.USAGE + DiscoveryCommands.USAGE;
+                + " | atomic-ids CONNECT PATH N" + CacheCommands.USAGE + DiscoveryCommands.USAGE
+                + CounterCommands.USAGE;
     }
 
     private static int run(String[] args) throws Exception {
@@ -180,8 +183,9 @@ public final class CuratorTool {
                 benchLeaderFailover(args[1], args[2]);
                 return 0;
             default:
-                // Commands in the other files: CacheCommands.java, DiscoveryCommands.java.
-                if (CacheCommands.run(args) || DiscoveryCommands.run(args)) {
+                // Commands in the other files: CacheCommands.java, DiscoveryCommands.java,
+                // CounterCommands.java.
+                if (CacheCommands.run(args) || DiscoveryCommands.run(args) || CounterCommands.run(args)) {
                     return 0;
                 }
                 throw new Peer.UsageException("unknown command `" + command + "`");
