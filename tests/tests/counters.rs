@@ -11,14 +11,14 @@ use std::time::Duration;
 use futures::{Stream, StreamExt};
 use zkr_connection::retry::RetryNTimes;
 use zkr_connection::ZkClient;
-use zkr_integration_tests::{children, connect, eventually, timing, unique_root};
+use zkr_integration_tests::{builder, children, connect, eventually, timing, unique_root};
 use zkr_recipes::counters::{
     CounterError, DistributedAtomicInteger, DistributedAtomicLong, PromotedToLock, SharedCount, SharedValue,
     VersionedValue,
 };
 use zkr_recipes::id::{IdGenerator, SegmentIdGenerator, StepPolicy};
 use zkr_testing::peers::{parse_result, CuratorTool, PeerProcess};
-use zkr_testing::{expire_session, shared_server};
+use zkr_testing::{expire_session, shared_server, FaultProxy};
 use zookeeper_client::{Client, CreateMode};
 
 async fn raw(connect_string: &str) -> Client {
@@ -298,6 +298,45 @@ async fn segment_ranges_and_atomic_adds_on_one_counter_never_overlap() {
     }
     let last = counter.get().await.unwrap().post_value as u64;
     assert!(all.iter().all(|id| *id <= last), "everything below the counter's value");
+}
+
+#[tokio::test]
+async fn writes_whose_replies_are_lost_are_reported_indeterminate_not_applied_twice() {
+    let server = shared_server().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let zk = builder(&proxy.connect_string()).build().unwrap();
+    let observer = raw(&server.connect_string()).await;
+    let root = unique_root("atomic-lost-reply");
+    let (count_path, long_path) = (format!("{root}/count"), format!("{root}/long"));
+    let count = started_count(&zk, &count_path, 1).await;
+    zk.create_parents(&long_path).await.unwrap();
+    let seen = count.get_versioned().unwrap();
+
+    // The request reaches the server, its reply is held, then the connection is cut: the
+    // retried write finds the version it wrote itself.
+    proxy.hold_replies();
+    let writing = tokio::spawn(async move { count.try_set(&seen, 2).await });
+    eventually("the versioned write to reach the server", || async {
+        observer.get_data(&count_path).await.unwrap().0 == 2i32.to_be_bytes()
+    })
+    .await;
+    proxy.cut();
+    proxy.heal();
+    let outcome = writing.await.unwrap();
+    assert!(matches!(outcome, Err(CounterError::Indeterminate { .. })), "{outcome:?}");
+
+    let counter = DistributedAtomicLong::new(&zk, &long_path, busy_retry()).unwrap();
+    proxy.hold_replies();
+    let creating = tokio::spawn(async move { counter.initialize(5).await });
+    eventually("the create to reach the server", || async {
+        observer.check_stat(&long_path).await.unwrap().is_some()
+    })
+    .await;
+    proxy.cut();
+    proxy.heal();
+    let outcome = creating.await.unwrap();
+    assert!(matches!(outcome, Err(CounterError::Indeterminate { .. })), "{outcome:?} (Curator: false)");
+    assert_eq!(observer.get_data(&long_path).await.unwrap().0, 5i64.to_be_bytes());
 }
 
 async fn finish(peer: PeerProcess) {

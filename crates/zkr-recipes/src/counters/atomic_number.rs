@@ -114,6 +114,14 @@ impl<T: CounterValue + Into<i64>> DistributedAtomicNumber<T> {
     }
 
     /// The node's path.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(counter: zkr_recipes::counters::DistributedAtomicLong) {
+    /// println!("counting at {}", counter.path());
+    /// # }
+    /// ```
     pub fn path(&self) -> &str {
         self.value.path()
     }

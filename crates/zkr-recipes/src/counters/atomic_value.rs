@@ -125,6 +125,14 @@ impl DistributedAtomicValue {
     }
 
     /// The node's path.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(value: zkr_recipes::counters::DistributedAtomicValue) {
+    /// println!("counting at {}", value.path());
+    /// # }
+    /// ```
     pub fn path(&self) -> &str {
         &self.path
     }

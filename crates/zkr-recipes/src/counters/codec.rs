@@ -27,18 +27,53 @@ pub trait CounterValue:
     sealed::Sealed + Copy + Eq + Default + std::fmt::Debug + std::fmt::Display + Send + Sync + 'static
 {
     /// How many bytes the value takes in the node.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zkr_recipes::counters::CounterValue;
+    /// assert_eq!(<i64 as CounterValue>::WIDTH, 8);
+    /// ```
     const WIDTH: usize;
 
     /// The node data for `self`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zkr_recipes::counters::CounterValue;
+    /// assert_eq!((-1i32).to_bytes(), vec![0xff; 4]);
+    /// ```
     fn to_bytes(self) -> Vec<u8>;
 
     /// `self + delta`, or `None` when it overflows.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zkr_recipes::counters::CounterValue;
+    /// assert_eq!(CounterValue::checked_add(i32::MAX, 1), None);
+    /// ```
     fn checked_add(self, delta: Self) -> Option<Self>;
 
     /// `self - delta`, or `None` when it overflows.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zkr_recipes::counters::CounterValue;
+    /// assert_eq!(CounterValue::checked_sub(5i64, 7), Some(-2));
+    /// ```
     fn checked_sub(self, delta: Self) -> Option<Self>;
 
-    /// The one.
+    /// One, what `increment` adds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zkr_recipes::counters::CounterValue;
+    /// assert_eq!(<i64 as CounterValue>::one(), 1);
+    /// ```
     fn one() -> Self;
 
     #[doc(hidden)]

@@ -56,6 +56,22 @@ pub use shared_value::SharedValue;
 ///
 /// A CAS that lost to another writer is no error: the operation says so with
 /// [`AtomicValue::succeeded`] or `try_set`'s `false`.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(counter: zkr_recipes::counters::DistributedAtomicLong) {
+/// use zkr_recipes::counters::CounterError;
+///
+/// match counter.increment().await {
+///     Ok(done) if done.succeeded => println!("now {}", done.post_value),
+///     Ok(_) => println!("lost every race; try later"),
+///     Err(CounterError::CorruptValue { data, .. }) => println!("not a counter: {data:?}"),
+///     Err(CounterError::Indeterminate { .. }) => println!("may or may not have counted"),
+///     Err(other) => println!("{other}"),
+/// }
+/// # }
+/// ```
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum CounterError {
@@ -150,6 +166,14 @@ pub struct VersionedValue<T> {
 
 impl<T> VersionedValue<T> {
     /// The zxid of the write that made this version (`Stat.mzxid`); -1 before the first read.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(value: zkr_recipes::counters::SharedValue) {
+    /// println!("written at zxid {:#x}", value.get_versioned().zxid());
+    /// # }
+    /// ```
     pub fn zxid(&self) -> i64 {
         self.zxid
     }
@@ -198,6 +222,15 @@ impl<T> AtomicValue<T> {
 }
 
 /// How an atomic operation went: Curator's `AtomicStats`.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(counter: zkr_recipes::counters::DistributedAtomicLong) -> Result<(), zkr_recipes::counters::CounterError> {
+/// let stats = counter.increment().await?.stats;
+/// println!("{} optimistic tries in {:?}, {} under the lock", stats.optimistic_tries, stats.optimistic_time, stats.promoted_tries);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AtomicStats {

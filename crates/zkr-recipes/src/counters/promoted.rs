@@ -39,6 +39,13 @@ pub struct PromotedToLock {
 impl PromotedToLock {
     /// A promotion to an `InterProcessMutex` at `lock_path` (checked when it is given to
     /// [`promoted_to_lock`](crate::counters::DistributedAtomicValue::promoted_to_lock)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let promotion = zkr_recipes::counters::PromotedToLock::new("/locks/visits");
+    /// assert_eq!(promotion.lock_path(), "/locks/visits");
+    /// ```
     pub fn new(lock_path: impl Into<String>) -> Self {
         PromotedToLock {
             lock_path: lock_path.into(),
@@ -49,6 +56,13 @@ impl PromotedToLock {
 
     /// How long to wait for the lock; when it passes, the operation ends without success.
     /// Defaults to no limit (Curator's default).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let promotion = zkr_recipes::counters::PromotedToLock::new("/locks/v").timeout(Duration::from_secs(2));
+    /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
@@ -56,12 +70,26 @@ impl PromotedToLock {
 
     /// How often to try again, holding the lock, when a try still loses (to a writer that
     /// does not take the lock). Defaults to `RetryNTimes(0, 0)`: one try (Curator's default).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zkr_connection::retry::RetryNTimes;
+    /// let promotion = zkr_recipes::counters::PromotedToLock::new("/locks/v").retry_policy(RetryNTimes::new(5, Duration::from_millis(1)));
+    /// ```
     pub fn retry_policy(mut self, policy: impl RetryPolicy + 'static) -> Self {
         self.retry_policy = Arc::new(policy);
         self
     }
 
     /// The lock's path.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(zkr_recipes::counters::PromotedToLock::new("/locks/v").lock_path(), "/locks/v");
+    /// ```
     pub fn lock_path(&self) -> &str {
         &self.lock_path
     }

@@ -56,6 +56,14 @@ impl SharedCount {
     }
 
     /// The node's path.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(count: zkr_recipes::counters::SharedCount) {
+    /// println!("sharing {}", count.path());
+    /// # }
+    /// ```
     pub fn path(&self) -> &str {
         self.value.path()
     }
@@ -83,6 +91,14 @@ impl SharedCount {
     ///
     /// # Errors
     /// [`CounterError::CorruptValue`] when the node does not hold 4 bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(count: zkr_recipes::counters::SharedCount) -> Result<(), zkr_recipes::counters::CounterError> {
+    /// println!("{} workers", count.get()?);
+    /// # Ok(()) }
+    /// ```
     pub fn get(&self) -> Result<i32, CounterError> {
         Ok(self.get_versioned()?.value)
     }
@@ -91,6 +107,15 @@ impl SharedCount {
     ///
     /// # Errors
     /// As [`get`](Self::get).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(count: zkr_recipes::counters::SharedCount) -> Result<(), zkr_recipes::counters::CounterError> {
+    /// let seen = count.get_versioned()?;
+    /// println!("{} at version {}", seen.value, seen.version);
+    /// # Ok(()) }
+    /// ```
     pub fn get_versioned(&self) -> Result<VersionedValue<i32>, CounterError> {
         decode(self.path(), self.value.get_versioned())
     }
@@ -98,6 +123,18 @@ impl SharedCount {
     /// Every newer count this instance sees from now on, in order, skipping to the latest
     /// when counts change faster than the stream is polled. Ends when the `SharedCount` is
     /// dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(count: zkr_recipes::counters::SharedCount) -> Result<(), zkr_recipes::counters::CounterError> {
+    /// use futures::StreamExt;
+    /// let mut changes = count.changes();
+    /// while let Some(next) = changes.next().await {
+    ///     println!("now {}", next?.value);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn changes(
         &self,
     ) -> impl Stream<Item = Result<VersionedValue<i32>, CounterError>> + Send + Unpin + 'static {

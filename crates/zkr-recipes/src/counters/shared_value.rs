@@ -112,6 +112,14 @@ impl SharedValue {
     }
 
     /// The node's path.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(value: zkr_recipes::counters::SharedValue) {
+    /// println!("sharing {}", value.path());
+    /// # }
+    /// ```
     pub fn path(&self) -> &str {
         &self.shared.path
     }
@@ -154,11 +162,28 @@ impl SharedValue {
     }
 
     /// The latest value this instance saw (the seed before [`start`](Self::start)).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(value: zkr_recipes::counters::SharedValue) {
+    /// println!("{}", String::from_utf8_lossy(&value.get()));
+    /// # }
+    /// ```
     pub fn get(&self) -> Vec<u8> {
         self.shared.current.borrow().value.clone()
     }
 
     /// The latest value with its version, for [`try_set`](Self::try_set).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(value: zkr_recipes::counters::SharedValue) {
+    /// let seen = value.get_versioned();
+    /// println!("{:?} at version {}", seen.value, seen.version);
+    /// # }
+    /// ```
     pub fn get_versioned(&self) -> VersionedValue<Vec<u8>> {
         self.shared.current.borrow().clone()
     }
@@ -166,6 +191,18 @@ impl SharedValue {
     /// Every newer value this instance sees from now on (its own writes too), in order. A
     /// value replaced before the stream was polled is skipped: the stream always goes to the
     /// latest. It ends when the `SharedValue` is dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(value: zkr_recipes::counters::SharedValue) {
+    /// use futures::StreamExt;
+    /// let mut changes = value.changes();
+    /// while let Some(next) = changes.next().await {
+    ///     println!("now {:?}", next.value);
+    /// }
+    /// # }
+    /// ```
     pub fn changes(&self) -> impl Stream<Item = VersionedValue<Vec<u8>>> + Send + Unpin + 'static {
         tokio_stream::wrappers::WatchStream::from_changes(self.shared.current.subscribe())
     }
