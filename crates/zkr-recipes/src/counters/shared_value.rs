@@ -274,7 +274,22 @@ impl SharedValue {
         if previous.version < 0 {
             return Err(self.state_error("not started"));
         }
-        let (path, version) = (self.shared.path.as_str(), previous.version);
+        match self.write_versioned(value, previous.version).await? {
+            Some(stat) => {
+                self.shared.update(value.to_vec(), &stat);
+                Ok(true)
+            }
+            None => {
+                self.shared.refresh().await?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// A write with `version`: its `Stat`, or `None` when another writer came first. A lost
+    /// race after the write was sent again (its first reply lost) may be our own first write.
+    async fn write_versioned(&self, value: &[u8], version: i32) -> Result<Option<Stat>, CounterError> {
+        let path = self.shared.path.as_str();
         let mut sent = 0;
         let written = self
             .shared
@@ -285,17 +300,11 @@ impl SharedValue {
             })
             .await;
         match written {
-            Ok(stat) => {
-                self.shared.update(value.to_vec(), &stat);
-                Ok(true)
-            }
-            Err(e) if (e.is_bad_version() || e.is_no_node()) && sent > 1 => {
-                Err(CounterError::Indeterminate { path: path.to_owned() })
-            }
-            Err(e) if e.is_bad_version() || e.is_no_node() => {
-                self.shared.refresh().await?;
-                Ok(false)
-            }
+            Ok(stat) => Ok(Some(stat)),
+            Err(e) if e.is_bad_version() || e.is_no_node() => match sent {
+                1 => Ok(None),
+                _ => Err(CounterError::Indeterminate { path: path.to_owned() }),
+            },
             Err(e) => Err(e.into()),
         }
     }
