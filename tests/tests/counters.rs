@@ -1,8 +1,9 @@
 //! `SharedCount`, `SharedValue` and `DistributedAtomicLong`/`Integer` against real ZooKeeper
 //! servers: instances that see each other's sets, stale versioned writes refused, a watcher
 //! whose session expires, concurrent increments that add up exactly (optimistic and promoted to
-//! a lock), a corrupted node, a segment ID generator on the same counter, and a Curator 5.4
-//! process counting and sharing a count with zkr.
+//! a lock), corrupted nodes, writes whose replies are lost (reported, never applied twice), a
+//! segment ID generator on the same counter, and a Curator 5.4 process counting and sharing a
+//! count with zkr.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -110,6 +111,27 @@ async fn shared_values_refuse_bad_input_and_use_before_start() {
     value.set(b"next").await.unwrap();
     assert_eq!(value.get(), b"next", "its own write is seen at once");
     value.close().await;
+}
+
+#[tokio::test]
+async fn a_shared_count_of_the_wrong_width_is_the_typed_error_until_repaired() {
+    let server = shared_server().await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let other = raw(&server.connect_string()).await;
+    let path = format!("{}/count", unique_root("shared-count-corrupt"));
+    let count = started_count(&zk, &path, 1).await;
+    let mut changes = count.changes();
+    other.set_data(&path, b"abc", None).await.unwrap();
+    let seen = tokio::time::timeout(timing().wait(), changes.next()).await.unwrap().unwrap();
+    assert!(
+        matches!(&seen, Err(CounterError::CorruptValue { expected: 4, data, .. }) if data == b"abc"),
+        "{seen:?}"
+    );
+    assert!(matches!(count.get(), Err(CounterError::CorruptValue { .. })));
+    count.set(6).await.unwrap();
+    until_count(&mut changes, 6).await;
+    assert_eq!(count.get().unwrap(), 6);
+    count.close().await;
 }
 
 #[tokio::test]
