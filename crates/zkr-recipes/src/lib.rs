@@ -23,6 +23,7 @@
 pub mod barriers;
 pub mod cache;
 pub mod config;
+pub mod counters;
 pub mod discovery;
 mod fence;
 pub mod id;
@@ -58,6 +59,8 @@ mod guides {
     pub struct RecipesCache;
     #[doc = include_str!("../../../docs/recipes/config.md")]
     pub struct RecipesConfig;
+    #[doc = include_str!("../../../docs/recipes/counters.md")]
+    pub struct RecipesCounters;
     #[doc = include_str!("../../../docs/recipes/discovery.md")]
     pub struct RecipesDiscovery;
     #[doc = include_str!("../../../docs/recipes/nodes.md")]

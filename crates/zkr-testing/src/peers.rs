@@ -1,7 +1,7 @@
 //! Apache Curator and kazoo as peer processes, for interop tests and side-by-side benchmarks.
 //!
 //! [`CuratorTool`] runs a small Java program against Curator 5.4 (`InterProcessMutex`,
-//! `LeaderLatch`, `CuratorCache`, curator-x-discovery's `ServiceDiscovery`); [`KazooTool`] runs
+//! `LeaderLatch`, `CuratorCache`, `DistributedAtomicLong`, `SharedCount`, curator-x-discovery's `ServiceDiscovery`); [`KazooTool`] runs
 //! a Python script against kazoo's `Lock`. Both speak a line protocol on stdout (one line per
 //! event, flushed at once) and take commands on stdin where noted. `<t_us>` is a `CLOCK_MONOTONIC` timestamp in microseconds (`System.nanoTime() / 1000`,
 //! `time.monotonic_ns() // 1000`), comparable between peers on one machine.
@@ -26,6 +26,9 @@
 //! | `discovery-list CONNECT BASE NAME` | Curator | `INSTANCE <id> <stored JSON>` per instance of `queryForInstances` (sorted by id), then `RESULT count=N` |
 //! | `discovery-provider CONNECT BASE NAME N` | Curator | a round-robin `ServiceProvider`, `getInstance()` N times: `RESULT ids=<id,id,...>` (empty when none) |
 //! | `discovery-watch CONNECT BASE NAME` | Curator | a `ServiceCache`: `READY`, then `INSTANCES <sorted ids, comma-separated>` at once and after every change; until stdin EOF |
+//! | `atomic-long-add CONNECT PATH N` | Curator | a `DistributedAtomicLong` (lost races retried under `RetryNTimes(1000, 1)`): `READY`, then on a stdin line N `increment()`s and `RESULT post=<last post value> succeeded=<count> tries=<optimistic tries>` |
+//! | `shared-count-watch CONNECT PATH` | Curator | a started `SharedCount` (seed 0): `COUNT <n>` at once and on every change; until stdin EOF |
+//! | `shared-count-set CONNECT PATH VALUE` | Curator | a started `SharedCount` (seed 0), `setCount(VALUE)`: `RESULT count=<n>` |
 //!
 //! Benchmarks run a one-second warm-up that is not counted; `rss_kb` is the peak resident set
 //! (`VmHWM`). Exit status: 0 success, 1 error (message on stderr), 2 bad arguments, 3 the parent
@@ -36,8 +39,8 @@
 //! The discovery commands use `ServiceDiscoveryBuilder` with `JsonInstanceSerializer<Map>` in
 //! its non-compatible mode (so `enabled` is stored too); Jackson stores the payload map with a
 //! type property, `"payload":{"@class":"java.util.LinkedHashMap",...}`. `CuratorTool.java`'s
-//! commands for caches, discovery and barriers and revocation live in `CacheCommands.java`,
-//! `DiscoveryCommands.java` and `BarrierCommands.java`.
+//! commands for caches, discovery, barriers and revocation, and counters live in
+//! `CacheCommands.java`, `DiscoveryCommands.java`, `BarrierCommands.java` and `CounterCommands.java`.
 //!
 //! The two libraries' lock recipes do not see each other's lock nodes (Curator names them
 //! `_c_<uuid>-lock-<seq>`, kazoo `<uuid>__lock__<seq>`), so a Curator and a kazoo client can
@@ -86,6 +89,7 @@ const CURATOR_SOURCES: &[(&str, &str)] = &[
     ("CacheCommands.java", include_str!("../java/CacheCommands.java")),
     ("DiscoveryCommands.java", include_str!("../java/DiscoveryCommands.java")),
     ("BarrierCommands.java", include_str!("../java/BarrierCommands.java")),
+    ("CounterCommands.java", include_str!("../java/CounterCommands.java")),
 ];
 const KAZOO_SOURCE: &str = include_str!("../peers/kazoo_tool.py");
 /// Debian's jars (`libcurator-recipes-java`, `libcurator-discovery-java` and what they depend

@@ -11,6 +11,7 @@ use zkr_connection::{path, ZkClient};
 use zookeeper_client::CreateMode;
 
 use super::{IdError, IdGenerator};
+use crate::counters::codec;
 
 /// The largest `next_batch`.
 pub const MAX_BATCH: usize = 1_000_000;
@@ -84,17 +85,21 @@ impl StepPolicy {
     }
 }
 
-/// The counter node's value: 8 bytes, big-endian, signed, as Apache Curator's
-/// `DistributedAtomicLong` stores it.
+/// The counter node's value: a `DistributedAtomicLong` (the codec of [`crate::counters`]),
+/// stricter than Curator: a node without data is refused rather than read as 0, and so is a
+/// negative counter.
 fn decode(data: &[u8]) -> Result<u64, String> {
-    let bytes: [u8; 8] =
-        data.try_into().map_err(|_| format!("{} bytes, not an 8-byte counter", data.len()))?;
-    u64::try_from(i64::from_be_bytes(bytes)).map_err(|_| "a negative counter".to_owned())
+    let wrong_length = |len: usize| format!("{len} bytes, not an 8-byte counter");
+    if data.is_empty() {
+        return Err(wrong_length(0));
+    }
+    let value = codec::decode_exact::<i64>(data).map_err(|wrong| wrong_length(wrong.data.len()))?;
+    u64::try_from(value).map_err(|_| "a negative counter".to_owned())
 }
 
 fn encode(value: u64) -> [u8; 8] {
     // Callers keep values at or below i64::MAX.
-    (value as i64).to_be_bytes()
+    codec::encode_long(value as i64)
 }
 
 /// The `step` IDs after `value` (the last ID claimed, as `DistributedAtomicLong.add` returns

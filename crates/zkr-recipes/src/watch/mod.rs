@@ -11,8 +11,8 @@
 //! answers `Unimplemented` (before 3.6) it falls back to one-shot watches set by a full read.
 //!
 //! The engine owns no state of its own: it feeds a [`Consumer`] (reset with a full read, apply a
-//! burst of events), which is the recipe's policy. The lock's children view and the config
-//! watchers are consumers.
+//! burst of events), which is the recipe's policy. The lock's children view, the config
+//! watchers, the cache, persistent nodes and shared values are consumers.
 
 use std::future::Future;
 use std::ops::ControlFlow;
