@@ -30,6 +30,7 @@ pub mod id;
 pub mod leader;
 pub mod locks;
 pub mod nodes;
+pub mod partition;
 pub(crate) mod watch;
 
 /// Every ```rust block of the README and the guides in `docs/`, compiled by
@@ -67,6 +68,8 @@ mod guides {
     pub struct RecipesDiscovery;
     #[doc = include_str!("../../../docs/recipes/nodes.md")]
     pub struct RecipesNodes;
+    #[doc = include_str!("../../../docs/recipes/partition.md")]
+    pub struct RecipesPartition;
     #[doc = include_str!("../../../docs/recipes/ids.md")]
     pub struct RecipesIds;
     #[doc = include_str!("../../../docs/recipes/leader.md")]

@@ -28,7 +28,8 @@ from kazoo.exceptions import LockTimeout
 
 CONNECTION_TIMEOUT_S = 15.0
 SESSION_ENV = "ZKR_PEER_SESSION_MS"
-USAGE = "usage: kazoo_tool.py lock CONNECT PATH ROUNDS HOLD_MS | hold CONNECT PATH | try CONNECT PATH TIMEOUT_MS"
+USAGE = ("usage: kazoo_tool.py lock CONNECT PATH ROUNDS HOLD_MS | hold CONNECT PATH | try CONNECT PATH TIMEOUT_MS"
+         " | partition CONNECT PATH ITEM[,ITEM...] IDENTIFIER TIME_BOUNDARY_MS")
 
 _clients = []
 
@@ -142,11 +143,40 @@ def cmd_try(hosts, path, timeout_ms):
         out("NOT_ACQUIRED")
 
 
+def cmd_partition(hosts, path, items, ident, boundary_ms):
+    """A SetPartitioner member: ACQUIRED <items, comma-separated> on every acquisition,
+    RELEASE when asked to let go (then it releases and allocates again); until stdin EOF."""
+    client = connect(hosts)
+    done = threading.Event()
+
+    def stdin_eof():
+        for _ in sys.stdin:
+            pass
+        done.set()
+
+    threading.Thread(target=stdin_eof, name="stdin-eof", daemon=True).start()
+    partitioner = client.SetPartitioner(path, set=items.split(","), identifier=ident,
+                                        time_boundary=boundary_ms / 1000.0)
+    while not done.is_set():
+        if partitioner.failed:
+            raise RuntimeError("the partitioner failed")
+        elif partitioner.release:
+            out("RELEASE")
+            partitioner.release_set()
+        elif partitioner.acquired:
+            out("ACQUIRED %s" % ",".join(sorted(partitioner)))
+            while partitioner.acquired and not done.is_set():
+                time.sleep(0.02)
+        elif partitioner.allocating:
+            partitioner.wait_for_acquire(timeout=0.2)
+    partitioner.finish()
+
+
 def run(argv):
     if not argv:
         raise UsageError("no command given")
     command, args = argv[0], argv[1:]
-    arity = {"lock": 4, "hold": 2, "try": 3}
+    arity = {"lock": 4, "hold": 2, "try": 3, "partition": 5}
     if command not in arity:
         raise UsageError("unknown command `%s`" % command)
     if len(args) != arity[command]:
@@ -155,6 +185,8 @@ def run(argv):
         cmd_lock(args[0], args[1], non_negative_int(args[2], "ROUNDS"), non_negative_int(args[3], "HOLD_MS"))
     elif command == "hold":
         cmd_hold(args[0], args[1])
+    elif command == "partition":
+        cmd_partition(args[0], args[1], args[2], args[3], non_negative_int(args[4], "TIME_BOUNDARY_MS"))
     else:
         cmd_try(args[0], args[1], non_negative_int(args[2], "TIMEOUT_MS"))
 

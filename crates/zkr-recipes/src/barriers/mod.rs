@@ -95,7 +95,7 @@ async fn cache(
 
 /// Waits for the first snapshot of `snapshots` (a confirmed one: initialized, not stale) for
 /// which `check` answers `Some`; `None` when the deadline passes first.
-async fn wait_for<T>(
+pub(crate) async fn wait_for<T>(
     snapshots: &mut watch::Receiver<Arc<CacheSnapshot>>,
     deadline: Option<Instant>,
     mut check: impl FnMut(&CacheSnapshot) -> Option<T>,

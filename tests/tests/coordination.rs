@@ -1,8 +1,9 @@
-//! `DistributedBarrier` and `DistributedDoubleBarrier` against real ZooKeeper servers and real
-//! Curator 5.4 processes on the same nodes: nobody passes early, a member that times out or
-//! dies leaves nothing that lets others pass or makes them wait, a session expiry of a member
-//! does not wedge the rest, and Curator's stale-`ready` and timed-out-member behaviour next to
-//! zkr's.
+//! Barriers and set partitioning against real ZooKeeper servers and real peers.
+//! `DistributedBarrier` and `DistributedDoubleBarrier` beside Curator 5.4 processes on the same
+//! nodes: nobody passes early, a member that times out or dies leaves nothing that lets others
+//! pass or makes them wait, a session expiry of a member does not wedge the rest, and Curator's
+//! stale-`ready` and timed-out-member behaviour next to zkr's. `SetPartitioner`: shares that
+//! never overlap and follow the party, beside a kazoo `SetPartitioner` process.
 
 use std::time::Duration;
 
@@ -223,4 +224,149 @@ async fn a_stale_ready_lets_a_curator_member_in_alone_but_not_a_zkr_one() {
     })
     .await;
     assert!(matches!(DistributedDoubleBarrier::new(&zk, &path, 0), Err(BarrierError::InvalidArgument(_))));
+}
+
+/// Who holds which item, as the members of a set partitioner report it, and every time an
+/// item was taken while another member still had it.
+#[derive(Default)]
+struct Holdings {
+    held: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
+    overlaps: std::sync::atomic::AtomicUsize,
+}
+
+impl Holdings {
+    fn by(&self, member: &str) -> Vec<String> {
+        self.held.lock().unwrap().iter().filter(|(_, m)| *m == member).map(|(i, _)| i.clone()).collect()
+    }
+}
+
+/// A member that takes its share, records it, and lets it go whenever the party changes,
+/// until `stop` (then it leaves the party).
+fn run_member(
+    zk: zkr_connection::ZkClient,
+    path: String,
+    items: Vec<String>,
+    id: &str,
+    holdings: std::sync::Arc<Holdings>,
+) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    use zkr_recipes::partition::SetPartitioner;
+    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let id = id.to_owned();
+    let task = tokio::spawn(async move {
+        let partitioner = SetPartitioner::builder(&zk, &path, items)
+            .identifier(&id)
+            .time_boundary(Duration::from_millis(300))
+            .max_reaction_time(Duration::from_millis(100))
+            .start()
+            .await
+            .unwrap();
+        loop {
+            let set = tokio::select! {
+                set = partitioner.acquire() => set.unwrap(),
+                _ = &mut stopped => break,
+            };
+            {
+                let mut held = holdings.held.lock().unwrap();
+                for item in set.items() {
+                    if held.insert(item.clone(), id.clone()).is_some() {
+                        holdings.overlaps.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                }
+            }
+            let stop_now = tokio::select! {
+                () = set.changed() => false,
+                _ = &mut stopped => true,
+            };
+            holdings.held.lock().unwrap().retain(|_, m| *m != id);
+            set.release().await;
+            if stop_now {
+                break;
+            }
+        }
+        partitioner.finish().await;
+    });
+    (stop, task)
+}
+
+#[tokio::test]
+async fn set_partitioners_split_a_set_without_overlap_and_rebalance_as_members_come_and_go() {
+    use zkr_recipes::partition::share;
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let path = unique_root("partition");
+    let items: Vec<String> = (0..6).map(|i| format!("shard-{i}")).collect();
+    let holdings = std::sync::Arc::new(Holdings::default());
+    let expect = |members: &[&str]| {
+        let members: Vec<String> = members.iter().map(|m| m.to_string()).collect();
+        members.iter().map(|m| (m.clone(), share(m, &members, &items))).collect::<Vec<_>>()
+    };
+    let settled = |members: Vec<(String, Vec<String>)>| {
+        let holdings = holdings.clone();
+        async move {
+            eventually("the shares to settle", || async {
+                members.iter().all(|(m, share)| holdings.by(m) == *share)
+            })
+            .await;
+        }
+    };
+    let (stop_a, a) = run_member(connect(&cs).await, path.clone(), items.clone(), "w-a", holdings.clone());
+    let (stop_b, b) = run_member(connect(&cs).await, path.clone(), items.clone(), "w-b", holdings.clone());
+    settled(expect(&["w-a", "w-b"])).await;
+    let (stop_c, c) = run_member(connect(&cs).await, path.clone(), items.clone(), "w-c", holdings.clone());
+    settled(expect(&["w-a", "w-b", "w-c"])).await;
+    stop_b.send(()).unwrap();
+    b.await.unwrap();
+    settled(expect(&["w-a", "w-c"])).await;
+    assert_eq!(
+        holdings.overlaps.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "an item was held by two members"
+    );
+    for (stop, task) in [(stop_a, a), (stop_c, c)] {
+        stop.send(()).unwrap();
+        task.await.unwrap();
+    }
+    let observer = raw(&cs).await;
+    assert!(children(&observer, &format!("{path}/party")).await.is_empty(), "finish leaves the party");
+}
+
+#[tokio::test]
+async fn a_zkr_member_and_a_kazoo_set_partitioner_share_one_set() {
+    use zkr_recipes::partition::SetPartitioner;
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let zk = connect(&cs).await;
+    let path = unique_root("partition-kazoo");
+    let items = ["q-1", "q-2", "q-3", "q-4"];
+    let partitioner = SetPartitioner::builder(&zk, &path, items)
+        .identifier("w-a")
+        .time_boundary(Duration::from_millis(500))
+        .max_reaction_time(Duration::from_millis(100))
+        .start()
+        .await
+        .unwrap();
+    let mut kazoo = zkr_testing::peers::KazooTool::locate()
+        .unwrap()
+        .spawn(&["partition", &cs, &path, &items.join(","), "w-b", "500"])
+        .unwrap();
+    // Until both are in the party and it is still, shares may be taken and given back.
+    let mut set = partitioner.acquire().await.unwrap();
+    while set.items() != ["q-1", "q-3"] {
+        set.changed().await;
+        set.release().await;
+        set = partitioner.acquire().await.unwrap();
+    }
+    let mut line = kazoo.expect_line("ACQUIRED").await.unwrap();
+    while line != "ACQUIRED q-2,q-4" {
+        line = kazoo.expect_line("ACQUIRED").await.unwrap();
+    }
+    // kazoo leaves: zkr is told, and takes the whole set.
+    kazoo.close_stdin();
+    kazoo.wait().await.unwrap();
+    tokio::time::timeout(timing().wait(), set.changed()).await.expect("told that the party changed");
+    set.release().await;
+    let set = partitioner.acquire().await.unwrap();
+    assert_eq!(set.items(), ["q-1", "q-2", "q-3", "q-4"]);
+    set.release().await;
+    partitioner.finish().await;
 }
