@@ -14,6 +14,8 @@ use crate::timing;
 #[derive(Debug, Default)]
 struct Seen {
     ids: Vec<u64>,
+    /// Outcomes the worker could not know (`unknown` lines of the counter kind).
+    unknown: usize,
     last_at: Option<Instant>,
     session: Option<i64>,
 }
@@ -58,6 +60,9 @@ impl IdWorker {
                 let mut seen = sink.lock().unwrap();
                 if let Some(session) = line.strip_prefix("session ") {
                     seen.session = session.parse().ok();
+                } else if line == "unknown" {
+                    seen.unknown += 1;
+                    seen.last_at = Some(Instant::now());
                 } else {
                     seen.ids.push(line.parse().expect("an ID"));
                     seen.last_at = Some(Instant::now());
@@ -72,9 +77,15 @@ impl IdWorker {
         self.seen.lock().unwrap().session.unwrap_or_default()
     }
 
-    /// How many IDs it has printed.
+    /// How many IDs (or counter outcomes, known or not) it has printed.
     pub fn drawn(&self) -> usize {
-        self.seen.lock().unwrap().ids.len()
+        let seen = self.seen.lock().unwrap();
+        seen.ids.len() + seen.unknown
+    }
+
+    /// How many `unknown` outcomes it has printed.
+    pub fn unknown(&self) -> usize {
+        self.seen.lock().unwrap().unknown
     }
 
     /// When it last printed an ID.

@@ -4,7 +4,9 @@
 //! worker paused (`SIGSTOP`) longer than the session timeout, a worker's session expired, and
 //! a worker killed with `SIGKILL` and replaced. Every worker makes progress after every fault,
 //! no ID is handed out twice across processes, and each process's IDs increase. The per-kind
-//! summary (IDs, faults, slowest recovery) goes to stderr.
+//! summary (IDs, faults, slowest recovery) goes to stderr. The same schedule runs three
+//! processes incrementing one `DistributedAtomicLong`: every success has its own value, and the
+//! final count is the successes plus at most the outcomes the workers could not know.
 
 use std::path::Path;
 use std::time::Duration;
@@ -47,15 +49,20 @@ async fn kind_under_faults(cluster: &TestingCluster, kind: &str) {
     zkr_testing::expire_session_id(workers[1].session(), WORKER_SESSION, &cs).await.unwrap();
     recoveries.push(progress(&workers.iter().collect::<Vec<_>>(), 50, "after a session expiry").await);
 
+    let mut unknown = workers[2].unknown() + 1; // + the increment in flight when it was killed
     let killed = workers.remove(2).kill().await;
     workers.push(IdWorker::spawn(binary(), &cs, kind, &path, 0, "w2").await);
     recoveries.push(progress(&workers.iter().collect::<Vec<_>>(), 50, "after a worker SIGKILL").await);
 
     let mut runs = vec![killed];
     for worker in workers {
+        unknown += worker.unknown();
         runs.push(worker.finish().await);
     }
     let ids = check_runs(&runs);
+    if kind == "counter" {
+        check_count(&cs, &path, &ids, unknown).await;
+    }
     let slowest = recoveries.iter().max().copied().unwrap_or_default();
     eprintln!(
         "[checker ids] {kind}: {} IDs from 4 processes, 5 faults, 0 duplicates, slowest progress after a fault {} ms",
@@ -64,10 +71,35 @@ async fn kind_under_faults(cluster: &TestingCluster, kind: &str) {
     );
 }
 
+/// The counter's final value counts every increment that reported success once, and the
+/// others only when they could not know: successes <= final <= successes + unknown outcomes.
+/// (`check_runs` has already shown that no two successes got the same value.)
+async fn check_count(cs: &str, path: &str, successes: &[u64], unknown: usize) {
+    let observer = zookeeper_client::Client::connect(cs).await.unwrap();
+    let (data, _) = observer.get_data(path).await.unwrap();
+    let total = u64::try_from(i64::from_be_bytes(data.try_into().expect("8 bytes"))).unwrap();
+    let known = successes.len() as u64;
+    assert!(total >= known, "the counter is {total} but {known} increments succeeded");
+    assert!(
+        total <= known + unknown as u64,
+        "the counter is {total}: more than {known} successes and {unknown} unknown"
+    );
+    assert!(successes.iter().all(|v| (1..=total).contains(v)), "a success's value is beyond the count");
+    eprintln!("[checker ids] counter: {total} counted, {known} increments reported success, {unknown} could not know");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_id_is_handed_out_twice_under_faults() {
     let cluster = TestingCluster::start(3).await.unwrap();
     for kind in ["sequential", "segment", "snowflake"] {
         kind_under_faults(&cluster, kind).await;
     }
+}
+
+/// Issue 19's counter checker: several processes increment one `DistributedAtomicLong`
+/// through the same faults.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_increment_is_counted_twice_or_lost_under_faults() {
+    let cluster = TestingCluster::start(3).await.unwrap();
+    kind_under_faults(&cluster, "counter").await;
 }

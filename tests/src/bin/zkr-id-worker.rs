@@ -3,6 +3,10 @@
 //! own line as soon as it has it, draws in small paced batches so that faults land mid-run,
 //! and keeps going through errors (printed to stderr) until it has COUNT IDs, or, with a
 //! COUNT of 0, until its stdin closes.
+//!
+//! KIND `counter` increments a `DistributedAtomicLong` at PATH instead, one increment at a
+//! time: it prints the post value of each increment that succeeded, and `unknown` for one that
+//! may or may not have been applied (`CounterError::Indeterminate`).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +34,11 @@ async fn main() {
     // The first line names the session, and a line names every new one, for tests that
     // expire sessions from outside.
     zkr_integration_tests::announce_sessions(&zk, "session");
+    if kind == "counter" {
+        count_up(&zk, path, count).await;
+        zk.close().await;
+        return;
+    }
     let mut snowflake = None;
     let generator: Box<dyn IdGenerator> = match kind.as_str() {
         "sequential" => {
@@ -49,15 +58,7 @@ async fn main() {
         }
         other => panic!("unknown kind {other}"),
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    if count == 0 {
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            let mut sink = Vec::new();
-            let _ = tokio::io::AsyncReadExt::read_to_end(&mut tokio::io::stdin(), &mut sink).await;
-            stop.store(true, Ordering::SeqCst);
-        });
-    }
+    let stop = stop_on_stdin_eof(count);
     let mut drawn = 0;
     while (count == 0 || drawn < count) && !stop.load(Ordering::SeqCst) {
         let want = if count == 0 { 5 } else { 5.min(count - drawn) };
@@ -85,4 +86,53 @@ async fn main() {
     }
     drop(generator);
     zk.close().await;
+}
+
+/// Increments the counter at `path` `count` times (0: until stdin closes), printing each
+/// outcome as it comes.
+async fn count_up(zk: &ZkClient, path: &str, count: usize) {
+    use zkr_recipes::counters::{CounterError, DistributedAtomicLong};
+    let policy = zkr_connection::retry::RetryNTimes::new(20, Duration::from_millis(5));
+    let counter = DistributedAtomicLong::new(zk, path, policy).expect("counter");
+    let stop = stop_on_stdin_eof(count);
+    let mut done = 0;
+    while (count == 0 || done < count) && !stop.load(Ordering::SeqCst) {
+        let outcome = tokio::time::timeout(Duration::from_secs(10), counter.increment()).await;
+        let line = match outcome {
+            Ok(Ok(value)) if value.succeeded => value.post_value.to_string(),
+            Ok(Ok(_)) => {
+                eprintln!("error: the increment lost every race");
+                continue;
+            }
+            Ok(Err(CounterError::Indeterminate { .. })) => "unknown".to_owned(),
+            Ok(Err(e)) => {
+                eprintln!("error: {e}");
+                continue;
+            }
+            Err(_) => {
+                // The dropped increment may have been applied.
+                eprintln!("error: increment gave no answer within 10 s");
+                "unknown".to_owned()
+            }
+        };
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{line}").expect("stdout");
+        out.flush().expect("stdout");
+        done += 1;
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// A flag set when stdin closes (for a `count` of 0).
+fn stop_on_stdin_eof(count: usize) -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    if count == 0 {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut sink = Vec::new();
+            let _ = tokio::io::AsyncReadExt::read_to_end(&mut tokio::io::stdin(), &mut sink).await;
+            stop.store(true, Ordering::SeqCst);
+        });
+    }
+    stop
 }
