@@ -8,6 +8,11 @@
 //                                              every countHasChanged; until stdin EOF
 //   shared-count-set CONNECT PATH VALUE        a started SharedCount (seed 0), setCount(VALUE):
 //                                              RESULT count=<getCount() after it>
+//   bench-counter CONNECT PATH SESSIONS SECONDS
+//                                              SESSIONS threads, each with its own session and
+//                                              DistributedAtomicLong on PATH (RetryNTimes(1000, 1)),
+//                                              increment() in a loop for a 1 s warm-up and SECONDS:
+//                                              RESULT ops=<succeeded increments> seconds p50_us p99_us
 
 import java.io.IOException;
 
@@ -22,7 +27,7 @@ import org.apache.curator.retry.RetryNTimes;
 
 final class CounterCommands {
     static final String USAGE = " | atomic-long-add CONNECT PATH N | shared-count-watch CONNECT PATH"
-            + " | shared-count-set CONNECT PATH VALUE";
+            + " | shared-count-set CONNECT PATH VALUE | bench-counter CONNECT PATH SESSIONS SECONDS";
 
     private CounterCommands() {}
 
@@ -36,6 +41,10 @@ final class CounterCommands {
             case "shared-count-watch":
                 Peer.arity(args, 3);
                 sharedCountWatch(args[1], args[2]);
+                return true;
+            case "bench-counter":
+                Peer.arity(args, 5);
+                benchCounter(args[1], args[2], Peer.positiveInt(args[3], "SESSIONS"), Peer.seconds(args[4]));
                 return true;
             case "shared-count-set":
                 Peer.arity(args, 4);
@@ -102,5 +111,48 @@ final class CounterCommands {
         count.setCount(value);
         Peer.out("RESULT count=" + count.getCount());
         count.close();
+    }
+
+    static void benchCounter(String connect, String path, int sessions, double seconds) throws Exception {
+        long warm = System.nanoTime() + Peer.WARMUP_NANOS;
+        long end = warm + Peer.toNanos(seconds);
+        java.util.List<Thread> threads = new java.util.ArrayList<>();
+        java.util.List<Peer.Latencies> all = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic.AtomicReference<>();
+        for (int i = 0; i < sessions; i++) {
+            DistributedAtomicLong counter = new DistributedAtomicLong(Peer.connect(connect), path, new RetryNTimes(1000, 1));
+            Thread t = new Thread(() -> {
+                Peer.Latencies latencies = new Peer.Latencies();
+                try {
+                    while (true) {
+                        long t0 = System.nanoTime();
+                        if (t0 >= end) {
+                            break;
+                        }
+                        boolean ok = counter.increment().succeeded();
+                        long t1 = System.nanoTime();
+                        if (ok && t0 >= warm && t1 <= end) {
+                            latencies.add(t1 - t0);
+                        }
+                    }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+                all.add(latencies);
+            }, "counter-" + i);
+            threads.add(t);
+        }
+        for (Thread t : threads) {
+            t.start();
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        Peer.rethrow(failure);
+        Peer.Latencies merged = new Peer.Latencies();
+        for (Peer.Latencies l : all) {
+            merged.addAll(l);
+        }
+        Peer.out(Peer.result(merged, seconds));
     }
 }
