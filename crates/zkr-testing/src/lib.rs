@@ -45,7 +45,7 @@ pub use error::{Error, Result};
 pub use four_letter::{four_letter_word, parse_mntr};
 pub use install::{Installation, INSTALL_COMMAND};
 pub use options::ServerOptions;
-pub use proxy::{FaultProxy, ProxyMode};
+pub use proxy::{FaultProxy, Latency, ProxyMode};
 pub use server::{env_or_embedded, shared_server, TestingServer};
 pub use session::{expire_session, expire_session_id};
 pub use timing::{Timing, TIMING_MULTIPLIER_ENV};
