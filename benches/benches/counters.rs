@@ -12,12 +12,11 @@
 use std::time::{Duration, Instant};
 
 use anyhow::ensure;
-use zkr_benches::{fmt_rate, fmt_ratio, packets_received, Latencies, Measurement, Span, Table, Window};
+use zkr_benches::{fmt_rate, fmt_ratio, Deployment, Latencies, Measurement, Span, Table, Window};
 use zkr_connection::retry::RetryNTimes;
 use zkr_connection::ZkClient;
 use zkr_recipes::counters::DistributedAtomicLong;
 use zkr_testing::peers::CuratorTool;
-use zkr_testing::TestingServer;
 
 const ROUNDS: usize = 2;
 
@@ -66,13 +65,13 @@ async fn zkr(cs: &str, path: &str, sessions: usize, seconds: f64) -> anyhow::Res
 
 /// Runs `measure`, and the server's packets received per counted increment meanwhile
 /// (warm-up included in the packets, so a slight overestimate for both).
-async fn with_packets<F>(server: &TestingServer, measure: F) -> anyhow::Result<(Measurement, f64)>
+async fn with_packets<F>(server: &Deployment, measure: F) -> anyhow::Result<(Measurement, f64)>
 where
     F: std::future::Future<Output = anyhow::Result<Measurement>>,
 {
-    let before = packets_received(&server.four_letter_word("mntr").await?).unwrap_or_default();
+    let before = server.packets_received().await?;
     let m = measure.await?;
-    let after = packets_received(&server.four_letter_word("mntr").await?).unwrap_or_default();
+    let after = server.packets_received().await?;
     let per = (after.saturating_sub(before)) as f64 / m.ops.max(1) as f64;
     Ok((m, per))
 }

@@ -192,7 +192,10 @@ async fn main() -> anyhow::Result<()> {
         ]);
     }
     zkr_benches::print_report(
-        &format!("ID generators ({seconds} s windows, {ROUNDS} rounds for the server-bound rows)"),
+        &format!(
+            "ID generators ({seconds} s windows, {ROUNDS} rounds for the server-bound rows, {})",
+            server.describe()
+        ),
         &table,
     );
     println!(

@@ -10,6 +10,10 @@
 //!   process and the machine;
 //! - [`Table`] and the `fmt_*` functions: the markdown output.
 
+mod deploy;
+
+pub use deploy::Deployment;
+
 use std::fmt::Write as _;
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -153,12 +157,12 @@ impl BenchOptions {
     }
 }
 
-/// What a side-by-side benchmark needs: a server started for the run, Apache Curator's peer
-/// tool, and a zkr connection manager on the server.
+/// What a side-by-side benchmark needs: the servers started for the run (a [`Deployment`]),
+/// Apache Curator's peer tool, and a zkr connection manager on them.
 #[derive(Debug)]
 pub struct Setup {
-    /// The server (stopped when dropped).
-    pub server: zkr_testing::TestingServer,
+    /// The servers (stopped when dropped).
+    pub server: Deployment,
     /// Its connect string.
     pub connect_string: String,
     /// Curator 5.4 as a peer process.
@@ -168,13 +172,14 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// Starts the server, finds Curator and connects.
+    /// Starts the servers ([`Deployment::from_env`]), finds Curator and connects.
     ///
     /// # Errors
     /// The server would not start, Curator is not installed, or the connection failed.
     pub async fn start() -> anyhow::Result<Self> {
         use anyhow::Context as _;
-        let server = zkr_testing::TestingServer::start().await.context("starting a ZooKeeper server")?;
+        let server = Deployment::from_env().await?;
+        eprintln!("[bench] on {}", server.describe());
         let connect_string = server.connect_string();
         let curator =
             zkr_testing::peers::CuratorTool::locate().context("Apache Curator (libcurator-recipes-java)")?;

@@ -1,6 +1,7 @@
 //! IDs from ZooKeeper sequence nodes, without the seeds' leaks and wrap.
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot};
@@ -20,6 +21,11 @@ pub const SEQUENCE_BITS: u32 = 31;
 /// margin of 2^24 for creates still in flight when the first generator sees the limit.
 pub const DEFAULT_EPOCH_CAPACITY: u32 = (1 << 31) - (1 << 24);
 const EPOCH_PREFIX: &str = "epoch-";
+/// How long ID nodes whose sequences were read wait for the next batch's multi-op to delete
+/// them before they get a delete of their own. A session's requests are applied in order, so
+/// a delete sent between two batches would hold the next batch's creates up by one commit:
+/// a caller that draws again at once pays one write per batch instead of two.
+const DELETE_LINGER: Duration = Duration::from_millis(10);
 
 /// Composes an ID from an epoch and a sequence within it: `epoch << 31 | sequence`.
 ///
@@ -74,18 +80,19 @@ fn usable_sequence(sequence: i64, capacity: u32) -> Option<u32> {
 ///   In particular IDs are monotonic per generator, in the order calls were made.
 /// - **Not dense**: ZooKeeper's counter counts every child created under the epoch node, so
 ///   lost replies, other generators and epoch switches skip numbers.
-/// - **Nothing left behind**: ID nodes are ephemeral and deleted right after their sequence is
-///   read (in the background, one multi-op per batch); a create whose reply was lost is found
-///   by its unique prefix and deleted.
+/// - **Nothing left behind**: ID nodes are ephemeral and deleted once their sequence is read:
+///   by the next batch's multi-op when it comes within 10 ms, else by one of their own in the
+///   background; a create whose reply was lost is found by its unique prefix and deleted.
 /// - **No wrap**: ZooKeeper's counter is a signed 32-bit number per parent that wraps at
 ///   2147483647. IDs live under epoch nodes `<path>/epoch-NNNNNNNNNN`; when a generator sees a
 ///   sequence at the epoch's capacity it moves every generator on to the next epoch, and the ID
 ///   is `epoch << 31 | sequence` (see [`compose`]), 63 bits in all.
 /// - **Fast by batching**: concurrent `next()` calls and [`next_batch`](IdGenerator::next_batch)
-///   share multi-ops of up to 1000 creates: two ZooKeeper transactions (create, delete) per
-///   batch instead of one per ID.
+///   share multi-ops of up to 1000 creates, one ZooKeeper transaction per batch (which also
+///   deletes the previous batch's nodes) instead of one per ID; a single caller awaiting each
+///   `next()` pays one write per ID, as a plain create would.
 ///
-/// Cost: each batch is two quorum writes. For IDs that need no ZooKeeper round trip use
+/// Cost: each batch is one quorum write, two when it comes alone. For IDs that need no ZooKeeper round trip use
 /// [`SegmentIdGenerator`](super::SegmentIdGenerator) or
 /// [`SnowflakeIdGenerator`](super::SnowflakeIdGenerator).
 ///
@@ -115,6 +122,17 @@ struct Inner {
     epoch: Mutex<Option<u32>>,
     /// The batcher's queue, started by the first call.
     queue: OnceLock<mpsc::UnboundedSender<Request>>,
+    /// ID nodes whose sequences were handed out, waiting to be deleted (by the batcher only).
+    spent: Mutex<Vec<Spent>>,
+}
+
+/// ID nodes created on `session` under `parent` with `prefix`, to delete.
+#[derive(Debug)]
+struct Spent {
+    session: Session,
+    parent: String,
+    prefix: String,
+    paths: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -171,6 +189,7 @@ impl SequentialIdGenerator {
                 capacity,
                 epoch: Mutex::new(None),
                 queue: OnceLock::new(),
+                spent: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -223,7 +242,19 @@ impl Inner {
     /// The batcher: takes every request waiting, draws their IDs together, hands them out in
     /// order. Runs until every generator handle is dropped.
     async fn run(self: Arc<Self>, mut queue: mpsc::UnboundedReceiver<Request>) {
-        while let Some(first) = queue.recv().await {
+        loop {
+            let next = if self.spent.lock().is_empty() {
+                queue.recv().await
+            } else {
+                match tokio::time::timeout(DELETE_LINGER, queue.recv()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        self.delete_spent(None);
+                        continue;
+                    }
+                }
+            };
+            let Some(first) = next else { break };
             let mut total = first.count;
             let mut requests = vec![first];
             while total < OPS_PER_MULTI {
@@ -254,6 +285,24 @@ impl Inner {
                 }
             }
         }
+        self.delete_spent(None);
+    }
+
+    /// Deletes the spent ID nodes in the background, but for those of `keep`'s session that fit
+    /// in `room` more operations: those are returned, for a multi-op on that session to delete.
+    fn delete_spent(&self, keep: Option<(&Session, usize)>) -> Vec<Spent> {
+        let mut kept = Vec::new();
+        let mut room = keep.map_or(0, |(_, room)| room);
+        for spent in self.spent.lock().drain(..) {
+            let same = keep.is_some_and(|(s, _)| s.generation() == spent.session.generation());
+            if same && spent.paths.len() <= room {
+                room -= spent.paths.len();
+                kept.push(spent);
+            } else {
+                self.delete_in_background(spent, false);
+            }
+        }
+        kept
     }
 
     /// Draws `n` IDs, in order, moving to a new epoch when the current one is full.
@@ -293,14 +342,44 @@ impl Inner {
         Ok(ids)
     }
 
-    /// One multi-op per [`OPS_PER_MULTI`] creates, all pipelined; deletes the nodes in the
-    /// background. Returns the sequences in order.
+    /// One multi-op per [`OPS_PER_MULTI`] creates, all pipelined, the first also deleting the
+    /// spent ID nodes of this session that fit in it; the new nodes are spent once this returns
+    /// (see [`DELETE_LINGER`]). Returns the sequences in order.
     async fn attempt(
         &self,
         session: &Session,
         parent: &str,
         n: usize,
     ) -> Result<Vec<i64>, zookeeper_client::Error> {
+        let first = n.min(OPS_PER_MULTI);
+        let piggyback = self.delete_spent(Some((session, OPS_PER_MULTI - first)));
+        match self.create_all(session, parent, n, &piggyback).await {
+            // A delete of a spent node failed (someone deleted it): nothing was applied.
+            Err((Some(index), e)) if index >= first => {
+                tracing::debug!(error = %e, parent, "a spent ID node was gone; creating without deletes");
+                piggyback.into_iter().for_each(|spent| self.delete_in_background(spent, true));
+                self.create_all(session, parent, n, &[]).await.map_err(|(_, e)| e)
+            }
+            Err((index, e)) => {
+                // Applied or not (a lost reply): the spent nodes are looked for and deleted.
+                let unknown = index.is_none();
+                piggyback.into_iter().for_each(|spent| self.delete_in_background(spent, unknown));
+                Err(e)
+            }
+            Ok(sequences) => Ok(sequences),
+        }
+    }
+
+    /// The creates of [`attempt`](Self::attempt), with `piggyback`'s deletes at the end of the
+    /// first multi-op. On failure, the index of the failed operation of the first multi-op
+    /// when it names one (then nothing of it was applied), or `None`.
+    async fn create_all(
+        &self,
+        session: &Session,
+        parent: &str,
+        n: usize,
+        piggyback: &[Spent],
+    ) -> Result<Vec<i64>, (Option<usize>, zookeeper_client::Error)> {
         let client = session.client();
         let prefix = format!("{}-", Uuid::new_v4().simple());
         let node = path::join(parent, &prefix);
@@ -312,47 +391,57 @@ impl Inner {
             let chunk = left.min(OPS_PER_MULTI);
             let mut writer = client.new_multi_writer();
             for _ in 0..chunk {
-                writer.add_create(&node, &[], &options)?;
+                writer.add_create(&node, &[], &options).map_err(|e| (None, e))?;
+            }
+            if commits.is_empty() {
+                for path in piggyback.iter().flat_map(|spent| &spent.paths) {
+                    writer.add_delete(path, None).map_err(|e| (None, e))?;
+                }
             }
             commits.push(writer.commit());
             left -= chunk;
         }
         let mut paths = Vec::with_capacity(n);
         let mut failure = None;
-        for commit in commits {
+        for (i, commit) in commits.into_iter().enumerate() {
             match commit.await {
                 Ok(results) => paths.extend(results.into_iter().filter_map(|r| match r {
                     MultiWriteResult::Create { path, .. } => Some(path),
                     _ => None,
                 })),
-                Err(e) => failure = failure.or(Some(e)),
+                Err(e) => {
+                    let index = match &e {
+                        MultiWriteError::OperationFailed { index, .. } if i == 0 => Some(*index),
+                        _ => None,
+                    };
+                    let unknown = matches!(e, MultiWriteError::RequestFailed { .. });
+                    failure = failure.or(Some((index, unknown, e)));
+                }
             }
         }
-        // A multi-op that failed on one of its operations changed nothing; one whose reply was
-        // lost may have created its nodes: find them by the prefix.
-        let unknown = matches!(failure, Some(MultiWriteError::RequestFailed { .. }));
-        self.delete_in_background(session, parent, &prefix, paths.clone(), unknown);
-        if let Some(failure) = failure {
-            return Err(failure.into());
+        let spent = Spent { session: session.clone(), parent: parent.to_owned(), prefix, paths };
+        let sequences: Vec<i64> =
+            spent.paths.iter().filter_map(|p| p.strip_prefix(&node)).filter_map(|s| s.parse().ok()).collect();
+        match failure {
+            // A multi-op that failed on one of its operations changed nothing; one whose reply
+            // was lost may have created its nodes: find them by the prefix.
+            Some((index, unknown, e)) => {
+                self.delete_in_background(spent, unknown);
+                Err((index, e.into()))
+            }
+            None => {
+                self.spent.lock().push(spent);
+                Ok(sequences)
+            }
         }
-        Ok(paths.iter().filter_map(|p| p.strip_prefix(&node)).filter_map(|s| s.parse().ok()).collect())
     }
 
-    /// Deletes the ID nodes just created: one multi-op; if that fails (or a create's outcome is
-    /// unknown), by listing the epoch node for our prefix until they are gone.
-    fn delete_in_background(
-        &self,
-        session: &Session,
-        parent: &str,
-        prefix: &str,
-        paths: Vec<String>,
-        search: bool,
-    ) {
+    /// Deletes spent ID nodes: one multi-op; if that fails (or `search`: a create's outcome is
+    /// unknown), by listing the epoch node for their prefix until they are gone.
+    fn delete_in_background(&self, spent: Spent, search: bool) {
         let zk = self.zk.clone();
-        let session = session.clone();
-        let parent = parent.to_owned();
-        let prefix = prefix.to_owned();
         tokio::spawn(async move {
+            let Spent { session, parent, prefix, paths } = spent;
             let mut search = search;
             for chunk in paths.chunks(OPS_PER_MULTI) {
                 let mut writer = session.client().new_multi_writer();

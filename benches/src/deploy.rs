@@ -1,0 +1,110 @@
+//! Where a benchmark's clients find ZooKeeper: one standalone server on loopback (the default),
+//! or a 3-server ensemble with every client connection through a latency proxy, as production
+//! clients sit 0.5-2 ms from their ensemble.
+//!
+//! Chosen by the environment, so every benchmark takes it the same way:
+//! `ZKR_BENCH_DEPLOY=ensemble ZKR_BENCH_RTT_MS=2 cargo bench -p zkr-benches --bench ids`.
+//! Curator's peer processes get the same connect string, so they go through the same proxies.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use zkr_testing::{FaultProxy, Latency, TestingCluster, TestingServer};
+
+/// The servers of one benchmark run (stopped when dropped).
+#[derive(Debug)]
+pub enum Deployment {
+    /// One standalone server; clients connect to it directly.
+    Standalone(TestingServer),
+    /// A 3-server ensemble; clients connect through one latency proxy per server.
+    Ensemble {
+        /// The servers.
+        cluster: TestingCluster,
+        /// One proxy in front of each server, each adding `rtt` to a round trip.
+        proxies: Vec<FaultProxy>,
+        /// The round trip each proxy adds.
+        rtt: Duration,
+    },
+}
+
+impl Deployment {
+    /// The deployment `ZKR_BENCH_DEPLOY` (`standalone` or `ensemble`) and `ZKR_BENCH_RTT_MS`
+    /// (the ensemble's added round trip in milliseconds, default 0) ask for.
+    ///
+    /// # Errors
+    /// An unknown deployment or round trip, or servers that would not start.
+    pub async fn from_env() -> anyhow::Result<Self> {
+        let kind = std::env::var("ZKR_BENCH_DEPLOY").unwrap_or_default();
+        let rtt_ms = std::env::var("ZKR_BENCH_RTT_MS").unwrap_or_default();
+        let rtt_ms: f64 = if rtt_ms.trim().is_empty() {
+            0.0
+        } else {
+            rtt_ms.trim().parse().with_context(|| format!("ZKR_BENCH_RTT_MS: not a number: `{rtt_ms}`"))?
+        };
+        anyhow::ensure!((0.0..=1000.0).contains(&rtt_ms), "ZKR_BENCH_RTT_MS must be in [0, 1000]");
+        match kind.trim() {
+            "" | "standalone" => {
+                anyhow::ensure!(rtt_ms == 0.0, "ZKR_BENCH_RTT_MS needs ZKR_BENCH_DEPLOY=ensemble");
+                Ok(Deployment::Standalone(
+                    TestingServer::start().await.context("starting a ZooKeeper server")?,
+                ))
+            }
+            "ensemble" => Self::ensemble(Duration::from_secs_f64(rtt_ms / 1000.0)).await,
+            other => anyhow::bail!("ZKR_BENCH_DEPLOY: `{other}` is neither `standalone` nor `ensemble`"),
+        }
+    }
+
+    /// A 3-server ensemble behind latency proxies of `rtt` each.
+    ///
+    /// # Errors
+    /// The servers or the proxies would not start.
+    pub async fn ensemble(rtt: Duration) -> anyhow::Result<Self> {
+        let cluster = TestingCluster::start(3).await.context("starting a 3-server ensemble")?;
+        let mut proxies = Vec::new();
+        for index in 0..cluster.size() {
+            let target = cluster.server_connect_string(index)?;
+            proxies.push(FaultProxy::start_with_latency(&target, Latency::round_trip(rtt)).await?);
+        }
+        Ok(Deployment::Ensemble { cluster, proxies, rtt })
+    }
+
+    /// What every client of the run connects to.
+    pub fn connect_string(&self) -> String {
+        match self {
+            Deployment::Standalone(server) => server.connect_string(),
+            Deployment::Ensemble { proxies, .. } => {
+                proxies.iter().map(FaultProxy::connect_string).collect::<Vec<_>>().join(",")
+            }
+        }
+    }
+
+    /// One line for the report: `one standalone server` or `a 3-server ensemble, 2 ms added
+    /// to every client round trip`.
+    pub fn describe(&self) -> String {
+        match self {
+            Deployment::Standalone(_) => "one standalone server on loopback".to_owned(),
+            Deployment::Ensemble { rtt, .. } => format!(
+                "a 3-server ensemble on loopback, every client connection through a proxy adding {} ms to each round trip",
+                rtt.as_secs_f64() * 1000.0
+            ),
+        }
+    }
+
+    /// The packets the servers have received (`mntr`'s `zk_packets_received`, summed).
+    ///
+    /// # Errors
+    /// A server did not answer `mntr`.
+    pub async fn packets_received(&self) -> anyhow::Result<u64> {
+        let mntrs = match self {
+            Deployment::Standalone(server) => vec![server.four_letter_word("mntr").await?],
+            Deployment::Ensemble { cluster, .. } => {
+                let mut all = Vec::new();
+                for index in 0..cluster.size() {
+                    all.push(cluster.four_letter_word(index, "mntr").await?);
+                }
+                all
+            }
+        };
+        Ok(mntrs.iter().filter_map(|m| crate::packets_received(m)).sum())
+    }
+}
