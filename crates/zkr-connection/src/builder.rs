@@ -145,6 +145,7 @@ impl ZkClientBuilder {
     /// plain text). Prefer [`tls_trusting`](Self::tls_trusting) when a CA is all you need: it
     /// also names the cause when the first connection fails.
     #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
     pub fn tls(mut self, options: zookeeper_client::TlsOptions) -> Self {
         self.config.tls = Some(options);
         self.config.tls_ca_pem = None;
@@ -167,6 +168,7 @@ impl ZkClientBuilder {
     /// # Ok(()) }
     /// ```
     #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
     pub fn tls_trusting(mut self, ca_pem: impl Into<String>) -> Self {
         self.config.tls_ca_pem = Some(ca_pem.into());
         self.config.tls = None;

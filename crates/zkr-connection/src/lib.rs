@@ -25,6 +25,12 @@
 //! assert_eq!(data, b"v1");
 //! # Ok(()) }
 //! ```
+//!
+//! # Features
+//!
+//! - `tls`: TLS connections (`ZkClientBuilder::tls_trusting`, `ZkClientBuilder::tls`),
+//!   through `zookeeper-client`'s `tls` feature and rustls.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod acl;
 mod builder;

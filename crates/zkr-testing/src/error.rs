@@ -55,7 +55,7 @@ pub enum Error {
         log: String,
     },
     /// A call through `zookeeper-client` failed.
-    #[error("ZooKeeper client error: {0}")]
+    #[error("a ZooKeeper client call failed")]
     Client(#[from] zookeeper_client::Error),
     /// A cluster member index was out of range.
     #[error("no server at index {index} in a cluster of {size}")]
