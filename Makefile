@@ -10,9 +10,11 @@ demo: deps
 test: deps
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo clippy -p zkr-connection --features tls -- -D warnings
+	cargo clippy -p zkr-connection --features tls,backon -- -D warnings
 	cargo clippy -p zkr-connection -p zkr-recipes -- -D warnings
 	cargo test --workspace
+	cargo test -p zkr-connection --features backon --lib backon
+	cargo test -p zkr-connection --features backon --doc backon
 	$(MAKE) --no-print-directory examples
 
 # Every recipe's example, run against its own embedded ZooKeeper.

@@ -1,16 +1,21 @@
-//! Retry policies (Curator's, with their exact formulas) and the adapter for the `backoff`
-//! crate. The retry loop itself is [`ZkClient::retry`](crate::ZkClient::retry).
+//! Retry policies (Curator's, with their exact formulas), and with the `backon` feature an
+//! adapter for the `backon` crate's backoffs. The retry loop itself is
+//! [`ZkClient::retry`](crate::ZkClient::retry).
 
+#[cfg(feature = "backon")]
+mod backon;
 mod budget;
 mod policies;
 
 use std::fmt;
 use std::time::Duration;
 
+#[cfg(feature = "backon")]
+pub use self::backon::BackonRetry;
 pub use budget::{RetryBudget, SessionPause, Stop};
 pub use policies::{
-    BackoffRetry, BoundedExponentialBackoffRetry, ExponentialBackoffRetry, RetryForever, RetryNTimes,
-    RetryOneTime, RetryUntilElapsed, SessionFailedRetryPolicy,
+    BoundedExponentialBackoffRetry, ExponentialBackoffRetry, RetryForever, RetryNTimes, RetryOneTime,
+    RetryUntilElapsed, SessionFailedRetryPolicy,
 };
 
 /// Decides whether and when to retry a failed ZooKeeper operation: Curator's `RetryPolicy`.

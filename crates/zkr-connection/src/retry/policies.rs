@@ -307,61 +307,6 @@ impl<P: RetryPolicy> RetryPolicy for SessionFailedRetryPolicy<P> {
     }
 }
 
-/// Uses any [`backoff::backoff::Backoff`] as a retry policy.
-///
-/// Policies are shared by concurrent retry loops and hold no per-loop state, so the adapter
-/// takes a factory: for retry `n` it makes a fresh backoff and asks it for `n + 1` delays,
-/// returning the last (for `backoff`'s randomised `ExponentialBackoff` that is the distribution
-/// of its `n`-th delay). A `None` from the backoff gives up. A backoff's own `max_elapsed_time`
-/// is measured from its creation and so does not bound the loop: bound it with the retry loop's
-/// deadline instead.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use backoff::backoff::Constant;
-/// use zkr_connection::retry::{BackoffRetry, RetryPolicy};
-///
-/// let policy = BackoffRetry::new(|| Constant::new(Duration::from_millis(30)));
-/// assert_eq!(policy.allow_retry(7, Duration::ZERO), Some(Duration::from_millis(30)));
-/// ```
-pub struct BackoffRetry<F> {
-    make: F,
-}
-
-impl<F> fmt::Debug for BackoffRetry<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BackoffRetry").finish_non_exhaustive()
-    }
-}
-
-impl<F, B> BackoffRetry<F>
-where
-    F: Fn() -> B + Send + Sync,
-    B: backoff::backoff::Backoff,
-{
-    /// Adapts the backoffs that `make` creates.
-    pub fn new(make: F) -> Self {
-        BackoffRetry { make }
-    }
-}
-
-impl<F, B> RetryPolicy for BackoffRetry<F>
-where
-    F: Fn() -> B + Send + Sync,
-    B: backoff::backoff::Backoff,
-{
-    fn allow_retry(&self, retry_count: u32, _elapsed: Duration) -> Option<Duration> {
-        let mut backoff = (self.make)();
-        let mut delay = None;
-        for _ in 0..=retry_count.min(1024) {
-            delay = Some(backoff.next_backoff()?);
-        }
-        delay
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -408,33 +353,6 @@ mod tests {
         let policy = RetryUntilElapsed::new(Duration::from_millis(100), Duration::from_millis(60));
         assert!(policy.allow_retry(0, Duration::from_millis(99)).is_some());
         assert!(policy.allow_retry(0, Duration::from_millis(100)).is_none());
-    }
-
-    #[test]
-    fn backoff_adapter_gives_up_when_the_backoff_does() {
-        struct Twice(u32);
-        impl backoff::backoff::Backoff for Twice {
-            fn next_backoff(&mut self) -> Option<Duration> {
-                self.0 += 1;
-                (self.0 <= 2).then_some(Duration::from_millis(10))
-            }
-            fn reset(&mut self) {
-                self.0 = 0;
-            }
-        }
-        let policy = BackoffRetry::new(|| Twice(0));
-        assert!(policy.allow_retry(0, Duration::ZERO).is_some());
-        assert!(policy.allow_retry(1, Duration::ZERO).is_some());
-        assert!(policy.allow_retry(2, Duration::ZERO).is_none());
-        let exp = backoff::ExponentialBackoffBuilder::new()
-            .with_initial_interval(Duration::from_millis(100))
-            .with_randomization_factor(0.0)
-            .with_multiplier(2.0)
-            .with_max_elapsed_time(None)
-            .build();
-        let policy = BackoffRetry::new(move || exp.clone());
-        assert_eq!(policy.allow_retry(0, Duration::ZERO), Some(Duration::from_millis(100)));
-        assert_eq!(policy.allow_retry(2, Duration::ZERO), Some(Duration::from_millis(400)));
     }
 
     fn _object_safe(_: &dyn RetryPolicy) {}
