@@ -9,6 +9,7 @@ demo: deps
 
 test: deps
 	cargo fmt --all --check
+	python3 scripts/check-rust-version.py
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p zkr-connection --features tls,backon -- -D warnings
 	cargo clippy -p zkr-connection -p zkr-recipes -- -D warnings
