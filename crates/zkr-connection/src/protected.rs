@@ -118,7 +118,7 @@ fn node_name(node_prefix: &str, mode: CreateMode, seq: zookeeper_client::CreateS
 /// are not a case to plan for).
 pub(crate) fn listing_precedes(parent: &Stat, sequence: i64) -> bool {
     let changes_plus_children = (parent.cversion as u32).wrapping_add(parent.num_children as u32);
-    changes_plus_children % 2 == 0 && changes_plus_children / 2 == (sequence as u32) & 0x7fff_ffff
+    changes_plus_children.is_multiple_of(2) && changes_plus_children / 2 == (sequence as u32) & 0x7fff_ffff
 }
 
 /// Does a listing of `parent` taken just before a sequential create hold every sibling older
