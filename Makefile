@@ -16,6 +16,7 @@ test: deps
 	cargo test --workspace
 	cargo test -p zkr-connection --features backon --lib backon
 	cargo test -p zkr-connection --features backon --doc backon
+	cargo publish --workspace --dry-run --no-verify --allow-dirty
 	$(MAKE) --no-print-directory examples
 
 # Every recipe's example, run against its own embedded ZooKeeper.

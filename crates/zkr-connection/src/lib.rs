@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! zkr's connection manager: what Curator's `curator-client` and `curator-framework` are for
 //! Java, on [`zookeeper-client`](zookeeper_client) and tokio.
 //!
@@ -11,25 +13,11 @@
 //! ephemeral-sequential create ([`ZkClient::create_protected`]) and guaranteed delete
 //! ([`ZkClient::guaranteed_delete`]).
 //!
-//! # Examples
-//!
-//! ```no_run
-//! # async fn f() -> zkr_connection::Result<()> {
-//! use std::time::Duration;
-//! use zkr_connection::ZkClient;
-//! use zookeeper_client::CreateMode;
-//!
-//! let zk = ZkClient::builder("127.0.0.1:2181").session_timeout(Duration::from_secs(10)).connect().await?;
-//! zk.create("/app/config", b"v1", CreateMode::Persistent).await?;
-//! let (data, _) = zk.retry(|s| async move { s.client().get_data("/app/config").await }).await?;
-//! assert_eq!(data, b"v1");
-//! # Ok(()) }
-//! ```
-//!
 //! # Features
 //!
 //! - `tls`: TLS connections (`ZkClientBuilder::tls_trusting`, `ZkClientBuilder::tls`),
 //!   through `zookeeper-client`'s `tls` feature and rustls.
+//! - `backon`: `retry::BackonRetry`, the `backon` crate's backoffs as retry policies.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod acl;

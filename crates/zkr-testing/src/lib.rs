@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! Real Apache ZooKeeper servers for tests, examples and demos: the Rust counterpart of
 //! Curator's `curator-test`, except that it runs the real Java server (from the OS packages) as
 //! child processes instead of in-process.
@@ -15,16 +17,6 @@
 //!
 //! No JVM outlives the process that started it: each server runs in its own process group,
 //! is killed on drop, and a wrapper kills it (and removes its files) when the parent dies.
-//!
-//! # Examples
-//!
-//! ```no_run
-//! # async fn f() -> Result<(), Box<dyn std::error::Error>> {
-//! let server = zkr_testing::TestingServer::start().await?;
-//! let client = zookeeper_client::Client::connect(&server.connect_string()).await?;
-//! let (data, _stat) = client.get_data("/zookeeper").await?;
-//! # Ok(()) }
-//! ```
 
 mod cluster;
 mod error;
