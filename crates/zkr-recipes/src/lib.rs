@@ -6,6 +6,12 @@
 //! Apache Curator processes share. Every lock recipe is built on [`locks::LockInternals`] with a
 //! pluggable [`locks::LockInternalsDriver`] that decides how contender nodes are named and
 //! ordered.
+//!
+//! # Features
+//!
+//! - `toml`, `yaml`: the `config::Toml` and `config::Yaml` codecs (JSON, UTF-8 and raw bytes
+//!   are always there).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod barriers;
 pub mod cache;
@@ -13,6 +19,7 @@ pub mod config;
 pub mod counters;
 pub mod discovery;
 mod fence;
+mod host;
 pub mod id;
 pub mod leader;
 pub mod locks;

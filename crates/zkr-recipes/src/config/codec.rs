@@ -51,7 +51,7 @@ impl<T: Serialize + DeserializeOwned + 'static> Codec<T> for Json {
     }
 }
 
-/// TOML through the `toml` crate.
+/// TOML through the `toml` crate (feature `toml`).
 ///
 /// # Examples
 ///
@@ -61,8 +61,11 @@ impl<T: Serialize + DeserializeOwned + 'static> Codec<T> for Json {
 /// assert_eq!(v["pool"], 8);
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
+#[cfg(feature = "toml")]
+#[cfg_attr(docsrs, doc(cfg(feature = "toml")))]
 pub struct Toml;
 
+#[cfg(feature = "toml")]
 impl<T: Serialize + DeserializeOwned + 'static> Codec<T> for Toml {
     fn decode(&self, data: &[u8]) -> Result<T, String> {
         let text = std::str::from_utf8(data).map_err(|e| e.to_string())?;
@@ -74,7 +77,7 @@ impl<T: Serialize + DeserializeOwned + 'static> Codec<T> for Toml {
     }
 }
 
-/// YAML through `serde_yaml_ng`.
+/// YAML through `serde_yaml_ng` (feature `yaml`).
 ///
 /// # Examples
 ///
@@ -84,8 +87,11 @@ impl<T: Serialize + DeserializeOwned + 'static> Codec<T> for Toml {
 /// assert_eq!(v, [1, 2]);
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
+#[cfg(feature = "yaml")]
+#[cfg_attr(docsrs, doc(cfg(feature = "yaml")))]
 pub struct Yaml;
 
+#[cfg(feature = "yaml")]
 impl<T: Serialize + DeserializeOwned + 'static> Codec<T> for Yaml {
     fn decode(&self, data: &[u8]) -> Result<T, String> {
         serde_yaml_ng::from_slice(data).map_err(|e| e.to_string())
@@ -156,6 +162,7 @@ mod tests {
         let value: serde_json::Value = Json.decode(data).unwrap();
         assert_eq!(Json.decode(&Json.encode(&value).unwrap()), Ok(value));
         // YAML reads it as an integer too large for the value: an error, not a panic.
+        #[cfg(feature = "yaml")]
         assert!(Codec::<serde_json::Value>::decode(&Yaml, data).is_err());
     }
 
@@ -164,7 +171,9 @@ mod tests {
         #[test]
         fn no_bytes_make_a_codec_panic(data in prop::collection::vec(any::<u8>(), 0..512)) {
             let _ = Codec::<serde_json::Value>::decode(&Json, &data);
+            #[cfg(feature = "toml")]
             let _ = Codec::<serde_json::Value>::decode(&Toml, &data);
+            #[cfg(feature = "yaml")]
             let _ = Codec::<serde_json::Value>::decode(&Yaml, &data);
             let _ = Codec::<BTreeMap<String, u64>>::decode(&Json, &data);
             match Utf8.decode(&data) {
@@ -177,14 +186,23 @@ mod tests {
         #[test]
         fn near_misses_make_no_codec_panic(text in "[\\[\\]{}\":,=#'\\-\\n a-z0-9\\PC]{0,200}") {
             let _ = Codec::<serde_json::Value>::decode(&Json, text.as_bytes());
+            #[cfg(feature = "toml")]
             let _ = Codec::<serde_json::Value>::decode(&Toml, text.as_bytes());
+            #[cfg(feature = "yaml")]
             let _ = Codec::<serde_json::Value>::decode(&Yaml, text.as_bytes());
         }
 
         /// What we encode, we decode back, in every structured format.
         #[test]
         fn structured_values_round_trip(map in prop::collection::btree_map("\\PC{1,12}", any::<i64>(), 0..8)) {
-            for codec in [&Json as &dyn Codec<BTreeMap<String, i64>>, &Toml, &Yaml] {
+            let codecs: Vec<&dyn Codec<BTreeMap<String, i64>>> = vec![
+                &Json,
+                #[cfg(feature = "toml")]
+                &Toml,
+                #[cfg(feature = "yaml")]
+                &Yaml,
+            ];
+            for codec in codecs {
                 let bytes = codec.encode(&map).unwrap();
                 prop_assert_eq!(codec.decode(&bytes).unwrap(), map.clone(), "{:?}", codec);
             }

@@ -54,7 +54,11 @@ use zookeeper_client::Stat;
 
 pub use crate::watch::WatchMode;
 use crate::watch::{Sessions, Watch};
-pub use codec::{Codec, Json, Raw, Toml, Utf8, Yaml};
+#[cfg(feature = "toml")]
+pub use codec::Toml;
+#[cfg(feature = "yaml")]
+pub use codec::Yaml;
+pub use codec::{Codec, Json, Raw, Utf8};
 use engine::{Scope, Tracker};
 pub use error::ConfigError;
 pub use publisher::ConfigPublisher;

@@ -93,8 +93,7 @@ impl SetPartitionerBuilder {
 }
 
 fn default_identifier() -> String {
-    let host =
-        nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_else(|| "host".into());
+    let host = crate::host::host_name().unwrap_or_else(|| "host".into());
     let host: String = host.chars().filter(|c| !matches!(c, '/' | '\0')).collect();
     let tag = uuid::Uuid::new_v4().simple().to_string();
     format!("{host}-{}-{}", std::process::id(), &tag[..8])

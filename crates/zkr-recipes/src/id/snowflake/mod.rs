@@ -166,10 +166,7 @@ impl SnowflakeIdGeneratorBuilder {
         self.zk.validate_recipe_path(&self.path)?;
         let identity = match self.identity {
             Some(identity) => identity,
-            None => nix::unistd::gethostname()
-                .ok()
-                .and_then(|h| h.into_string().ok())
-                .unwrap_or_else(|| "localhost".to_owned()),
+            None => crate::host::host_name().unwrap_or_else(|| "localhost".to_owned()),
         };
         path::validate_name(&identity)
             .map_err(|e| IdError::InvalidArgument(format!("worker identity {identity:?}: {e}")))?;
