@@ -30,6 +30,7 @@ pub mod id;
 pub mod leader;
 pub mod locks;
 pub mod nodes;
+pub mod queues;
 pub(crate) mod watch;
 
 /// Every ```rust block of the README and the guides in `docs/`, compiled by
