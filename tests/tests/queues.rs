@@ -5,16 +5,20 @@
 //! processes putting and consuming on the same queues, byte for byte.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
 use zkr_connection::ZkClient;
-use zkr_integration_tests::{children, connect, connect_with_session, eventually, timing, unique_root};
+use zkr_integration_tests::{
+    builder, children, connect, connect_with_session, eventually, timing, unique_root,
+};
 use zkr_recipes::queues::{
     DistributedPriorityQueue, DistributedQueue, QueueError, SimpleDistributedQueue, Utf8,
 };
 use zkr_testing::peers::{CuratorTool, PeerProcess};
-use zkr_testing::{expire_session, shared_server};
+use zkr_testing::{expire_session, shared_server, FaultProxy};
 use zookeeper_client::{Client, CreateMode};
 
 async fn raw(connect_string: &str) -> Client {
@@ -73,15 +77,20 @@ async fn simple_queue_is_fifo_and_several_consumers_take_every_item_once() {
     let names = children(&observer, &path).await;
     assert!(names.is_empty(), "{names:?}");
 
-    // Two producers and three consumers on their own sessions.
+    // Two producers and three consumers on their own sessions, until every item is taken.
     let want: Vec<String> = [strings("p", 20), strings("q", 20)].concat();
+    let taken = Arc::new(AtomicUsize::new(0));
     let mut consumers = Vec::new();
     for _ in 0..3 {
         let queue = SimpleDistributedQueue::new(&connect(&cs).await, &path).unwrap();
+        let (taken, total) = (taken.clone(), want.len());
         consumers.push(tokio::spawn(async move {
             let mut got = Vec::new();
-            while let Some(data) = queue.take_within(Duration::from_millis(700)).await.unwrap() {
-                got.push(String::from_utf8(data).unwrap());
+            while taken.load(Ordering::SeqCst) < total {
+                if let Some(data) = queue.take_within(Duration::from_millis(100)).await.unwrap() {
+                    taken.fetch_add(1, Ordering::SeqCst);
+                    got.push(String::from_utf8(data).unwrap());
+                }
             }
             got
         }));
@@ -124,18 +133,30 @@ async fn distributed_queue_delivers_multi_puts_together_and_many_consumers_take_
     assert_eq!(queue.take().await.unwrap().ack().await.unwrap(), strings("multi", 3), "one node, together");
 
     let want: Vec<String> = (0..3).flat_map(|p| strings(&format!("p{p}"), 15)).collect();
+    let (all_taken, done) = tokio::sync::watch::channel(false);
+    let taken = Arc::new(AtomicUsize::new(0));
     let mut consumers = Vec::new();
     for _ in 0..3 {
         let queue = DistributedQueue::builder(&connect(&cs).await, &path, Utf8).build().unwrap();
+        let (taken, total, all_taken, mut done) =
+            (taken.clone(), want.len(), all_taken.clone(), done.clone());
         consumers.push(tokio::spawn(async move {
             let mut items = Box::pin(queue.consume());
             let mut got = Vec::new();
-            while let Ok(Some(item)) = tokio::time::timeout(Duration::from_millis(700), items.next()).await {
-                got.extend(item.unwrap().ack().await.unwrap());
+            loop {
+                let item = tokio::select! {
+                    item = items.next() => item.expect("the stream goes on").unwrap(),
+                    _ = done.wait_for(|d| *d) => break,
+                };
+                got.extend(item.ack().await.unwrap());
+                if taken.fetch_add(1, Ordering::SeqCst) + 1 == total {
+                    all_taken.send_replace(true);
+                }
             }
             got
         }));
     }
+    drop(all_taken);
     for p in 0..3 {
         let queue = DistributedQueue::builder(&connect(&cs).await, &path, Utf8).build().unwrap();
         tokio::spawn(async move {
@@ -485,4 +506,41 @@ async fn bad_arguments_are_errors_before_anything_is_sent() {
     assert!(matches!(same, Err(QueueError::InvalidArgument(_))));
     let big = SimpleDistributedQueue::new(&zk, &format!("{}/big", unique_root("queue-big"))).unwrap();
     assert!(big.offer(&vec![0u8; 2 << 20]).await.is_err(), "too large for a znode");
+}
+
+#[tokio::test]
+async fn lost_replies_never_duplicate_a_put_and_a_lost_ack_reply_is_an_ack() {
+    let server = shared_server().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let zk = builder(&proxy.connect_string()).build().unwrap();
+    let observer = raw(&server.connect_string()).await;
+    let root = unique_root("queue-lost-reply");
+    let (path, locks) = (format!("{root}/queue"), format!("{root}/locks"));
+    let queue = DistributedQueue::builder(&zk, &path, Utf8).lock_path(&locks).build().unwrap();
+    queue.put(&"first".to_string()).await.unwrap();
+
+    // The create reaches the server, its reply is held, the connection is cut: not repeated.
+    proxy.hold_replies();
+    let putting = {
+        let queue = queue.clone();
+        tokio::spawn(async move { queue.put(&"second".to_string()).await })
+    };
+    eventually("the put to reach the server", || async { children(&observer, &path).await.len() == 2 }).await;
+    proxy.cut();
+    proxy.heal();
+    let outcome = putting.await.unwrap();
+    assert!(matches!(outcome, Err(QueueError::Indeterminate { .. })), "{outcome:?}");
+    assert_eq!(children(&observer, &path).await.len(), 2, "applied once, not twice");
+
+    // The ack's transaction is applied and its reply lost: the retry sees its own effect.
+    let item = queue.take().await.unwrap();
+    assert_eq!(item.values(), ["first"]);
+    proxy.hold_replies();
+    let acking = tokio::spawn(async move { item.ack_and_create(&format!("{root}/done"), b"").await });
+    eventually("the ack to reach the server", || async { children(&observer, &path).await.len() == 1 }).await;
+    proxy.cut();
+    proxy.heal();
+    assert_eq!(acking.await.unwrap().unwrap(), ["first"], "acknowledged");
+    assert!(children(&observer, &locks).await.is_empty());
+    assert_eq!(queue.take().await.unwrap().ack().await.unwrap(), ["second"]);
 }

@@ -76,4 +76,6 @@ mod guides {
     pub struct RecipesReadWriteLock;
     #[doc = include_str!("../../../docs/recipes/semaphore.md")]
     pub struct RecipesSemaphore;
+    #[doc = include_str!("../../../docs/recipes/queues.md")]
+    pub struct RecipesQueues;
 }

@@ -153,8 +153,20 @@ impl Core {
         locks: Option<&CacheSnapshot>,
         skip: &HashSet<String>,
     ) -> (Vec<(String, Arc<CachedNode>)>, Option<u64>) {
-        let mut names: Vec<String> = items.children(&self.path).map(|(n, _)| n.to_owned()).collect();
-        self.sort(&mut names);
+        // Name order is the snapshot's own order: walk it lazily instead of sorting it all.
+        let names: Box<dyn Iterator<Item = String>> = if self.order == Order::Name {
+            Box::new(
+                items
+                    .children(&self.path)
+                    .map(|(n, _)| n)
+                    .filter(|n| n.starts_with(self.prefix))
+                    .map(str::to_owned),
+            )
+        } else {
+            let mut names: Vec<String> = items.children(&self.path).map(|(n, _)| n.to_owned()).collect();
+            self.sort(&mut names);
+            Box::new(names.into_iter())
+        };
         let now = now_epoch_ms();
         let mut next_due = None;
         let mut ready = Vec::new();

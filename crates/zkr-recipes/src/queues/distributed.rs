@@ -238,7 +238,8 @@ impl<T: Send + Sync + 'static> DistributedQueue<T> {
     }
 
     /// Every item, taken one after the other as they come: a [`Stream`] that ends only after
-    /// yielding the error that the manager closed.
+    /// yielding the error that the manager closed. Dropping the stream drops its pending
+    /// [`take`](Self::take), with that method's cancel safety.
     pub fn consume(&self) -> impl Stream<Item = Result<QueueItem<T>, QueueError>> + Send + 'static {
         futures::stream::unfold(Some(self.clone()), |queue| async move {
             let queue = queue?;

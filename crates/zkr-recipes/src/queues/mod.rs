@@ -59,6 +59,21 @@ pub use simple::SimpleDistributedQueue;
 /// What went wrong with a queue.
 ///
 /// [`Connection`](Self::Connection) errors are worth retrying; the others are answers.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(item: zkr_recipes::queues::QueueItem<String>) -> Result<(), zkr_recipes::queues::QueueError> {
+/// use zkr_recipes::queues::QueueError;
+///
+/// match item.ack().await {
+///     Ok(values) => println!("done: {values:?}"),
+///     // Our session ended mid-item: another consumer has it now; do not record the work.
+///     Err(QueueError::LockLost { node }) => println!("lost {node}"),
+///     Err(e) => return Err(e),
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum QueueError {
