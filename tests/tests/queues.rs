@@ -17,7 +17,7 @@ use zkr_integration_tests::{
 use zkr_recipes::queues::{
     DistributedPriorityQueue, DistributedQueue, QueueError, SimpleDistributedQueue, Utf8,
 };
-use zkr_testing::peers::{CuratorTool, PeerProcess};
+use zkr_testing::peers::{CuratorTool, KazooTool, PeerProcess};
 use zkr_testing::{expire_session, shared_server, FaultProxy};
 use zookeeper_client::{Client, CreateMode};
 
@@ -405,7 +405,7 @@ async fn priority_delay_and_id_queues_order_as_curator_names_say() {
     }
 }
 
-/// The `ITEM` values a Curator consumer printed, then its RESULT.
+/// The `ITEM` values a Curator (or kazoo) consumer printed, then its RESULT.
 async fn curator_items(peer: &mut PeerProcess, n: usize) -> Vec<String> {
     let mut items = Vec::new();
     for _ in 0..n {
@@ -543,4 +543,33 @@ async fn lost_replies_never_duplicate_a_put_and_a_lost_ack_reply_is_an_ack() {
     assert_eq!(acking.await.unwrap().unwrap(), ["first"], "acknowledged");
     assert!(children(&observer, &locks).await.is_empty());
     assert_eq!(queue.take().await.unwrap().ack().await.unwrap(), ["second"]);
+}
+
+#[tokio::test]
+async fn kazoo_and_zkr_share_a_kazoo_queue() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let (zk, observer) = (connect(&cs).await, raw(&cs).await);
+    let kazoo = KazooTool::locate().unwrap();
+    let path = format!("{}/kazoo", unique_root("queue-kazoo"));
+    let queue = SimpleDistributedQueue::kazoo(&zk, &path).unwrap();
+    assert!(matches!(queue.offer_with_priority(b"x", 1000).await, Err(QueueError::InvalidArgument(_))));
+    let plain = SimpleDistributedQueue::new(&zk, &path).unwrap();
+    assert!(matches!(plain.offer_with_priority(b"x", 1).await, Err(QueueError::InvalidArgument(_))));
+
+    kazoo.spawn(&["queue-put", &cs, &path, "k", "3"]).unwrap().expect_line("RESULT").await.unwrap();
+    queue.offer_with_priority(b"z-first", 5).await.unwrap();
+    let mut got = Vec::new();
+    for _ in 0..4 {
+        got.push(String::from_utf8(queue.take().await.unwrap()).unwrap());
+    }
+    assert_eq!(got, ["z-first", "k-0", "k-1", "k-2"], "kazoo's order: priority, then put order");
+    for value in strings("z", 2) {
+        queue.offer(value.as_bytes()).await.unwrap();
+    }
+    let names = children(&observer, &path).await;
+    assert!(names.iter().all(|n| n.starts_with("entry-100-")), "{names:?}");
+    let mut consumer = kazoo.spawn(&["queue-get", &cs, &path, "2"]).unwrap();
+    assert_eq!(curator_items(&mut consumer, 2).await, strings("z", 2));
+    assert!(children(&observer, &path).await.is_empty());
 }

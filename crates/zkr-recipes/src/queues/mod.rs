@@ -7,7 +7,7 @@
 //! a bound on the queue's length, and a *lock-safe* mode (Curator's `lockPath`) in which an
 //! item is removed only when its consumer [`ack`](QueueItem::ack)s it and comes back for another
 //! consumer when the first one dies or drops it. [`SimpleDistributedQueue`] is ZooKeeper's own
-//! recipe (`qn-` nodes holding raw bytes), which kazoo and Curator share.
+//! recipe (`qn-` nodes holding raw bytes, as Curator's), or kazoo's `Queue` (`entry-` nodes).
 //!
 //! Consumers wait on a [`CuratorCache`](crate::cache::CuratorCache) of the queue (the shared
 //! watch engine), so they ride out disconnects and session expiries.
@@ -16,7 +16,9 @@
 //! - in lock-safe mode the item's delete and its lock's release are one transaction, sent on
 //!   the session that holds the lock, and an item is read again after its lock is taken: an item
 //!   is never delivered to completion twice (Curator deletes the item, then the lock, and a
-//!   consumer whose session expired mid-item still deletes it after another took it over);
+//!   consumer whose session expired mid-item still deletes it after another took it over:
+//!   [CURATOR-605](https://github.com/apache/curator/issues/1122), open, which proposes this
+//!   check);
 //! - [`QueueItem::ack_and_create`] writes a completion record in the same transaction, so work
 //!   recorded in ZooKeeper is done exactly once;
 //! - a consumer is a [`Stream`](futures::Stream) (or `take().await`), not a callback.

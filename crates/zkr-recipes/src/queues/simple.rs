@@ -1,4 +1,5 @@
-//! [`SimpleDistributedQueue`]: ZooKeeper's own queue recipe, as Curator and kazoo implement it.
+//! [`SimpleDistributedQueue`]: ZooKeeper's own queue recipe, as Curator implements it, and
+//! kazoo's `Queue`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,10 +10,11 @@ use zkr_connection::ZkClient;
 use super::core::{Core, Order};
 use super::QueueError;
 
-/// ZooKeeper's queue recipe (Curator's `SimpleDistributedQueue`, kazoo's `Queue` naming): raw
-/// bytes in `qn-<sequence>` PERSISTENT_SEQUENTIAL nodes under the queue's path, taken in
-/// sequence order by deleting them. Curator and kazoo processes share the queue. Cheap to
-/// clone.
+/// ZooKeeper's queue recipe (Curator's `SimpleDistributedQueue`): raw bytes in
+/// `qn-<sequence>` PERSISTENT_SEQUENTIAL nodes under the queue's path, taken in sequence order
+/// by deleting them, so Curator processes share the queue. kazoo's `Queue` names its nodes
+/// `entry-<priority>-<sequence>` instead: [`kazoo`](Self::kazoo) makes a queue on those. Cheap
+/// to clone.
 ///
 /// An item is deleted when it is taken (at most once). For typed items, several items per
 /// node, a bound or lock-safe consumption, use [`DistributedQueue`](super::DistributedQueue).
@@ -31,10 +33,15 @@ use super::QueueError;
 #[derive(Debug, Clone)]
 pub struct SimpleDistributedQueue {
     core: Arc<Core>,
+    kazoo: bool,
 }
 
 /// The recipe's node prefix.
 const PREFIX: &str = "qn-";
+/// kazoo's `Queue.prefix`.
+const KAZOO_PREFIX: &str = "entry-";
+/// kazoo's default priority.
+const KAZOO_PRIORITY: u16 = 100;
 
 impl SimpleDistributedQueue {
     /// The queue at `path`.
@@ -42,7 +49,32 @@ impl SimpleDistributedQueue {
     /// # Errors
     /// [`QueueError::InvalidArgument`] for a path ZooKeeper refuses.
     pub fn new(zk: &ZkClient, path: &str) -> Result<Self, QueueError> {
-        Ok(SimpleDistributedQueue { core: Arc::new(Core::new(zk, path, PREFIX, Order::Name, None, None)?) })
+        Ok(SimpleDistributedQueue {
+            core: Arc::new(Core::new(zk, path, PREFIX, Order::Name, None, None)?),
+            kazoo: false,
+        })
+    }
+
+    /// kazoo's `Queue` at `path`: nodes `entry-<priority, 3 digits>-<sequence>`, taken lowest
+    /// priority first, then in put order; [`offer`](Self::offer) puts at kazoo's default
+    /// priority, 100. kazoo processes share the queue.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::queues::QueueError> {
+    /// use zkr_recipes::queues::SimpleDistributedQueue;
+    ///
+    /// let queue = SimpleDistributedQueue::kazoo(&zk, "/work/kazoo")?;
+    /// queue.offer_with_priority(b"urgent", 1).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn kazoo(zk: &ZkClient, path: &str) -> Result<Self, QueueError> {
+        let core = Core::new(zk, path, KAZOO_PREFIX, Order::Name, None, None)?;
+        Ok(SimpleDistributedQueue { core: Arc::new(core), kazoo: true })
     }
 
     /// Adds `data` at the tail.
@@ -54,7 +86,23 @@ impl SimpleDistributedQueue {
     /// # Cancel safety
     /// Dropped after the create was sent, the item may be in the queue.
     pub async fn offer(&self, data: &[u8]) -> Result<(), QueueError> {
-        self.core.put("", data, None).await.map(drop)
+        let infix = if self.kazoo { format!("{KAZOO_PRIORITY:03}-") } else { String::new() };
+        self.core.put(&infix, data, None).await.map(drop)
+    }
+
+    /// A [`kazoo`](Self::kazoo) queue's put with a priority (0 to 999, lower first).
+    ///
+    /// # Errors
+    /// [`QueueError::InvalidArgument`] for a priority above 999 or a queue not made by
+    /// [`kazoo`](Self::kazoo); otherwise as [`offer`](Self::offer).
+    ///
+    /// # Cancel safety
+    /// As [`offer`](Self::offer).
+    pub async fn offer_with_priority(&self, data: &[u8], priority: u16) -> Result<(), QueueError> {
+        if !self.kazoo || priority > 999 {
+            return Err(QueueError::InvalidArgument("priorities are 0 to 999, on kazoo queues only".into()));
+        }
+        self.core.put(&format!("{priority:03}-"), data, None).await.map(drop)
     }
 
     /// Removes and returns the head, waiting for one.
