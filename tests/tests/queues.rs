@@ -573,3 +573,28 @@ async fn kazoo_and_zkr_share_a_kazoo_queue() {
     assert_eq!(curator_items(&mut consumer, 2).await, strings("z", 2));
     assert!(children(&observer, &path).await.is_empty());
 }
+
+#[tokio::test]
+async fn a_lock_safe_take_cancelled_at_any_point_leaves_the_item_and_no_lock() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let (zk, observer) = (connect(&cs).await, raw(&cs).await);
+    let root = unique_root("queue-cancel");
+    let (path, locks) = (format!("{root}/queue"), format!("{root}/locks"));
+    let queue = DistributedQueue::builder(&zk, &path, Utf8).lock_path(&locks).build().unwrap();
+    queue.put(&"only".to_string()).await.unwrap();
+    let mut cancelled = 0;
+    for round in 0..30u64 {
+        // From 0 to 2.9 ms: before, during and after the lock's create and the item's read.
+        let budget = Duration::from_micros(round * 100);
+        match tokio::time::timeout(budget, queue.take()).await {
+            Ok(item) => drop(item.unwrap()), // taken in time: dropped, released
+            Err(_) => cancelled += 1,
+        }
+        eventually("the lock gone", || async { children(&observer, &locks).await.is_empty() }).await;
+        assert_eq!(children(&observer, &path).await.len(), 1, "the item stays (round {round})");
+    }
+    assert!(cancelled > 0, "some takes were cancelled");
+    assert_eq!(queue.take().await.unwrap().ack().await.unwrap(), ["only"]);
+    assert!(children(&observer, &path).await.is_empty());
+}

@@ -82,7 +82,8 @@ impl<T> QueueItem<T> {
 
     /// [`ack`](Self::ack), creating the persistent node `path` with `data` in the same
     /// transaction: a completion record that exists exactly when the item was removed, so work
-    /// recorded in ZooKeeper is done exactly once.
+    /// recorded in ZooKeeper is done exactly once. The record's parent must exist (a
+    /// transaction creates no parents).
     ///
     /// # Errors
     /// As [`ack`](Self::ack); `NodeExists` for the record as [`QueueError::Connection`] (the
