@@ -10,7 +10,9 @@
 //!   alternate over 2 rounds on fresh paths; the better round of each is reported;
 //! - depth: for each of `--depths` (default 1000,10000,50000; `--quick` 1000,5000) a queue
 //!   filled to that many items (pipelined raw creates, untimed), then the time a new consumer
-//!   needs to start (its cache's first read) and the mean time of 200 `take()` + `ack()` calls.
+//!   needs to start (its cache's first read) and the mean time of 200 `take()` + `ack()` calls;
+//!   the same for Curator on a queue of its own filled alike (`queue-bench-depth`: from the
+//!   consumer's `start()` to its first item, then the mean time per item over the next 200).
 
 use std::time::{Duration, Instant};
 
@@ -110,6 +112,25 @@ async fn at_depth(
     Ok((started, start.elapsed() / TAKES_AT_DEPTH as u32))
 }
 
+/// (Curator consumer start, mean time per item) at `depth` items.
+async fn curator_at_depth(
+    tool: &CuratorTool,
+    cs: &str,
+    client: &Client,
+    path: &str,
+    depth: usize,
+) -> anyhow::Result<(f64, f64)> {
+    client.create(path, &[], &CreateMode::Persistent.with_acls(Acls::anyone_all())).await?;
+    fill(client, path, depth).await?;
+    let mut peer = tool.spawn(&["queue-bench-depth", cs, path, &TAKES_AT_DEPTH.to_string()])?;
+    peer.set_line_timeout(Duration::from_secs(600));
+    let fields = parse_result(&peer.expect_line("RESULT").await?);
+    let field = |k: &str| -> anyhow::Result<f64> {
+        Ok(fields.iter().find(|(key, _)| key == k).context("a RESULT field")?.1.parse()?)
+    };
+    Ok((field("start_ms")?, field("take_ms")?))
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let options = options()?;
@@ -139,15 +160,28 @@ async fn main() -> anyhow::Result<()> {
     zkr_benches::print_report(&format!("Queues: {} items", options.items), &table);
 
     let client = Client::connect(&cs).await?;
-    let mut depths = Table::new(&["items in the queue", "consumer start", "take + ack (mean of 200)"]);
+    let mut depths = Table::new(&[
+        "items in the queue",
+        "zkr consumer start",
+        "zkr take + ack (mean of 200)",
+        "Curator consumer start",
+        "Curator per item (mean of 200)",
+        "Curator / zkr per item",
+    ]);
     for depth in &options.depths {
         let (started, take) = at_depth(&zk, &client, &format!("/bench-queue/depth-{depth}"), *depth).await?;
+        let curator_path = format!("/bench-queue/curator-depth-{depth}");
+        let (c_start, c_take) = curator_at_depth(&setup.curator, &cs, &client, &curator_path, *depth).await?;
+        let take_ms = take.as_secs_f64() * 1e3;
         depths.row(vec![
             depth.to_string(),
             format!("{:.0} ms", started.as_secs_f64() * 1e3),
-            format!("{:.2} ms", take.as_secs_f64() * 1e3),
+            format!("{take_ms:.2} ms"),
+            format!("{c_start:.0} ms"),
+            format!("{c_take:.2} ms"),
+            fmt_ratio(c_take, take_ms),
         ]);
     }
-    println!("### zkr take at depth\n\n{}", depths.render());
+    println!("### Take at depth\n\n{}", depths.render());
     Ok(())
 }

@@ -16,6 +16,9 @@
 //                                              RESULT count=N
 //   queue-bench CONNECT PATH N                 DistributedQueue: N puts timed, then a consumer takes
 //                                              the N items, timed: RESULT put_per_s= take_per_s=
+//   queue-bench-depth CONNECT PATH TAKES       a DistributedQueue consumer on a queue filled beforehand:
+//                                              RESULT start_ms=<until its first item> take_ms=<mean
+//                                              time per item over the next TAKES>
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -38,7 +41,8 @@ final class QueueCommands {
     static final String USAGE = " | queue-put CONNECT PATH PREFIX N | queue-put-multi CONNECT PATH PREFIX N"
             + " | priority-put CONNECT PATH PREFIX N | queue-consume CONNECT PATH N"
             + " | queue-consume-locked CONNECT PATH LOCKPATH N | priority-consume CONNECT PATH N"
-            + " | simple-offer CONNECT PATH PREFIX N | simple-take CONNECT PATH N | queue-bench CONNECT PATH N";
+            + " | simple-offer CONNECT PATH PREFIX N | simple-take CONNECT PATH N | queue-bench CONNECT PATH N"
+            + " | queue-bench-depth CONNECT PATH TAKES";
 
     private QueueCommands() {}
 
@@ -81,6 +85,10 @@ final class QueueCommands {
             case "queue-bench":
                 Peer.arity(args, 4);
                 bench(args[1], args[2], Peer.positiveInt(args[3], "N"));
+                return true;
+            case "queue-bench-depth":
+                Peer.arity(args, 4);
+                benchDepth(args[1], args[2], Peer.positiveInt(args[3], "TAKES"));
                 return true;
             default:
                 return false;
@@ -203,5 +211,35 @@ final class QueueCommands {
         double takeSeconds = (System.nanoTime() - start) / 1e9;
         consumer.close();
         Peer.out(String.format(Locale.ROOT, "RESULT put_per_s=%.1f take_per_s=%.1f", n / putSeconds, n / takeSeconds));
+    }
+
+    private static void benchDepth(String connect, String path, int takes) throws Exception {
+        CuratorFramework client = Peer.connect(connect);
+        CountDownLatch first = new CountDownLatch(1);
+        CountDownLatch rest = new CountDownLatch(takes + 1);
+        long[] firstAt = new long[1];
+        QueueConsumer<String> counting = new QueueConsumer<String>() {
+            @Override
+            public void consumeMessage(String message) {
+                if (first.getCount() == 1) {
+                    firstAt[0] = System.nanoTime();
+                    first.countDown();
+                }
+                rest.countDown();
+            }
+
+            @Override
+            public void stateChanged(CuratorFramework c, ConnectionState s) {}
+        };
+        long start = System.nanoTime();
+        DistributedQueue<String> consumer = builder(client, counting, path).buildQueue();
+        consumer.start();
+        if (!rest.await(600, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("items not consumed in time");
+        }
+        long end = System.nanoTime();
+        consumer.close();
+        Peer.out(String.format(Locale.ROOT, "RESULT start_ms=%.1f take_ms=%.3f",
+                (firstAt[0] - start) / 1e6, (end - firstAt[0]) / 1e6 / takes));
     }
 }
