@@ -11,9 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
 use zkr_connection::ZkClient;
-use zkr_integration_tests::{
-    builder, children, connect, connect_with_session, eventually, timing, unique_root,
-};
+use zkr_integration_tests::{builder, children, connect_with_session, eventually, timing, unique_root};
 use zkr_recipes::queues::{
     DistributedPriorityQueue, DistributedQueue, QueueError, SimpleDistributedQueue, Utf8,
 };
@@ -56,7 +54,7 @@ fn exactly_once(seen: &[String], want: &[String]) {
 async fn simple_queue_is_fifo_and_several_consumers_take_every_item_once() {
     let server = shared_server().await.unwrap();
     let cs = server.connect_string();
-    let (zk, observer) = (connect(&cs).await, raw(&cs).await);
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
     let path = format!("{}/simple", unique_root("queue-simple"));
     let queue = SimpleDistributedQueue::new(&zk, &path).unwrap();
     assert_eq!(queue.poll().await.unwrap(), None, "an empty queue polls nothing");
@@ -82,7 +80,7 @@ async fn simple_queue_is_fifo_and_several_consumers_take_every_item_once() {
     let taken = Arc::new(AtomicUsize::new(0));
     let mut consumers = Vec::new();
     for _ in 0..3 {
-        let queue = SimpleDistributedQueue::new(&connect(&cs).await, &path).unwrap();
+        let queue = SimpleDistributedQueue::new(&connect_with_session(&cs, 30).await, &path).unwrap();
         let (taken, total) = (taken.clone(), want.len());
         consumers.push(tokio::spawn(async move {
             let mut got = Vec::new();
@@ -96,7 +94,7 @@ async fn simple_queue_is_fifo_and_several_consumers_take_every_item_once() {
         }));
     }
     for prefix in ["p", "q"] {
-        let queue = SimpleDistributedQueue::new(&connect(&cs).await, &path).unwrap();
+        let queue = SimpleDistributedQueue::new(&connect_with_session(&cs, 30).await, &path).unwrap();
         tokio::spawn(async move {
             for value in strings(prefix, 20) {
                 queue.offer(value.as_bytes()).await.unwrap();
@@ -120,7 +118,7 @@ async fn simple_queue_is_fifo_and_several_consumers_take_every_item_once() {
 async fn distributed_queue_delivers_multi_puts_together_and_many_consumers_take_each_once() {
     let server = shared_server().await.unwrap();
     let cs = server.connect_string();
-    let (zk, observer) = (connect(&cs).await, raw(&cs).await);
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
     let path = format!("{}/queue", unique_root("queue-distributed"));
     let queue = DistributedQueue::builder(&zk, &path, Utf8).build().unwrap();
     queue.put(&"one".to_string()).await.unwrap();
@@ -137,7 +135,8 @@ async fn distributed_queue_delivers_multi_puts_together_and_many_consumers_take_
     let taken = Arc::new(AtomicUsize::new(0));
     let mut consumers = Vec::new();
     for _ in 0..3 {
-        let queue = DistributedQueue::builder(&connect(&cs).await, &path, Utf8).build().unwrap();
+        let queue =
+            DistributedQueue::builder(&connect_with_session(&cs, 30).await, &path, Utf8).build().unwrap();
         let (taken, total, all_taken, mut done) =
             (taken.clone(), want.len(), all_taken.clone(), done.clone());
         consumers.push(tokio::spawn(async move {
@@ -158,7 +157,8 @@ async fn distributed_queue_delivers_multi_puts_together_and_many_consumers_take_
     }
     drop(all_taken);
     for p in 0..3 {
-        let queue = DistributedQueue::builder(&connect(&cs).await, &path, Utf8).build().unwrap();
+        let queue =
+            DistributedQueue::builder(&connect_with_session(&cs, 30).await, &path, Utf8).build().unwrap();
         tokio::spawn(async move {
             for value in strings(&format!("p{p}"), 15) {
                 queue.put(&value).await.unwrap();
@@ -177,7 +177,7 @@ async fn distributed_queue_delivers_multi_puts_together_and_many_consumers_take_
 async fn a_bounded_put_waits_for_room_and_its_timeout_leaves_nothing() {
     let server = shared_server().await.unwrap();
     let cs = server.connect_string();
-    let (zk, observer) = (connect(&cs).await, raw(&cs).await);
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
     let path = format!("{}/bounded", unique_root("queue-bounded"));
     assert!(matches!(
         DistributedQueue::builder(&zk, &path, Utf8).max_items(0).build(),
@@ -208,12 +208,14 @@ async fn a_bounded_put_waits_for_room_and_its_timeout_leaves_nothing() {
 async fn a_lock_safe_item_comes_back_when_dropped_and_ack_removes_it_with_its_lock() {
     let server = shared_server().await.unwrap();
     let cs = server.connect_string();
-    let (zk, observer) = (connect(&cs).await, raw(&cs).await);
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
     let root = unique_root("queue-locked");
     let (path, locks) = (format!("{root}/queue"), format!("{root}/locks"));
     let queue = DistributedQueue::builder(&zk, &path, Utf8).lock_path(&locks).build().unwrap();
-    let other =
-        DistributedQueue::builder(&connect(&cs).await, &path, Utf8).lock_path(&locks).build().unwrap();
+    let other = DistributedQueue::builder(&connect_with_session(&cs, 30).await, &path, Utf8)
+        .lock_path(&locks)
+        .build()
+        .unwrap();
     queue.put(&"x".to_string()).await.unwrap();
     queue.put(&"y".to_string()).await.unwrap();
 
@@ -289,7 +291,7 @@ async fn lock_safe_consumers_sigkilled_mid_item_lose_nothing_and_complete_nothin
     const N: usize = 40;
     let server = shared_server().await.unwrap();
     let cs = server.connect_string();
-    let (zk, observer) = (connect(&cs).await, raw(&cs).await);
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
     let root = unique_root("queue-sigkill");
     let (path, locks, done) = (format!("{root}/queue"), format!("{root}/locks"), format!("{root}/done"));
     zk.create(&done, &[], CreateMode::Persistent).await.unwrap();
@@ -337,7 +339,7 @@ async fn lock_safe_consumers_sigkilled_mid_item_lose_nothing_and_complete_nothin
 async fn a_corrupt_node_is_reported_removed_and_does_not_block_the_queue() {
     let server = shared_server().await.unwrap();
     let cs = server.connect_string();
-    let (zk, observer) = (connect(&cs).await, raw(&cs).await);
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
     let path = format!("{}/queue", unique_root("queue-corrupt"));
     let queue = DistributedQueue::builder(&zk, &path, Utf8).build().unwrap();
     zk.create(&format!("{path}/queue-"), b"not framed", CreateMode::PersistentSequential).await.unwrap();
@@ -352,7 +354,7 @@ async fn a_corrupt_node_is_reported_removed_and_does_not_block_the_queue() {
 async fn priority_delay_and_id_queues_order_as_curator_names_say() {
     let server = shared_server().await.unwrap();
     let cs = server.connect_string();
-    let (zk, observer) = (connect(&cs).await, raw(&cs).await);
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
     let root = unique_root("queue-kinds");
 
     let prio = DistributedQueue::builder(&zk, &format!("{root}/prio"), Utf8).build_priority().unwrap();
@@ -419,7 +421,7 @@ async fn curator_items(peer: &mut PeerProcess, n: usize) -> Vec<String> {
 async fn curator_and_zkr_share_distributed_and_priority_queues_byte_for_byte() {
     let server = shared_server().await.unwrap();
     let cs = server.connect_string();
-    let (zk, observer) = (connect(&cs).await, raw(&cs).await);
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
     let curator = CuratorTool::locate().unwrap();
     let root = unique_root("queue-interop");
     let path = format!("{root}/queue");
@@ -476,7 +478,7 @@ async fn curator_and_zkr_share_distributed_and_priority_queues_byte_for_byte() {
 async fn curator_and_zkr_share_a_simple_queue() {
     let server = shared_server().await.unwrap();
     let cs = server.connect_string();
-    let (zk, observer) = (connect(&cs).await, raw(&cs).await);
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
     let curator = CuratorTool::locate().unwrap();
     let path = format!("{}/simple", unique_root("queue-simple-interop"));
     let queue = SimpleDistributedQueue::new(&zk, &path).unwrap();
@@ -500,7 +502,7 @@ async fn curator_and_zkr_share_a_simple_queue() {
 #[tokio::test]
 async fn bad_arguments_are_errors_before_anything_is_sent() {
     let server = shared_server().await.unwrap();
-    let zk: ZkClient = connect(&server.connect_string()).await;
+    let zk: ZkClient = connect_with_session(server.connect_string(), 30).await;
     assert!(matches!(SimpleDistributedQueue::new(&zk, "no-slash"), Err(QueueError::InvalidArgument(_))));
     let same = DistributedQueue::builder(&zk, "/q", Utf8).lock_path("/q").build();
     assert!(matches!(same, Err(QueueError::InvalidArgument(_))));
@@ -549,7 +551,7 @@ async fn lost_replies_never_duplicate_a_put_and_a_lost_ack_reply_is_an_ack() {
 async fn kazoo_and_zkr_share_a_kazoo_queue() {
     let server = shared_server().await.unwrap();
     let cs = server.connect_string();
-    let (zk, observer) = (connect(&cs).await, raw(&cs).await);
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
     let kazoo = KazooTool::locate().unwrap();
     let path = format!("{}/kazoo", unique_root("queue-kazoo"));
     let queue = SimpleDistributedQueue::kazoo(&zk, &path).unwrap();
@@ -578,7 +580,7 @@ async fn kazoo_and_zkr_share_a_kazoo_queue() {
 async fn a_lock_safe_take_cancelled_at_any_point_leaves_the_item_and_no_lock() {
     let server = shared_server().await.unwrap();
     let cs = server.connect_string();
-    let (zk, observer) = (connect(&cs).await, raw(&cs).await);
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
     let root = unique_root("queue-cancel");
     let (path, locks) = (format!("{root}/queue"), format!("{root}/locks"));
     let queue = DistributedQueue::builder(&zk, &path, Utf8).lock_path(&locks).build().unwrap();
@@ -597,4 +599,47 @@ async fn a_lock_safe_take_cancelled_at_any_point_leaves_the_item_and_no_lock() {
     assert!(cancelled > 0, "some takes were cancelled");
     assert_eq!(queue.take().await.unwrap().ack().await.unwrap(), ["only"]);
     assert!(children(&observer, &path).await.is_empty());
+}
+
+#[tokio::test]
+async fn curators_delay_and_id_queue_nodes_read_as_zkr_expects() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
+    let curator = CuratorTool::locate().unwrap();
+    let root = unique_root("queue-curator-kinds");
+
+    // Curator's delays: item i due 300 * (3 - i) ms after the put; the last is due first.
+    let delay_path = format!("{root}/delay");
+    let delay = DistributedQueue::builder(&zk, &delay_path, Utf8).build_delay().unwrap();
+    curator
+        .spawn(&["delay-put", &cs, &delay_path, "d", "3", "300"])
+        .unwrap()
+        .expect_line("RESULT")
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let item = delay.take_within(timing().wait()).await.unwrap().expect("due in time");
+        let due = zkr_recipes::queues::DistributedDelayQueue::<String>::due_of(item.node());
+        assert!(due > SystemTime::UNIX_EPOCH, "Curator's due time parsed from {}", item.node());
+        assert!(SystemTime::now() >= due, "handed out before its time");
+        got.extend(item.ack().await.unwrap());
+    }
+    assert_eq!(got, ["d-2", "d-1", "d-0"]);
+
+    // Curator's ids, fixed as Curator fixes them; removable by the id as given.
+    let id_path = format!("{root}/ids");
+    let ids = DistributedQueue::builder(&zk, &id_path, Utf8).build_id().unwrap();
+    curator.spawn(&["id-put", &cs, &id_path, "i", "3"]).unwrap().expect_line("RESULT").await.unwrap();
+    assert_eq!(ids.remove("id/1|x").await.unwrap(), 1);
+    let first = ids.take().await.unwrap();
+    assert_eq!(
+        zkr_recipes::queues::DistributedIdQueue::<String>::id_of(first.node()).as_deref(),
+        Some("id_0_x")
+    );
+    assert_eq!(first.ack().await.unwrap(), ["i-0"]);
+    assert_eq!(ids.take().await.unwrap().ack().await.unwrap(), ["i-2"]);
+    assert!(children(&observer, &delay_path).await.is_empty());
+    assert!(children(&observer, &id_path).await.is_empty());
 }

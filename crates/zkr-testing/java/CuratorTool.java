@@ -35,11 +35,11 @@
 // CacheCommands.java (CuratorCache: config-subscribers, cache-load, cache-memory,
 // cache-propagation), DiscoveryCommands.java (curator-x-discovery: discovery-register,
 // discovery-list, discovery-provider, discovery-watch), BarrierCommands.java (barrier-wait,
-// double-barrier, revocable-hold, revoke) and CounterCommands.java (DistributedAtomicLong and
+// double-barrier, revocable-hold, revoke), CounterCommands.java (DistributedAtomicLong and
 // SharedCount: atomic-long-add, shared-count-watch, shared-count-set) and QueueCommands.java
-// (DistributedQueue, DistributedPriorityQueue, SimpleDistributedQueue: queue-put,
-// queue-put-multi, priority-put, queue-consume, queue-consume-locked, priority-consume,
-// simple-offer, simple-take, queue-bench). Their headers list their output.
+// (the queues: queue-put, queue-put-multi, priority-put, delay-put, id-put, queue-consume,
+// queue-consume-locked, priority-consume, simple-offer, simple-take, queue-bench,
+// queue-bench-depth). Their headers list their output.
 //
 // Benchmarks run a 1 s warm-up that is not counted. Exit status: 0 success, 1 error (message on
 // stderr), 2 bad arguments, 3 the parent process went away. Session timeout: 60 s, or

@@ -1,11 +1,15 @@
-// CuratorTool's queue commands (Curator 5.4 `DistributedQueue`, `DistributedPriorityQueue` and
-// `SimpleDistributedQueue`; items are UTF-8 strings, `<PREFIX>-<i>` for i in 0..N):
+// CuratorTool's queue commands (Curator 5.4 `DistributedQueue`, `DistributedPriorityQueue`,
+// `DistributedDelayQueue`, `DistributedIdQueue` and `SimpleDistributedQueue`; items are UTF-8 strings, `<PREFIX>-<i>` for i in 0..N):
 //
 //   queue-put CONNECT PATH PREFIX N            DistributedQueue.put of N items, in order:
 //                                              RESULT count=N
 //   queue-put-multi CONNECT PATH PREFIX N      one DistributedQueue.putMulti of N items: RESULT count=N
 //   priority-put CONNECT PATH PREFIX N         DistributedPriorityQueue.put of N items, item i with
 //                                              priority N-1-i (so the last is taken first): RESULT count=N
+//   delay-put CONNECT PATH PREFIX N DELAY_MS   DistributedDelayQueue.put of N items, item i due DELAY_MS
+//                                              * (N - i) ms from now (so the last is due first): RESULT count=N
+//   id-put CONNECT PATH PREFIX N               DistributedIdQueue.put of N items, item i with the id
+//                                              `id/<i>|x` (Curator makes it `id_<i>_x`): RESULT count=N
 //   queue-consume CONNECT PATH N               a DistributedQueue consumer: ITEM <value> per item, in
 //                                              the order consumed; after N: RESULT count=N
 //   queue-consume-locked CONNECT PATH LOCKPATH N   the same with lockPath(LOCKPATH)
@@ -28,6 +32,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.recipes.queue.DistributedDelayQueue;
+import org.apache.curator.framework.recipes.queue.DistributedIdQueue;
 import org.apache.curator.framework.recipes.queue.DistributedPriorityQueue;
 import org.apache.curator.framework.recipes.queue.DistributedQueue;
 import org.apache.curator.framework.recipes.queue.MultiItem;
@@ -42,7 +48,8 @@ final class QueueCommands {
             + " | priority-put CONNECT PATH PREFIX N | queue-consume CONNECT PATH N"
             + " | queue-consume-locked CONNECT PATH LOCKPATH N | priority-consume CONNECT PATH N"
             + " | simple-offer CONNECT PATH PREFIX N | simple-take CONNECT PATH N | queue-bench CONNECT PATH N"
-            + " | queue-bench-depth CONNECT PATH TAKES";
+            + " | queue-bench-depth CONNECT PATH TAKES | delay-put CONNECT PATH PREFIX N DELAY_MS"
+            + " | id-put CONNECT PATH PREFIX N";
 
     private QueueCommands() {}
 
@@ -85,6 +92,15 @@ final class QueueCommands {
             case "queue-bench":
                 Peer.arity(args, 4);
                 bench(args[1], args[2], Peer.positiveInt(args[3], "N"));
+                return true;
+            case "delay-put":
+                Peer.arity(args, 6);
+                delayPut(args[1], args[2], args[3], Peer.nonNegativeInt(args[4], "N"),
+                        Peer.nonNegativeInt(args[5], "DELAY_MS"));
+                return true;
+            case "id-put":
+                Peer.arity(args, 5);
+                idPut(args[1], args[2], args[3], Peer.nonNegativeInt(args[4], "N"));
                 return true;
             case "queue-bench-depth":
                 Peer.arity(args, 4);
@@ -241,5 +257,28 @@ final class QueueCommands {
         consumer.close();
         Peer.out(String.format(Locale.ROOT, "RESULT start_ms=%.1f take_ms=%.3f",
                 (firstAt[0] - start) / 1e6, (end - firstAt[0]) / 1e6 / takes));
+    }
+
+    private static void delayPut(String connect, String path, String prefix, int n, int delayMs) throws Exception {
+        CuratorFramework client = Peer.connect(connect);
+        DistributedDelayQueue<String> queue = builder(client, null, path).buildDelayQueue();
+        queue.start();
+        long now = System.currentTimeMillis();
+        for (int i = 0; i < n; i++) {
+            queue.put(prefix + "-" + i, now + (long) delayMs * (n - i));
+        }
+        queue.close();
+        Peer.out("RESULT count=" + n);
+    }
+
+    private static void idPut(String connect, String path, String prefix, int n) throws Exception {
+        CuratorFramework client = Peer.connect(connect);
+        DistributedIdQueue<String> queue = builder(client, null, path).buildIdQueue();
+        queue.start();
+        for (int i = 0; i < n; i++) {
+            queue.put(prefix + "-" + i, "id/" + i + "|x");
+        }
+        queue.close();
+        Peer.out("RESULT count=" + n);
     }
 }

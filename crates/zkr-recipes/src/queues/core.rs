@@ -2,12 +2,13 @@
 //! without its lock) and creating one.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{watch, OnceCell};
 use tokio::time::{Duration, Instant};
-use zkr_connection::{path, ZkClient};
+use zkr_connection::{path, RetryOptions, ZkClient};
 use zookeeper_client::{Acls, CreateMode};
 
 use super::item::ItemLock;
@@ -54,6 +55,12 @@ pub(crate) struct Taken {
 struct Views {
     items: watch::Receiver<Arc<CacheSnapshot>>,
     locks: Option<watch::Receiver<Arc<CacheSnapshot>>>,
+}
+
+/// Retry options for calls that are safe on any session (reads, versioned deletes, creates not
+/// yet sent): a session expiry between attempts does not end them.
+fn any_session() -> RetryOptions {
+    RetryOptions::default().across_sessions(true)
 }
 
 /// Milliseconds since the Unix epoch (the delay queue's clock, as Curator's).
@@ -270,7 +277,7 @@ impl Core {
             },
         };
         let mut attempts = 0u32;
-        let deleted = self.zk.retry(|s| {
+        let deleted = self.zk.retry_with(any_session(), |s| {
             attempts += 1;
             let node = &node;
             async move { s.client().delete(node, Some(version)).await }
@@ -305,7 +312,8 @@ impl Core {
         for name in self.listing().await? {
             let node = path::join(&self.path, &name);
             let node = &node;
-            match self.zk.retry(|s| async move { s.client().get_data(node).await }).await {
+            match self.zk.retry_with(any_session(), |s| async move { s.client().get_data(node).await }).await
+            {
                 Ok((data, _)) => return Ok(Some(data)),
                 Err(e) if e.is_no_node() => continue,
                 Err(e) => return Err(e.into()),
@@ -316,7 +324,10 @@ impl Core {
 
     /// The queue's node names, in queue order.
     pub(crate) async fn listing(&self) -> Result<Vec<String>, QueueError> {
-        let listed = self.zk.retry(|s| async move { s.client().list_children(&self.path).await }).await;
+        let listed = self
+            .zk
+            .retry_with(any_session(), |s| async move { s.client().list_children(&self.path).await })
+            .await;
         let mut names = match listed {
             Ok(names) => names,
             Err(e) if e.is_no_node() => Vec::new(),
@@ -352,7 +363,10 @@ impl Core {
         let mut items = self.cache(&self.items, &self.path).await?.snapshots();
         loop {
             items.borrow_and_update();
-            let stat = self.zk.retry(|s| async move { s.client().check_stat(&self.path).await }).await?;
+            let stat = self
+                .zk
+                .retry_with(any_session(), |s| async move { s.client().check_stat(&self.path).await })
+                .await?;
             if stat.is_none_or(|s| (s.num_children as usize) < max) {
                 return Ok(true);
             }
@@ -369,17 +383,25 @@ impl Core {
     /// [`QueueError::Indeterminate`].
     async fn create(&self, node: &str, data: &[u8]) -> Result<(), QueueError> {
         let acls = self.zk.acl_for_path(node);
-        let mut attempts = 0u32;
-        let created = self.zk.retry(|s| {
-            attempts += 1;
-            let first = attempts == 1;
-            let acls = &acls;
+        // Set once an attempt may have been applied (its reply was lost, or its session ended
+        // with it in flight): never create again then.
+        let maybe_applied = AtomicBool::new(false);
+        let created = self.zk.retry_with(any_session(), |s| {
+            let (acls, maybe_applied) = (&acls, &maybe_applied);
             async move {
-                if !first {
+                if maybe_applied.load(Ordering::SeqCst) {
                     return Ok(false);
                 }
                 let options = CreateMode::PersistentSequential.with_acls(Acls::new(acls));
-                s.client().create(node, data, &options).await.map(|_| true)
+                match s.client().create(node, data, &options).await {
+                    Ok(_) => Ok(true),
+                    Err(e) => {
+                        if zkr_connection::is_retryable(&e) || zkr_connection::is_session_error(&e) {
+                            maybe_applied.store(true, Ordering::SeqCst);
+                        }
+                        Err(e)
+                    }
+                }
             }
         });
         match created.await {
