@@ -25,6 +25,7 @@ pub mod leader;
 pub mod locks;
 pub mod nodes;
 pub mod partition;
+pub mod queues;
 pub(crate) mod watch;
 
 /// Every ```rust block of the README and the guides in `docs/`, compiled by
@@ -74,4 +75,6 @@ mod guides {
     pub struct RecipesReadWriteLock;
     #[doc = include_str!("../../../docs/recipes/semaphore.md")]
     pub struct RecipesSemaphore;
+    #[doc = include_str!("../../../docs/recipes/queues.md")]
+    pub struct RecipesQueues;
 }

@@ -35,9 +35,11 @@
 // CacheCommands.java (CuratorCache: config-subscribers, cache-load, cache-memory,
 // cache-propagation), DiscoveryCommands.java (curator-x-discovery: discovery-register,
 // discovery-list, discovery-provider, discovery-watch), BarrierCommands.java (barrier-wait,
-// double-barrier, revocable-hold, revoke) and CounterCommands.java (DistributedAtomicLong and
-// SharedCount: atomic-long-add, shared-count-watch, shared-count-set). Their headers list their
-// output.
+// double-barrier, revocable-hold, revoke), CounterCommands.java (DistributedAtomicLong and
+// SharedCount: atomic-long-add, shared-count-watch, shared-count-set) and QueueCommands.java
+// (the queues: queue-put, queue-put-multi, priority-put, delay-put, id-put, queue-consume,
+// queue-consume-locked, priority-consume, simple-offer, simple-take, queue-bench,
+// queue-bench-depth). Their headers list their output.
 //
 // Benchmarks run a 1 s warm-up that is not counted. Exit status: 0 success, 1 error (message on
 // stderr), 2 bad arguments, 3 the parent process went away. Session timeout: 60 s, or
@@ -114,7 +116,7 @@ public final class CuratorTool {
                 + " | bench-inprocess CONNECT PATH THREADS SECONDS | bench-waiters CONNECT PATH N"
                 + " | bench-ids CONNECT PATH SECONDS | bench-leader-failover CONNECT PATH"
                 + " | atomic-ids CONNECT PATH N" + CacheCommands.USAGE + DiscoveryCommands.USAGE
-                + BarrierCommands.USAGE + CounterCommands.USAGE;
+                + BarrierCommands.USAGE + CounterCommands.USAGE + QueueCommands.USAGE;
     }
 
     private static int run(String[] args) throws Exception {
@@ -185,9 +187,9 @@ public final class CuratorTool {
                 return 0;
             default:
                 // Commands in the other files: CacheCommands.java, DiscoveryCommands.java,
-                // BarrierCommands.java, CounterCommands.java.
+                // BarrierCommands.java, CounterCommands.java, QueueCommands.java.
                 if (CacheCommands.run(args) || DiscoveryCommands.run(args) || BarrierCommands.run(args)
-                        || CounterCommands.run(args)) {
+                        || CounterCommands.run(args) || QueueCommands.run(args)) {
                     return 0;
                 }
                 throw new Peer.UsageException("unknown command `" + command + "`");

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""kazoo as a peer process for zkr's interop tests (the lock commands of CuratorTool.java).
+"""kazoo as a peer process for zkr's interop tests (the lock commands of CuratorTool.java, and
+kazoo's Queue).
 
 Run by zkr-testing's `peers::KazooTool`; usable by hand too:
 
@@ -12,6 +13,10 @@ processes on one machine). Commands:
     lock CONNECT PATH ROUNDS HOLD_MS   ACQUIRED <r> <t_us>, RELEASING <r> <t_us> per round; DONE
     hold CONNECT PATH                  HELD <own lock node>; on stdin `release` or EOF: RELEASED
     try CONNECT PATH TIMEOUT_MS        ACQUIRED | NOT_ACQUIRED
+    queue-put CONNECT PATH PREFIX N    kazoo's Queue.put of N items `<PREFIX>-<i>` (UTF-8, the default
+                                       priority 100): RESULT count=N
+    queue-get CONNECT PATH N           Queue.get until N items came (polling an empty queue every
+                                       20 ms): ITEM <value> per item; RESULT count=N
 
 Exit status: 0 success, 1 error (message on stderr), 2 bad arguments, 3 the parent process went
 away. Session timeout: kazoo's default (10 s), or $ZKR_PEER_SESSION_MS.
@@ -29,7 +34,8 @@ from kazoo.exceptions import LockTimeout
 CONNECTION_TIMEOUT_S = 15.0
 SESSION_ENV = "ZKR_PEER_SESSION_MS"
 USAGE = ("usage: kazoo_tool.py lock CONNECT PATH ROUNDS HOLD_MS | hold CONNECT PATH | try CONNECT PATH TIMEOUT_MS"
-         " | partition CONNECT PATH ITEM[,ITEM...] IDENTIFIER TIME_BOUNDARY_MS")
+         " | partition CONNECT PATH ITEM[,ITEM...] IDENTIFIER TIME_BOUNDARY_MS"
+         " | queue-put CONNECT PATH PREFIX N | queue-get CONNECT PATH N")
 
 _clients = []
 
@@ -172,11 +178,31 @@ def cmd_partition(hosts, path, items, ident, boundary_ms):
     partitioner.finish()
 
 
+def cmd_queue_put(hosts, path, prefix, n):
+    queue = connect(hosts).Queue(path)
+    for i in range(n):
+        queue.put(("%s-%d" % (prefix, i)).encode("utf-8"))
+    out("RESULT count=%d" % n)
+
+
+def cmd_queue_get(hosts, path, n):
+    queue = connect(hosts).Queue(path)
+    got = 0
+    while got < n:
+        data = queue.get()
+        if data is None:
+            time.sleep(0.02)
+            continue
+        out("ITEM %s" % data.decode("utf-8"))
+        got += 1
+    out("RESULT count=%d" % n)
+
+
 def run(argv):
     if not argv:
         raise UsageError("no command given")
     command, args = argv[0], argv[1:]
-    arity = {"lock": 4, "hold": 2, "try": 3, "partition": 5}
+    arity = {"lock": 4, "hold": 2, "try": 3, "partition": 5, "queue-put": 4, "queue-get": 3}
     if command not in arity:
         raise UsageError("unknown command `%s`" % command)
     if len(args) != arity[command]:
@@ -187,6 +213,10 @@ def run(argv):
         cmd_hold(args[0], args[1])
     elif command == "partition":
         cmd_partition(args[0], args[1], args[2], args[3], non_negative_int(args[4], "TIME_BOUNDARY_MS"))
+    elif command == "queue-put":
+        cmd_queue_put(args[0], args[1], args[2], non_negative_int(args[3], "N"))
+    elif command == "queue-get":
+        cmd_queue_get(args[0], args[1], non_negative_int(args[2], "N"))
     else:
         cmd_try(args[0], args[1], non_negative_int(args[2], "TIMEOUT_MS"))
 

@@ -90,6 +90,7 @@ const CURATOR_SOURCES: &[(&str, &str)] = &[
     ("DiscoveryCommands.java", include_str!("../java/DiscoveryCommands.java")),
     ("BarrierCommands.java", include_str!("../java/BarrierCommands.java")),
     ("CounterCommands.java", include_str!("../java/CounterCommands.java")),
+    ("QueueCommands.java", include_str!("../java/QueueCommands.java")),
 ];
 const KAZOO_SOURCE: &str = include_str!("../peers/kazoo_tool.py");
 /// Debian's jars (`libcurator-recipes-java`, `libcurator-discovery-java` and what they depend

@@ -1,0 +1,434 @@
+//! What every queue shares: its nodes, the caches its consumers wait on, taking a node (with or
+//! without its lock) and creating one.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tokio::sync::{watch, OnceCell};
+use tokio::time::{Duration, Instant};
+use zkr_connection::{path, RetryOptions, ZkClient};
+use zookeeper_client::{Acls, CreateMode};
+
+use super::item::ItemLock;
+use super::{framing, validate, QueueError};
+use crate::cache::{CacheMode, CacheSnapshot, CachedNode, CuratorCache};
+
+/// How many ready nodes one look at the snapshot tries before looking again.
+const BATCH: usize = 16;
+
+/// How a queue orders its nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Order {
+    /// By name: the sequence (and a priority queue's priority before it).
+    Name,
+    /// By the delay-until time in the name, then the sequence; a node is ready once its time
+    /// has come (Curator's delay queue).
+    Delay,
+    /// By the name without its `|id|` (Curator's id queue).
+    Id,
+}
+
+/// A queue's fixed parts and its lazily started caches.
+#[derive(Debug)]
+pub(crate) struct Core {
+    pub(crate) zk: ZkClient,
+    pub(crate) path: String,
+    pub(crate) prefix: &'static str,
+    order: Order,
+    lock_path: Option<String>,
+    max_items: Option<usize>,
+    ensured: OnceCell<()>,
+    items: OnceCell<CuratorCache>,
+    locks: OnceCell<CuratorCache>,
+}
+
+/// A node a consumer took: its path, its bytes and (lock-safe) the lock it holds.
+pub(crate) struct Taken {
+    pub(crate) node: String,
+    pub(crate) data: Vec<u8>,
+    pub(crate) lock: Option<ItemLock>,
+}
+
+/// The snapshots a waiting consumer follows.
+struct Views {
+    items: watch::Receiver<Arc<CacheSnapshot>>,
+    locks: Option<watch::Receiver<Arc<CacheSnapshot>>>,
+}
+
+/// Retry options for calls that are safe on any session (reads, versioned deletes, creates not
+/// yet sent): a session expiry between attempts does not end them.
+fn any_session() -> RetryOptions {
+    RetryOptions::default().across_sessions(true)
+}
+
+/// Milliseconds since the Unix epoch (the delay queue's clock, as Curator's).
+pub(crate) fn now_epoch_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Core {
+    pub(crate) fn new(
+        zk: &ZkClient,
+        path: &str,
+        prefix: &'static str,
+        order: Order,
+        lock_path: Option<String>,
+        max_items: Option<usize>,
+    ) -> Result<Self, QueueError> {
+        validate(zk, path)?;
+        if let Some(lock_path) = &lock_path {
+            validate(zk, lock_path)?;
+            if lock_path == path {
+                return Err(QueueError::InvalidArgument(
+                    "the lock path must differ from the queue path".into(),
+                ));
+            }
+        }
+        if max_items == Some(0) {
+            return Err(QueueError::InvalidArgument("max_items must be at least 1".into()));
+        }
+        Ok(Core {
+            zk: zk.clone(),
+            path: path.to_owned(),
+            prefix,
+            order,
+            lock_path,
+            max_items,
+            ensured: OnceCell::new(),
+            items: OnceCell::new(),
+            locks: OnceCell::new(),
+        })
+    }
+
+    pub(crate) fn is_lock_safe(&self) -> bool {
+        self.lock_path.is_some()
+    }
+
+    /// Creates the queue's node (and the lock path) as persistent nodes once, as Curator's
+    /// `start()` does; their parents are containers.
+    async fn ensure(&self) -> Result<(), QueueError> {
+        self.ensured
+            .get_or_try_init(|| async {
+                self.zk.create_if_absent(&self.path, &[], CreateMode::Persistent).await?;
+                if let Some(lock_path) = &self.lock_path {
+                    self.zk.create_if_absent(lock_path, &[], CreateMode::Persistent).await?;
+                }
+                Ok::<(), QueueError>(())
+            })
+            .await
+            .map(drop)
+    }
+
+    async fn cache<'a>(
+        &self,
+        cell: &'a OnceCell<CuratorCache>,
+        path: &str,
+    ) -> Result<&'a CuratorCache, QueueError> {
+        self.ensure().await?;
+        let start =
+            || async { CuratorCache::builder(&self.zk, path).mode(CacheMode::Children).start().await };
+        Ok(cell.get_or_try_init(start).await?)
+    }
+
+    async fn views(&self) -> Result<Views, QueueError> {
+        let items = self.cache(&self.items, &self.path).await?.snapshots();
+        let locks = match &self.lock_path {
+            Some(lock_path) => Some(self.cache(&self.locks, lock_path).await?.snapshots()),
+            None => None,
+        };
+        Ok(Views { items, locks })
+    }
+
+    /// The queue's node names in queue order (the prefix's nodes only: others are foreign).
+    pub(crate) fn sort(&self, names: &mut Vec<String>) {
+        names.retain(|n| n.starts_with(self.prefix));
+        match self.order {
+            Order::Name => names.sort_unstable(),
+            Order::Delay => names.sort_by_cached_key(|n| (framing::parse_delay(n), framing::sequence(n))),
+            Order::Id => {
+                names.sort_by_cached_key(|n| framing::parse_id(n).map_or_else(|| n.clone(), |(_, k)| k))
+            }
+        }
+    }
+
+    /// The nodes to try now, in order, and when the next delayed one is due (epoch ms).
+    fn ready(
+        &self,
+        items: &CacheSnapshot,
+        locks: Option<&CacheSnapshot>,
+        skip: &HashSet<String>,
+    ) -> (Vec<(String, Arc<CachedNode>)>, Option<u64>) {
+        // Name order is the snapshot's own order: walk it lazily instead of sorting it all.
+        let names: Box<dyn Iterator<Item = String>> = if self.order == Order::Name {
+            Box::new(
+                items
+                    .children(&self.path)
+                    .map(|(n, _)| n)
+                    .filter(|n| n.starts_with(self.prefix))
+                    .map(str::to_owned),
+            )
+        } else {
+            let mut names: Vec<String> = items.children(&self.path).map(|(n, _)| n.to_owned()).collect();
+            self.sort(&mut names);
+            Box::new(names.into_iter())
+        };
+        let now = now_epoch_ms();
+        let mut next_due = None;
+        let mut ready = Vec::new();
+        for name in names {
+            if self.order == Order::Delay {
+                let due = framing::parse_delay(&name);
+                if due > now {
+                    next_due = Some(due); // sorted: the first not due is the soonest
+                    break;
+                }
+            }
+            let locked = locks
+                .zip(self.lock_path.as_deref())
+                .is_some_and(|(l, p)| l.get(&path::join(p, &name)).is_some());
+            if locked || skip.contains(&name) {
+                continue;
+            }
+            if let Some(node) = items.get(&path::join(&self.path, &name)) {
+                ready.push((name, node.clone()));
+            }
+            if ready.len() == BATCH {
+                break;
+            }
+        }
+        (ready, next_due)
+    }
+
+    /// Takes the first node in queue order, waiting for one until `deadline`; `None` then.
+    pub(crate) async fn take_by(&self, deadline: Option<Instant>) -> Result<Option<Taken>, QueueError> {
+        let mut views = self.views().await?;
+        let mut skip = HashSet::new();
+        loop {
+            let (ready, next_due) = self.look(&mut views, &skip);
+            for (name, node) in &ready {
+                if let Some(taken) = self.take_node(name, Some((&node.data, node.stat.version))).await? {
+                    return Ok(Some(taken));
+                }
+                skip.insert(name.clone());
+            }
+            if !ready.is_empty() {
+                continue; // look again before waiting: later nodes may be ready
+            }
+            let due =
+                next_due.map(|ms| Instant::now() + Duration::from_millis(ms.saturating_sub(now_epoch_ms())));
+            let wake = match (due, deadline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            match zkr_connection::within(wake, changed(&mut views)).await {
+                Some(true) => skip.clear(),
+                Some(false) => return Err(zkr_connection::Error::Closed.into()),
+                None if deadline.is_some_and(|d| Instant::now() >= d) => return Ok(None),
+                None => {}
+            }
+        }
+    }
+
+    /// The ready nodes of the latest confirmed snapshots (none while they are unconfirmed).
+    fn look(
+        &self,
+        views: &mut Views,
+        skip: &HashSet<String>,
+    ) -> (Vec<(String, Arc<CachedNode>)>, Option<u64>) {
+        let items = views.items.borrow_and_update().clone();
+        let locks = views.locks.as_mut().map(|l| l.borrow_and_update().clone());
+        let confirmed = |s: &CacheSnapshot| s.is_initialized() && !s.is_stale();
+        if !confirmed(&items) || locks.as_deref().is_some_and(|l| !confirmed(l)) {
+            return (Vec::new(), None);
+        }
+        self.ready(&items, locks.as_deref(), skip)
+    }
+
+    /// Takes the node `name`: deletes it (plain) or locks it and reads it again (lock-safe).
+    /// `known` is its data and version as cached; read when `None`. `None` when another
+    /// consumer got it first.
+    pub(crate) async fn take_node(
+        &self,
+        name: &str,
+        known: Option<(&[u8], i32)>,
+    ) -> Result<Option<Taken>, QueueError> {
+        let node = path::join(&self.path, name);
+        if let Some(lock_path) = &self.lock_path {
+            let Some(lock) = ItemLock::acquire(&self.zk, &path::join(lock_path, name)).await? else {
+                return Ok(None);
+            };
+            return Ok(lock.read(&node).await?.map(|data| Taken { node, data, lock: Some(lock) }));
+        }
+        let (data, version) = match known {
+            Some((data, version)) => (data.to_vec(), version),
+            None => match self
+                .zk
+                .retry(|s| {
+                    let node = &node;
+                    async move { s.client().get_data(node).await }
+                })
+                .await
+            {
+                Ok((data, stat)) => (data, stat.version),
+                Err(e) if e.is_no_node() => return Ok(None),
+                Err(e) => return Err(e.into()),
+            },
+        };
+        let mut attempts = 0u32;
+        let deleted = self.zk.retry_with(any_session(), |s| {
+            attempts += 1;
+            let node = &node;
+            async move { s.client().delete(node, Some(version)).await }
+        });
+        match deleted.await {
+            Ok(()) => Ok(Some(Taken { node, data, lock: None })),
+            Err(e) if e.is_no_node() || e.is_bad_version() => {
+                if attempts > 1 {
+                    tracing::warn!(node = %node, "a queue item's delete lost its reply: the item may be lost (use lock safety)");
+                }
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Takes the first node in queue order from a listing of the queue (no cache, no wait).
+    pub(crate) async fn poll(&self) -> Result<Option<Taken>, QueueError> {
+        for name in self.listing().await? {
+            if self.order == Order::Delay && framing::parse_delay(&name) > now_epoch_ms() {
+                break;
+            }
+            if let Some(taken) = self.take_node(&name, None).await? {
+                return Ok(Some(taken));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first node's data in queue order, left in the queue.
+    pub(crate) async fn peek(&self) -> Result<Option<Vec<u8>>, QueueError> {
+        for name in self.listing().await? {
+            let node = path::join(&self.path, &name);
+            let node = &node;
+            match self.zk.retry_with(any_session(), |s| async move { s.client().get_data(node).await }).await
+            {
+                Ok((data, _)) => return Ok(Some(data)),
+                Err(e) if e.is_no_node() => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The queue's node names, in queue order.
+    pub(crate) async fn listing(&self) -> Result<Vec<String>, QueueError> {
+        let listed = self
+            .zk
+            .retry_with(any_session(), |s| async move { s.client().list_children(&self.path).await })
+            .await;
+        let mut names = match listed {
+            Ok(names) => names,
+            Err(e) if e.is_no_node() => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        self.sort(&mut names);
+        Ok(names)
+    }
+
+    /// Puts one node `<prefix><infix><sequence>` holding `data`; with a bound, waits until the
+    /// queue holds fewer nodes than it, until `deadline` (`false` then, nothing created).
+    pub(crate) async fn put(
+        &self,
+        infix: &str,
+        data: &[u8],
+        deadline: Option<Instant>,
+    ) -> Result<bool, QueueError> {
+        let node = path::join(&self.path, &format!("{}{infix}", self.prefix));
+        zkr_connection::path::validate_data(&node, data)?;
+        self.ensure().await?;
+        if let Some(max) = self.max_items {
+            if !self.wait_for_room(max, deadline).await? {
+                return Ok(false);
+            }
+        }
+        self.create(&node, data).await.map(|_| true)
+    }
+
+    /// Waits until the queue holds fewer than `max` nodes, read from ZooKeeper (the cache may
+    /// not show our own latest puts yet) and waiting on the cache for a change; `false` at
+    /// `deadline`.
+    async fn wait_for_room(&self, max: usize, deadline: Option<Instant>) -> Result<bool, QueueError> {
+        let mut items = self.cache(&self.items, &self.path).await?.snapshots();
+        loop {
+            items.borrow_and_update();
+            let stat = self
+                .zk
+                .retry_with(any_session(), |s| async move { s.client().check_stat(&self.path).await })
+                .await?;
+            if stat.is_none_or(|s| (s.num_children as usize) < max) {
+                return Ok(true);
+            }
+            match zkr_connection::within(deadline, items.changed()).await {
+                Some(Ok(())) => {}
+                Some(Err(_)) => return Err(zkr_connection::Error::Closed.into()),
+                None => return Ok(false),
+            }
+        }
+    }
+
+    /// One sequential create, never repeated: after a lost reply it cannot be told whether it
+    /// was applied (a second create could duplicate the item), so that is
+    /// [`QueueError::Indeterminate`].
+    async fn create(&self, node: &str, data: &[u8]) -> Result<(), QueueError> {
+        let acls = self.zk.acl_for_path(node);
+        // Set once an attempt may have been applied (its reply was lost, or its session ended
+        // with it in flight): never create again then.
+        let maybe_applied = AtomicBool::new(false);
+        let created = self.zk.retry_with(any_session(), |s| {
+            let (acls, maybe_applied) = (&acls, &maybe_applied);
+            async move {
+                if maybe_applied.load(Ordering::SeqCst) {
+                    return Ok(false);
+                }
+                let options = CreateMode::PersistentSequential.with_acls(Acls::new(acls));
+                match s.client().create(node, data, &options).await {
+                    Ok(_) => Ok(true),
+                    Err(e) => {
+                        if zkr_connection::is_retryable(&e) || zkr_connection::is_session_error(&e) {
+                            maybe_applied.store(true, Ordering::SeqCst);
+                        }
+                        Err(e)
+                    }
+                }
+            }
+        });
+        match created.await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(QueueError::Indeterminate {
+                path: self.path.clone(),
+                source: zkr_connection::Error::Zk(zookeeper_client::Error::ConnectionLoss),
+            }),
+            Err(e) if e.is_ambiguous() => {
+                Err(QueueError::Indeterminate { path: self.path.clone(), source: e })
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// Waits until one of the views has a new snapshot; `false` when a cache stopped.
+async fn changed(views: &mut Views) -> bool {
+    let Views { items, locks } = views;
+    let locks = async {
+        match locks.as_mut() {
+            Some(locks) => locks.changed().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        changed = items.changed() => changed.is_ok(),
+        changed = locks => changed.is_ok(),
+    }
+}

@@ -1,0 +1,324 @@
+//! [`QueueItem`]: what a consumer takes, and in lock-safe mode the lock it holds on the item.
+
+use std::fmt;
+use std::future::Future;
+
+use zkr_connection::{Session, ZkClient};
+use zookeeper_client::{Acls, Client, CreateMode, MultiWriteError};
+
+use super::QueueError;
+
+/// One queue node taken by a consumer: its values (one, or several from a
+/// [`put_multi`](super::DistributedQueue::put_multi)) and, in lock-safe mode, the lock on it.
+///
+/// Without lock safety the node is already deleted when the consumer gets it (Curator's
+/// default: at most once), and [`ack`](Self::ack) only hands the values back. In lock-safe mode
+/// (Curator's `lockPath`) the node stays in the queue, locked, until [`ack`](Self::ack) removes
+/// it; dropping the item, or [`release`](Self::release), unlocks it so another consumer gets it,
+/// and so does the end of this consumer's session (its process died).
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(queue: zkr_recipes::queues::DistributedQueue<String>) -> Result<(), zkr_recipes::queues::QueueError> {
+/// let item = queue.take().await?;
+/// for value in item.values() {
+///     println!("{value}");
+/// }
+/// item.ack().await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "a lock-safe item dropped without ack() goes back to the queue"]
+pub struct QueueItem<T> {
+    node: String,
+    values: Vec<T>,
+    lock: Option<ItemLock>,
+}
+
+impl<T: fmt::Debug> fmt::Debug for QueueItem<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QueueItem")
+            .field("node", &self.node)
+            .field("values", &self.values)
+            .field("locked", &self.lock.is_some())
+            .finish()
+    }
+}
+
+impl<T> QueueItem<T> {
+    pub(crate) fn new(node: String, values: Vec<T>, lock: Option<ItemLock>) -> Self {
+        QueueItem { node, values, lock }
+    }
+
+    /// The item's values, in the order they were put.
+    pub fn values(&self) -> &[T] {
+        &self.values
+    }
+
+    /// The queue node the values came from (`<queue>/queue-0000000007`).
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// Is the item locked (lock-safe mode) and still in the queue until [`ack`](Self::ack)?
+    pub fn is_locked(&self) -> bool {
+        self.lock.is_some()
+    }
+
+    /// The work is done: removes the item from the queue (lock-safe mode: deletes the item and
+    /// its lock in one transaction, on the session that holds the lock) and hands back the
+    /// values.
+    ///
+    /// # Errors
+    /// [`QueueError::LockLost`] when this consumer's session ended (the item stays, and another
+    /// consumer gets it); [`QueueError::ItemGone`] when something that takes no lock deleted
+    /// the item; [`QueueError::Connection`] otherwise (the lock is released).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the transaction was applied or not; if not, the item is released.
+    pub async fn ack(self) -> Result<Vec<T>, QueueError> {
+        self.finish(None).await
+    }
+
+    /// [`ack`](Self::ack), creating the persistent node `path` with `data` in the same
+    /// transaction: a completion record that exists exactly when the item was removed, so work
+    /// recorded in ZooKeeper is done exactly once. The record's parent must exist (a
+    /// transaction creates no parents).
+    ///
+    /// # Errors
+    /// As [`ack`](Self::ack); `NodeExists` for the record as [`QueueError::Connection`] (the
+    /// item stays in the queue); [`QueueError::InvalidArgument`] without lock safety (the
+    /// item was removed when it was taken).
+    ///
+    /// # Cancel safety
+    /// As [`ack`](Self::ack).
+    pub async fn ack_and_create(self, path: &str, data: &[u8]) -> Result<Vec<T>, QueueError> {
+        self.finish(Some((path, data))).await
+    }
+
+    /// Lock-safe mode: gives the item back to the queue now (dropping it does the same in the
+    /// background). Nothing to do without lock safety.
+    ///
+    /// # Errors
+    /// None today; the signature leaves room for reporting a failed release.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, the release goes on in the background.
+    pub async fn release(mut self) -> Result<(), QueueError> {
+        if let Some(mut lock) = self.lock.take() {
+            lock.armed = false;
+            delete_owned(lock.zk.clone(), lock.session.clone(), lock.path.clone()).await;
+        }
+        Ok(())
+    }
+
+    async fn finish(mut self, record: Option<(&str, &[u8])>) -> Result<Vec<T>, QueueError> {
+        match (self.lock.take(), record) {
+            (Some(mut lock), record) => lock.commit(&self.node, record).await?,
+            (None, Some(_)) => {
+                return Err(QueueError::InvalidArgument(
+                    "ack_and_create needs a lock-safe queue (lock_path): the item is gone already".into(),
+                ))
+            }
+            (None, None) => {}
+        }
+        Ok(std::mem::take(&mut self.values))
+    }
+}
+
+/// Did `error` end with the session (so did every ephemeral node of it)?
+fn session_ended(error: &zkr_connection::Error) -> bool {
+    match error {
+        zkr_connection::Error::SessionExpired { .. } => true,
+        zkr_connection::Error::Zk(e) => zkr_connection::is_session_error(e),
+        _ => false,
+    }
+}
+
+/// A lock-safe consumer's lock on one item: Curator's `<lockPath>/<item name>`, an ephemeral
+/// node of `session`. Dropped armed, it is deleted in the background.
+pub(crate) struct ItemLock {
+    zk: ZkClient,
+    session: Session,
+    path: String,
+    armed: bool,
+}
+
+impl Drop for ItemLock {
+    fn drop(&mut self) {
+        if self.armed {
+            let release = delete_owned(self.zk.clone(), self.session.clone(), self.path.clone());
+            zkr_connection::spawn_cleanup("a queue item's lock", release);
+        }
+    }
+}
+
+/// Runs `op` on `session` under the retry policy; a session that ended is `SessionExpired`,
+/// never a call on its successor (an ephemeral lock is only ours on its own session).
+pub(crate) async fn pinned<T, F, Fut>(
+    zk: &ZkClient,
+    session: &Session,
+    mut op: F,
+) -> zkr_connection::Result<T>
+where
+    F: FnMut(Client) -> Fut,
+    Fut: Future<Output = Result<T, zookeeper_client::Error>>,
+{
+    let generation = session.generation();
+    zk.retry(|s| {
+        let call = (s.generation() == generation).then(|| op(s.client().clone()));
+        async move {
+            match call {
+                Some(call) => call.await,
+                None => Err(zookeeper_client::Error::SessionExpired),
+            }
+        }
+    })
+    .await
+}
+
+/// Deletes the lock at `path` if `session` still owns it; errors mean the session (and the
+/// node with it) is gone.
+async fn delete_owned(zk: ZkClient, session: Session, path: String) {
+    let owner = session.id();
+    let deleted = pinned(&zk, &session, |client| {
+        let path = path.clone();
+        async move {
+            match client.check_stat(&path).await? {
+                Some(stat) if stat.ephemeral_owner == owner => {
+                    match client.delete(&path, Some(stat.version)).await {
+                        Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
+                        Err(e) => Err(e),
+                    }
+                }
+                _ => Ok(()),
+            }
+        }
+    });
+    if let Err(error) = deleted.await {
+        tracing::debug!(lock = %path, %error, "queue item lock not deleted; it ends with its session");
+    }
+}
+
+impl ItemLock {
+    /// Takes the lock `path` on a current session: `None` when another consumer holds it.
+    pub(crate) async fn acquire(zk: &ZkClient, path: &str) -> Result<Option<ItemLock>, QueueError> {
+        let session = zk.session().await?;
+        // Dropped mid-create, the node may exist: delete it if it is ours.
+        let mut guard = zkr_connection::DropGuard::new(
+            "a queue item lock being created",
+            delete_owned(zk.clone(), session.clone(), path.to_owned()),
+        );
+        let acls = zk.acl_for_path(path);
+        let owner = session.id();
+        let created = pinned(zk, &session, |client| {
+            let acls = acls.clone();
+            async move {
+                let options = CreateMode::Ephemeral.with_acls(Acls::new(&acls));
+                match client.create(path, &[], &options).await {
+                    Ok(_) => Ok(true),
+                    // Ours when a retried create finds the node its lost reply made.
+                    Err(zookeeper_client::Error::NodeExists) => {
+                        Ok(client.check_stat(path).await?.is_some_and(|s| s.ephemeral_owner == owner))
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        });
+        match created.await {
+            Ok(true) => {
+                guard.disarm();
+                Ok(Some(ItemLock { zk: zk.clone(), session, path: path.to_owned(), armed: true }))
+            }
+            Ok(false) => {
+                guard.disarm();
+                Ok(None)
+            }
+            Err(e) if session_ended(&e) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Reads the item `node` on the lock's session, after the lock was taken: `None` when it
+    /// is gone (another consumer removed it before we locked it).
+    pub(crate) async fn read(&self, node: &str) -> Result<Option<Vec<u8>>, QueueError> {
+        let read = pinned(&self.zk, &self.session, |client| async move {
+            match client.get_data(node).await {
+                Ok((data, _)) => Ok(Some(data)),
+                Err(zookeeper_client::Error::NoNode) => Ok(None),
+                Err(e) => Err(e),
+            }
+        });
+        match read.await {
+            Ok(data) => Ok(data),
+            Err(e) if session_ended(&e) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Deletes `node` and the lock in one transaction checked against the lock, on the lock's
+    /// session, with `record` created alongside.
+    pub(crate) async fn commit(
+        &mut self,
+        node: &str,
+        record: Option<(&str, &[u8])>,
+    ) -> Result<(), QueueError> {
+        let record_acls = record.map(|(path, _)| self.zk.acl_for_path(path)).unwrap_or_default();
+        let mut attempts = 0u32;
+        let lock = self.path.as_str();
+        let outcome = pinned(&self.zk, &self.session, |client| {
+            attempts += 1;
+            let acls = record_acls.clone();
+            async move {
+                let options = CreateMode::Persistent.with_acls(Acls::new(&acls));
+                let mut writer = client.new_multi_writer();
+                writer.add_check_version(lock, -1)?;
+                writer.add_delete(node, None)?;
+                writer.add_delete(lock, None)?;
+                if let Some((path, data)) = record {
+                    writer.add_create(path, data, &options)?;
+                }
+                match writer.commit().await {
+                    Ok(_) => Ok(Ok(())),
+                    Err(MultiWriteError::OperationFailed { index, source }) => Ok(Err((index, source))),
+                    Err(MultiWriteError::RequestFailed { source }) => Err(source),
+                }
+            }
+        })
+        .await;
+        match outcome {
+            Ok(Ok(())) => {
+                self.armed = false;
+                Ok(())
+            }
+            // The lock is gone: a lost reply of our own applied commit, or our session ended.
+            Ok(Err((0, _))) if attempts > 1 && self.applied(node, record).await? => {
+                self.armed = false;
+                Ok(())
+            }
+            Ok(Err((0, _))) => Err(QueueError::LockLost { node: node.to_owned() }),
+            Ok(Err((1, _))) => Err(QueueError::ItemGone { node: node.to_owned() }),
+            Ok(Err((_, source))) => Err(zkr_connection::Error::Zk(source).into()),
+            Err(e) if session_ended(&e) => Err(QueueError::LockLost { node: node.to_owned() }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// After a retried commit found the lock gone: was the first attempt applied? (The item is
+    /// gone and the record, if any, exists.)
+    async fn applied(&self, node: &str, record: Option<(&str, &[u8])>) -> Result<bool, QueueError> {
+        let check = pinned(&self.zk, &self.session, |client| async move {
+            let item_gone = client.check_stat(node).await?.is_none();
+            let recorded = match record {
+                Some((path, _)) => client.check_stat(path).await?.is_some(),
+                None => true,
+            };
+            Ok(item_gone && recorded)
+        });
+        match check.await {
+            Ok(applied) => Ok(applied),
+            Err(e) if session_ended(&e) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
