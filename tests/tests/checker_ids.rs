@@ -6,7 +6,9 @@
 //! no ID is handed out twice across processes, and each process's IDs increase. The per-kind
 //! summary (IDs, faults, slowest recovery) goes to stderr. The same schedule runs three
 //! processes incrementing one `DistributedAtomicLong`: every success has its own value, and the
-//! final count is the successes plus at most the outcomes the workers could not know.
+//! final count is the successes plus at most the outcomes the workers could not know. Then
+//! three lock-safe queue consumers through a leader kill, a follower kill and a consumer
+//! SIGKILLed mid-item: every item is completed exactly once.
 
 use std::path::Path;
 use std::time::Duration;
@@ -96,10 +98,110 @@ async fn no_id_is_handed_out_twice_under_faults() {
     }
 }
 
-/// Issue 19's counter checker: several processes increment one `DistributedAtomicLong`
-/// through the same faults.
+/// The completion records under `done` (`<value>-<uuid>`), as values.
+async fn completed(zk: &zkr_connection::ZkClient, done: &str) -> Vec<String> {
+    let names = zk.retry(|s| async move { s.client().list_children(done).await }).await.unwrap();
+    names.iter().map(|n| n.rsplit_once('-').map_or(n.clone(), |(v, _)| v.to_owned())).collect()
+}
+
+/// Waits until `at_least` items are completed, naming `stage` when they are not in time.
+async fn completes(zk: &zkr_connection::ZkClient, done: &str, at_least: usize, stage: &str) {
+    let deadline = tokio::time::Instant::now() + zkr_integration_tests::timing().wait() * 2;
+    loop {
+        let count = completed(zk, done).await.len();
+        if count >= at_least {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{stage}: {count} of {at_least} items completed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Reads a consumer's lines until it has taken an item and is working on it (no line for 5 ms
+/// after its `TAKEN`; the work takes 60 ms); that `TAKEN` line's value.
+async fn mid_item(worker: &mut zkr_testing::peers::PeerProcess) -> String {
+    let mut taken = None;
+    loop {
+        match tokio::time::timeout(Duration::from_millis(5), worker.next_line()).await {
+            Ok(line) => {
+                let line = line.unwrap().expect("the consumer runs");
+                if let Some(value) = line.strip_prefix("TAKEN ") {
+                    taken = Some(value.to_owned());
+                } else if line.starts_with("DONE ") {
+                    taken = None;
+                }
+            }
+            Err(_) => {
+                if let Some(value) = taken.take() {
+                    return value;
+                }
+            }
+        }
+    }
+}
+
+/// Three lock-safe queue consumers (`zkr-queue-worker`, 3 s sessions, 60 ms per item) through a
+/// consumer SIGKILLed mid-item and replaced, a leader kill and a follower kill: every item is
+/// completed once (each completion record is created in the transaction that acks the item).
+async fn queue_under_faults(cluster: &TestingCluster) {
+    use zkr_recipes::queues::{DistributedQueue, Utf8};
+    const N: usize = 200;
+    let cs = cluster.connect_string();
+    let root = unique_root("checker-queue");
+    let (path, locks, done) = (format!("{root}/queue"), format!("{root}/locks"), format!("{root}/done"));
+    let zk = zkr_integration_tests::connect_with_session(cs.as_str(), 30).await;
+    zk.create(&done, &[], zookeeper_client::CreateMode::Persistent).await.unwrap();
+    let queue = DistributedQueue::builder(&zk, &path, Utf8).lock_path(&locks).build().unwrap();
+    let want: Vec<String> = (0..N).map(|i| format!("item{i}")).collect();
+    for value in &want {
+        queue.put(value).await.unwrap();
+    }
+    let spawn = || {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zkr-queue-worker"));
+        cmd.args([cs.as_str(), &path, &locks, &done, "60"]);
+        zkr_testing::peers::PeerProcess::spawn("zkr-queue-worker", cmd).unwrap()
+    };
+    let mut workers: Vec<_> = (0..3).map(|_| spawn()).collect();
+
+    // First, while the queue is full: a consumer SIGKILLed mid-item, and replaced.
+    let mut victim = workers.remove(0);
+    let taken = tokio::time::timeout(zkr_integration_tests::timing().wait(), mid_item(&mut victim))
+        .await
+        .expect("a consumer mid-item in time");
+    drop(victim); // SIGKILL, mid-item: its lock goes with its session
+    workers.push(spawn());
+    completes(&zk, &done, 10, "after a consumer SIGKILL").await;
+
+    let victim = faults::leader(cluster).await.unwrap();
+    faults::kill_and_restart(cluster, victim, Duration::from_secs(1)).await.unwrap();
+    let so_far = completed(&zk, &done).await.len();
+    completes(&zk, &done, (so_far + 10).min(N), "after a leader kill").await;
+
+    let victim = (faults::leader(cluster).await.unwrap() + 1) % cluster.size();
+    faults::kill_and_restart(cluster, victim, Duration::from_secs(1)).await.unwrap();
+    completes(&zk, &done, N, "after a follower kill").await;
+
+    let seen = completed(&zk, &done).await;
+    let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+    for value in &seen {
+        *counts.entry(value).or_default() += 1;
+    }
+    let twice: Vec<_> = counts.iter().filter(|(_, c)| **c > 1).collect();
+    assert!(twice.is_empty(), "completed more than once: {twice:?}");
+    assert!(want.iter().all(|w| counts.contains_key(w.as_str())), "an item was lost");
+    assert!(seen.contains(&taken), "the item the killed consumer had taken was completed by another");
+    let queue_path = path.as_str();
+    let left = zk.retry(|s| async move { s.client().list_children(queue_path).await }).await.unwrap();
+    assert!(left.is_empty(), "items left: {left:?}");
+    drop(workers);
+    eprintln!("[checker ids] queue: {N} items completed exactly once through 3 faults, 4 consumer processes");
+}
+
+/// Issue 19's checkers: several processes increment one `DistributedAtomicLong`, then
+/// lock-safe queue consumers work a queue, through the same kinds of faults.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_increment_is_counted_twice_or_lost_under_faults() {
+async fn no_increment_or_queue_item_is_counted_twice_or_lost_under_faults() {
     let cluster = TestingCluster::start(3).await.unwrap();
     kind_under_faults(&cluster, "counter").await;
+    queue_under_faults(&cluster).await;
 }

@@ -174,7 +174,11 @@ impl Transaction {
     /// whose reply was lost may have been applied, and then its retry fails on its own effect
     /// (a create with `NodeExists`, a versioned set with `BadVersion`). Such a failure says
     /// `retried: true` and [`Error::is_ambiguous`] is true for it: look at ZooKeeper to learn
-    /// whether the earlier attempt was applied.
+    /// whether the earlier attempt was applied. A retry that succeeds may have applied the
+    /// operations twice: a versionless set written twice, a sequential create made twice. Where
+    /// that matters, give versions, or commit once with a policy of no retries
+    /// ([`retry_options`](Self::retry_options) with `RetryNTimes::new(0, ..)`), as a lock
+    /// guard's transaction does.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an empty transaction, [`Error::InvalidPath`],

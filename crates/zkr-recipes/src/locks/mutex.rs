@@ -400,7 +400,9 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
 
     /// A [`Transaction`] that applies only while our lock node exists: its first operation
     /// checks the node. Add operations and commit it; [`commit`](Self::commit) maps a lost lock
-    /// to [`LockError::Lost`].
+    /// to [`LockError::Lost`]. It is sent once, not retried: after a lost reply the commit fails
+    /// with an error whose [`is_ambiguous`](LockError::is_ambiguous) is true, and the caller
+    /// looks at ZooKeeper to learn whether it was applied.
     ///
     /// # Errors
     /// [`LockError::Lost`] once the guard knows the lock is lost ([`is_lost`](Self::is_lost)).
@@ -421,7 +423,11 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
         if let Some(reason) = self.node.lost_reason(self.inner.internals.zk()) {
             return Err(LockError::Lost { path: self.inner.internals.base_path().to_string(), reason });
         }
-        Ok(self.inner.internals.zk().transaction().check_exists(self.node.path()))
+        // Sent once: a lost reply is an ambiguous error for the caller to resolve, never a
+        // second application (a versionless set applied twice, a sequential create doubled).
+        let once = zkr_connection::RetryOptions::default()
+            .policy(zkr_connection::retry::RetryNTimes::new(0, Duration::ZERO));
+        Ok(self.inner.internals.zk().transaction().retry_options(once).check_exists(self.node.path()))
     }
 
     /// Commits a transaction made by [`transaction`](Self::transaction) and answers the results
