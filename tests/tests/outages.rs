@@ -243,6 +243,40 @@ async fn guarded_writes_refuse_once_the_guard_knows_it_is_lost() {
     v.heal_and_expect_empty(&[""]).await;
 }
 
+/// A guarded write whose reply is lost is sent once and reported as ambiguous, never as
+/// refused: the mutex checker caught one applied but reported refused (a follower kill).
+#[tokio::test]
+async fn a_guarded_write_whose_reply_is_lost_is_ambiguous_and_applied_once() {
+    let v = Victim::new("guarded-lost-reply").await;
+    let data = format!("{}-data", v.path);
+    let observer = zookeeper_client::Client::connect(&v.server.connect_string()).await.unwrap();
+    let anyone = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    observer.create(&data, b"before", &anyone).await.unwrap();
+    let mutex = InterProcessMutex::new(&v.zk, &v.path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+
+    v.proxy.hold_replies();
+    let writing = {
+        let data = data.clone();
+        tokio::spawn(async move {
+            let result = guard.set_data(&data, b"after", None).await.map(|_| ());
+            (guard, result)
+        })
+    };
+    eventually("the write to be applied", || async { observer.get_data(&data).await.unwrap().0 == b"after" })
+        .await;
+    v.proxy.cut();
+    v.proxy.heal();
+    let (guard, result) = tokio::time::timeout(timing().wait(), writing).await.expect("write hung").unwrap();
+    let err = result.expect_err("the reply was lost");
+    assert!(err.is_ambiguous(), "applied but its reply lost: ambiguous, not refused: {err:?}");
+    assert!(!is_lost(&Err::<(), _>(err.clone())), "the server did not refuse it: {err:?}");
+    let (value, stat) = observer.get_data(&data).await.unwrap();
+    assert_eq!((value.as_slice(), stat.version), (&b"after"[..], 1), "applied exactly once");
+    drop(guard);
+    v.heal_and_expect_empty(&[""]).await;
+}
+
 fn is_reserved_path_error(error: &zkr_connection::Error) -> bool {
     matches!(
         error,

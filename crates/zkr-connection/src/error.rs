@@ -177,10 +177,27 @@ impl Error {
     /// Might the failed operation have been applied all the same? True when its reply was
     /// lost (connection loss, an operation timeout, the session ending while it was in
     /// flight), and for a [`Transaction`](crate::Transaction) that failed on a retry after
-    /// such a loss: look at ZooKeeper to learn the outcome.
+    /// such a loss: look at ZooKeeper to learn the outcome. [`Error::SessionExpired`] is
+    /// ambiguous too: the retry loop returns it only after an attempt that was in flight, or
+    /// whose reply was lost, when the session ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zkr_connection::Error;
+    /// let lost = Error::RetriesExhausted {
+    ///     attempts: 1,
+    ///     elapsed: std::time::Duration::ZERO,
+    ///     last: zookeeper_client::Error::ConnectionLoss,
+    /// };
+    /// assert!(lost.is_ambiguous(), "a lost reply may have been applied");
+    /// assert!(Error::SessionExpired { session: 7 }.is_ambiguous(), "ended in flight");
+    /// assert!(!Error::Zk(zookeeper_client::Error::BadVersion).is_ambiguous(), "an answer");
+    /// ```
     pub fn is_ambiguous(&self) -> bool {
         match self {
             Error::TransactionFailed { retried, .. } => *retried,
+            Error::SessionExpired { .. } => true,
             other => other.zk().is_some_and(|z| is_retryable(z) || is_session_error(z)),
         }
     }

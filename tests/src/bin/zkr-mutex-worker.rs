@@ -25,7 +25,7 @@ use std::time::Duration;
 use rand::Rng as _;
 use tokio::io::AsyncBufReadExt as _;
 use zkr_connection::ZkClient;
-use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard, LockError, LostReason};
+use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard, LockError};
 
 /// How much longer than its timeout an acquire may take before it counts as hung.
 const HANG_MARGIN: Duration = Duration::from_secs(3);
@@ -37,15 +37,12 @@ fn say(line: &str) {
     let _ = out.flush();
 }
 
-/// Is this error an answer that the write did not happen, rather than no answer? A failed check
-/// of the lock node is such an answer; a connection loss or an ended session is not (the write
-/// may have been applied just before).
+/// Is this error an answer that the write did not happen, rather than no answer? The library
+/// says: an error that is not ambiguous (a failed check of the lock node, a lock known lost
+/// before sending) is an answer; a lost reply or an ended session is not, even when the
+/// guard's send-once policy reports it as retries exhausted.
 fn refused(error: &LockError) -> bool {
-    match error {
-        LockError::Lost { reason, .. } => *reason == LostReason::NodeDeleted,
-        LockError::Connection(e) => !(e.is_retryable() || e.is_session_fatal()),
-        _ => true,
-    }
+    !error.is_ambiguous()
 }
 
 /// The unsafe read-modify-write: read the counter, pause, write value+1 through the guard.

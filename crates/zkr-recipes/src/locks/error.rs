@@ -86,8 +86,10 @@ impl LockError {
 
     /// Might the failed operation have been applied all the same? True when its reply was lost
     /// (connection loss, a broken connection, an operation timeout, or the session ending while
-    /// it was in flight), or a guarded transaction failed on its retry after such a loss
-    /// ([`zkr_connection::Error::is_ambiguous`]): look at ZooKeeper to learn the outcome.
+    /// it was in flight, even when the retry policy then gave up), or a guarded transaction
+    /// failed on its retry after such a loss ([`zkr_connection::Error::is_ambiguous`]): look at
+    /// ZooKeeper to learn the outcome. False for [`Lost`](Self::Lost): a guarded write that
+    /// finds the lock lost is not sent, or was refused by the server's check of the lock node.
     pub fn is_ambiguous(&self) -> bool {
         match self {
             LockError::Connection(e) => e.is_ambiguous(),

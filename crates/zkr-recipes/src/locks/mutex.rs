@@ -420,9 +420,7 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
     /// # Ok(()) }
     /// ```
     pub fn transaction(&self) -> Result<Transaction, LockError> {
-        if let Some(reason) = self.node.lost_reason(self.inner.internals.zk()) {
-            return Err(LockError::Lost { path: self.inner.internals.base_path().to_string(), reason });
-        }
+        self.check_held()?;
         // Sent once: a lost reply is an ambiguous error for the caller to resolve, never a
         // second application (a versionless set applied twice, a sequential create doubled).
         let once = zkr_connection::RetryOptions::default()
@@ -434,13 +432,17 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
     /// of the operations added after the lock check.
     ///
     /// # Errors
-    /// [`LockError::Lost`] with [`LostReason::NodeDeleted`] when our node is gone, or
-    /// [`LostReason::SessionEnded`]; the other failures as [`LockError::Connection`] (a refused
-    /// operation as [`zkr_connection::Error::TransactionFailed`], its index counting the check).
+    /// [`LockError::Lost`] when the guard knew the lock was lost before sending (nothing was
+    /// sent), or with [`LostReason::NodeDeleted`] when the server found our node gone (nothing
+    /// was applied); the other failures as [`LockError::Connection`] (a refused operation as
+    /// [`zkr_connection::Error::TransactionFailed`], its index counting the check). A lost
+    /// reply, or the session ending while the commit was in flight, gives an error whose
+    /// [`is_ambiguous`](LockError::is_ambiguous) is true: it may have been applied.
     ///
     /// # Cancel safety
     /// The multi-op is atomic; dropped, it was applied entirely or not at all.
     pub async fn commit(&self, transaction: Transaction) -> Result<Vec<MultiWriteResult>, LockError> {
+        self.check_held()?;
         let mut results = transaction.commit().await.map_err(|e| self.guarded_error(e))?;
         results.drain(..1.min(results.len()));
         Ok(results)
@@ -499,23 +501,31 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
         self.commit(txn).await.map(drop)
     }
 
+    /// [`LockError::Lost`] once the guard knows the lock is lost.
+    fn check_held(&self) -> Result<(), LockError> {
+        match self.node.lost_reason(self.inner.internals.zk()) {
+            Some(reason) => {
+                Err(LockError::Lost { path: self.inner.internals.base_path().to_string(), reason })
+            }
+            None => Ok(()),
+        }
+    }
+
     fn guarded_error(&self, error: zkr_connection::Error) -> LockError {
-        let lost = |reason| LockError::Lost { path: self.inner.internals.base_path().to_string(), reason };
         match error {
-            // (A retried commit's failure may follow an applied first attempt: it stays an
-            // ambiguous Connection error.)
+            // The check of our node failed on the first attempt: nothing was applied. (A
+            // retried commit's failure may follow an applied first attempt, and a session that
+            // ended with the commit in flight may have applied it: both stay ambiguous
+            // Connection errors.)
             zkr_connection::Error::TransactionFailed {
                 index: 0,
                 source: zookeeper_client::Error::NoNode,
                 retried: false,
                 ..
-            } => lost(LostReason::NodeDeleted),
-            zkr_connection::Error::SessionExpired { .. } | zkr_connection::Error::Closed => {
-                lost(LostReason::SessionEnded)
-            }
-            other if other.zk().is_some_and(zkr_connection::is_session_error) => {
-                lost(LostReason::SessionEnded)
-            }
+            } => LockError::Lost {
+                path: self.inner.internals.base_path().to_string(),
+                reason: LostReason::NodeDeleted,
+            },
             other => LockError::Connection(other),
         }
     }
