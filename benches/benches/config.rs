@@ -1,8 +1,10 @@
 //! Config propagation: how long after a `set` every subscriber session holds the new value,
 //! for zkr's `ConfigWatcher`, raw persistent watches with `zookeeper-client` (watch event,
-//! then a read), and Apache Curator's `CuratorCache`, against the same server in one run.
+//! then a read), and Apache Curator's `CuratorCache`, against the same servers in one run (the
+//! deployment comes from the environment: `zkr_benches::Deployment::from_env`).
 //!
 //! `cargo bench -p zkr-benches --bench config [-- --quick | --subscribers N ... | --updates N]`
+//! `ZKR_BENCH_DEPLOY=ensemble ZKR_BENCH_RTT_MS=2 cargo bench -p zkr-benches --bench config`
 //!
 //! For each subscriber count (default 50 and 500) and each library: N sessions subscribe to one
 //! node holding a number; a writer sets 1, 2, ... every 20 ms; an update's latency is from just
@@ -16,11 +18,10 @@ use std::time::Duration;
 use anyhow::{ensure, Context};
 use nix::time::{clock_gettime, ClockId};
 use tokio::sync::oneshot;
-use zkr_benches::Table;
+use zkr_benches::{Deployment, Table};
 use zkr_connection::ZkClient;
 use zkr_recipes::config::{ConfigPublisher, ConfigWatcher, Json};
 use zkr_testing::peers::CuratorTool;
-use zkr_testing::TestingServer;
 use zookeeper_client::{AddWatchMode, Client, EventType};
 
 const ZKR: &str = "zkr ConfigWatcher";
@@ -255,7 +256,8 @@ async fn main() -> anyhow::Result<()> {
     if counts.is_empty() {
         counts = vec![50, 500];
     }
-    let server = TestingServer::start().await.context("starting a ZooKeeper server")?;
+    let server = Deployment::from_env().await?;
+    eprintln!("[config bench] on {}", server.describe());
     let cs = server.connect_string();
     let tool = CuratorTool::locate().context("Apache Curator (libcurator-recipes-java)")?;
     let zk = ZkClient::connect(cs.as_str()).await?;
@@ -307,8 +309,9 @@ async fn main() -> anyhow::Result<()> {
     }
     zkr_benches::print_report(
         &format!(
-            "Config propagation ({updates} updates, {} ms apart; zkr and raw: {ROUNDS} alternating rounds)",
-            INTERVAL.as_millis()
+            "Config propagation ({updates} updates, {} ms apart; zkr and raw: {ROUNDS} alternating rounds; on {})",
+            INTERVAL.as_millis(),
+            server.describe()
         ),
         &table,
     );

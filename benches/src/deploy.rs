@@ -90,21 +90,49 @@ impl Deployment {
         }
     }
 
-    /// The packets the servers have received (`mntr`'s `zk_packets_received`, summed).
+    /// Every server's `mntr` reply.
     ///
     /// # Errors
     /// A server did not answer `mntr`.
-    pub async fn packets_received(&self) -> anyhow::Result<u64> {
-        let mntrs = match self {
-            Deployment::Standalone(server) => vec![server.four_letter_word("mntr").await?],
+    pub async fn mntrs(&self) -> anyhow::Result<Vec<String>> {
+        match self {
+            Deployment::Standalone(server) => Ok(vec![server.four_letter_word("mntr").await?]),
             Deployment::Ensemble { cluster, .. } => {
                 let mut all = Vec::new();
                 for index in 0..cluster.size() {
                     all.push(cluster.four_letter_word(index, "mntr").await?);
                 }
-                all
+                Ok(all)
             }
-        };
-        Ok(mntrs.iter().filter_map(|m| crate::packets_received(m)).sum())
+        }
+    }
+
+    /// A numeric `mntr` key summed over the servers (`zk_packets_received`, `zk_cnt_fsynctime`).
+    ///
+    /// # Errors
+    /// A server did not answer `mntr`, or a reply lacks the key.
+    pub async fn mntr_sum(&self, key: &str) -> anyhow::Result<u64> {
+        let mut sum = 0;
+        for mntr in self.mntrs().await? {
+            let value = crate::mntr_value(&mntr, key).and_then(|v| v.parse::<u64>().ok());
+            sum += value.with_context(|| format!("no {key} in a server's mntr reply"))?;
+        }
+        Ok(sum)
+    }
+
+    /// The packets the servers have received (`mntr`'s `zk_packets_received`, summed).
+    ///
+    /// # Errors
+    /// A server did not answer `mntr`.
+    pub async fn packets_received(&self) -> anyhow::Result<u64> {
+        self.mntr_sum("zk_packets_received").await
+    }
+
+    /// Where the (first) server keeps its data, for the report's file system line.
+    pub fn data_dir(&self) -> &std::path::Path {
+        match self {
+            Deployment::Standalone(server) => server.data_dir(),
+            Deployment::Ensemble { cluster, .. } => cluster.root_dir(),
+        }
     }
 }

@@ -1,9 +1,11 @@
 //! The lock benchmark: zkr's `InterProcessMutex` against Apache Curator 5.4's `InterProcessMutex`
 //! (a peer JVM run by `zkr_testing::peers::CuratorTool`) and against `zookeeper-client`'s own
-//! `Client::lock`, all on one ZooKeeper server started for the run (`zkr_testing::TestingServer`,
-//! standalone, its defaults: `forceSync=yes`).
+//! `Client::lock`, all on the servers started for the run: one standalone
+//! `zkr_testing::TestingServer` (its defaults: `forceSync=yes`), or a 3-server ensemble behind
+//! latency proxies (`zkr_benches::Deployment::from_env`).
 //!
 //! ```sh
+//! ZKR_BENCH_DEPLOY=ensemble ZKR_BENCH_RTT_MS=2 cargo bench -p zkr-benches --bench lock -- --only uncontended,contended
 //! cargo bench -p zkr-benches --bench lock                     # 5 s measurement windows
 //! cargo bench -p zkr-benches --bench lock -- --quick          # 1 s windows, small sizes
 //! cargo bench -p zkr-benches --bench lock -- --only contended --seconds 10
@@ -37,10 +39,8 @@ use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context as _;
-use zkr_benches::{BenchOptions, SCENARIOS, USAGE};
+use zkr_benches::{BenchOptions, Deployment, SCENARIOS, USAGE};
 use zkr_testing::peers::CuratorTool;
-use zkr_testing::TestingServer;
 
 use crate::library::{measure_lock, Floor, Load};
 use crate::scenarios::Bench;
@@ -110,7 +110,7 @@ fn block_on(prefix: &str, failed: &str, work: impl Future<Output = anyhow::Resul
 async fn run(options: BenchOptions) -> anyhow::Result<()> {
     report::print_run_facts(&options);
     eprintln!("[lock bench] starting ZooKeeper");
-    let server = TestingServer::start().await.context("starting a ZooKeeper server")?;
+    let server = Deployment::from_env().await?;
     let cs = server.connect_string();
     let curator = CuratorTool::locate().map_err(|e| e.to_string());
     report::print_setup(&options, &server, &curator).await;

@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
+use zkr_benches::Deployment;
 use zkr_benches::{
     filesystem_of, fmt_ms, fmt_rate, fmt_ratio, machine_facts, mntr_value, BenchOptions, Measurement, Table,
     WARMUP,
 };
 use zkr_testing::peers::CuratorTool;
-use zkr_testing::TestingServer;
 
 use crate::library::{Library, Load};
 use crate::scenarios::Bench;
@@ -45,20 +45,17 @@ pub fn print_run_facts(options: &BenchOptions) {
 }
 
 /// The facts about the server, Curator, the clients and the windows.
-pub async fn print_setup(
-    options: &BenchOptions,
-    server: &TestingServer,
-    curator: &Result<CuratorTool, String>,
-) {
-    let mntr = server.four_letter_word("mntr").await.unwrap_or_default();
+pub async fn print_setup(options: &BenchOptions, server: &Deployment, curator: &Result<CuratorTool, String>) {
+    let mntr = server.mntrs().await.ok().and_then(|m| m.into_iter().next()).unwrap_or_default();
     // Debian's build reports `3.8.0-${mvngit.commit.id}, built on ...`: keep the version.
     let version = mntr_value(&mntr, "zk_version")
         .and_then(|v| v.split([',', '-']).next().map(str::to_string))
         .unwrap_or_else(|| "unknown version".to_string());
     let fs = filesystem_of(server.data_dir()).unwrap_or_else(|| "unknown file system".to_string());
     println!(
-        "- server: ZooKeeper {version}, standalone, zkr_testing::TestingServer defaults (forceSync=yes, \
-         tickTime 500 ms, maxSessionTimeout 60 s); data dir on {fs}"
+        "- server: ZooKeeper {version}, {}, zkr_testing defaults (forceSync=yes, tickTime 500 ms, \
+         maxSessionTimeout 60 s); data dir on {fs}; server counters are summed over the servers",
+        server.describe()
     );
     match curator {
         Ok(_) => {

@@ -8,11 +8,8 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, ensure};
-use zkr_benches::{
-    ensure_path, fmt_ratio, mntr_value, packets_received, BenchOptions, Measurement, Table, WARMUP,
-};
+use zkr_benches::{ensure_path, fmt_ratio, BenchOptions, Deployment, Measurement, Table, WARMUP};
 use zkr_testing::peers::CuratorTool;
-use zkr_testing::TestingServer;
 use zookeeper_client::Client;
 
 use crate::library::{rust_job, ClientLock, Connection, Floor, Library, Load, RustLock, ZkrMutex};
@@ -32,7 +29,7 @@ const ROUNDS: usize = 2;
 /// The state of one run.
 pub struct Bench {
     pub options: BenchOptions,
-    pub server: TestingServer,
+    pub server: Deployment,
     pub cs: String,
     pub curator: Result<CuratorTool, String>,
     pub ratios: Vec<String>,
@@ -203,18 +200,19 @@ impl Bench {
     /// The server's packets and fsyncs while `job` runs [`SERVER_WORK_SECONDS`] on `path`, and
     /// the acquisitions the server saw.
     async fn server_work(&self, path: &str, job: &Job) -> anyhow::Result<ServerWork> {
-        let counters = |mntr: &str| -> anyhow::Result<(u64, u64, u64)> {
-            let packets = packets_received(mntr).ok_or_else(|| anyhow!("no zk_packets_received"))?;
-            let number = |key: &str| {
-                mntr_value(mntr, key).and_then(|v| v.parse().ok()).ok_or_else(|| anyhow!("no {key}"))
-            };
-            Ok((packets, number("zk_packets_sent")?, number("zk_cnt_fsynctime")?))
+        let counters = async || -> anyhow::Result<(u64, u64, u64)> {
+            let sum = |key| self.server.mntr_sum(key);
+            Ok((
+                sum("zk_packets_received").await?,
+                sum("zk_packets_sent").await?,
+                sum("zk_cnt_fsynctime").await?,
+            ))
         };
         let first = self.cversion(path).await?;
-        let before = counters(&self.server.four_letter_word("mntr").await?)?;
+        let before = counters().await?;
         job(SERVER_WORK_SECONDS).await?;
         tokio::time::sleep(SETTLE).await;
-        let after = counters(&self.server.four_letter_word("mntr").await?)?;
+        let after = counters().await?;
         let changes = self.cversion(path).await? - first;
         ensure!(changes > 0 && changes % 2 == 0, "{path}'s cversion moved by {changes}");
         Ok(ServerWork {
@@ -362,10 +360,7 @@ impl Bench {
 
     /// The packets the server receives while `work` runs (and [`SETTLE`] after it).
     async fn count_packets(&self, work: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<u64> {
-        let packets = async || {
-            let mntr = self.server.four_letter_word("mntr").await?;
-            packets_received(&mntr).ok_or_else(|| anyhow!("no zk_packets_received in the mntr reply"))
-        };
+        let packets = async || self.server.packets_received().await;
         let before = packets().await?;
         work.await?;
         tokio::time::sleep(SETTLE).await;

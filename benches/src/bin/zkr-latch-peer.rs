@@ -1,6 +1,6 @@
 //! A zkr `LeaderLatch` as a peer process for the leader-election benchmark, the counterpart of
 //! `CuratorTool bench-leader-failover`: `zkr-latch-peer CONNECT PATH SESSION_MS` prints
-//! `LEADER <epoch_ms>` / `NOT_LEADER <epoch_ms>` as leadership changes, and closes the latch
+//! `LEADER <epoch_us>` / `NOT_LEADER <epoch_us>` (microseconds) as leadership changes, and closes the latch
 //! when stdin closes.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -10,8 +10,8 @@ use tokio::io::AsyncReadExt as _;
 use zkr_connection::ZkClient;
 use zkr_recipes::leader::{LatchState, LeaderLatch};
 
-fn epoch_ms() -> u128 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis())
+fn epoch_us() -> u128 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros())
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -32,7 +32,7 @@ async fn main() -> anyhow::Result<()> {
         while let Some(state) = states.next().await {
             let now = matches!(state, LatchState::Leader(_));
             if now != leading {
-                println!("{} {}", if now { "LEADER" } else { "NOT_LEADER" }, epoch_ms());
+                println!("{} {}", if now { "LEADER" } else { "NOT_LEADER" }, epoch_us());
                 leading = now;
             }
         }

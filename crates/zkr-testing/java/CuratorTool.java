@@ -29,7 +29,7 @@
 //   bench-waiters CONNECT PATH N               QUEUED n= rss_kb=; RESULT drained= millis= rss_kb=
 //   bench-ids CONNECT PATH SECONDS             RESULT ... (one EPHEMERAL_SEQUENTIAL create)
 //   atomic-ids CONNECT PATH N                  ID <value> per DistributedAtomicLong.increment(); DONE
-//   bench-leader-failover CONNECT PATH         LEADER <epoch_ms> / NOT_LEADER <epoch_ms>; until stdin EOF
+//   bench-leader-failover CONNECT PATH         LEADER <epoch_us> / NOT_LEADER <epoch_us>; until stdin EOF
 //
 // More commands, one file per family (compiled together; helpers shared in Peer.java):
 // CacheCommands.java (CuratorCache: config-subscribers, cache-load, cache-memory,
@@ -472,12 +472,12 @@ public final class CuratorTool {
         latch.addListener(new LeaderLatchListener() {
             @Override
             public void isLeader() {
-                Peer.out("LEADER " + System.currentTimeMillis());
+                Peer.out("LEADER " + epochMicros());
             }
 
             @Override
             public void notLeader() {
-                Peer.out("NOT_LEADER " + System.currentTimeMillis());
+                Peer.out("NOT_LEADER " + epochMicros());
             }
         });
         latch.start();
@@ -489,6 +489,12 @@ public final class CuratorTool {
 
     // ---------------------------------------------------------------------------------------
     // Helpers
+
+    /** Microseconds since the epoch (the leader bench compares them across processes). */
+    private static long epochMicros() {
+        java.time.Instant now = java.time.Instant.now();
+        return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
+    }
 
     /**
      * Runs one thread per entry of {@code mutexes}, each looping acquire/release until the
