@@ -76,3 +76,35 @@ async fn a_listing_of_a_deleted_and_recreated_lock_directory_proves_nothing() {
     let after = client.check_stat(&dir).await.unwrap().unwrap();
     assert!(zkr_connection::protected::listing_is_complete(&relisted, next.into_i64(), &after));
 }
+
+/// A guard dropped just before the next acquire sends its delete first: the server applies
+/// the delete before the new create, so the new node never queues behind our old one (a
+/// hand-over in one round trip; see docs/benchmarks.md, "Over a network"). An observer's
+/// recursive watch sees the two in the server's order.
+#[tokio::test]
+async fn a_dropped_guard_deletes_its_node_ahead_of_the_next_acquire() {
+    let server = shared_server().await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let path = unique_root("drop-order");
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    let observer = zookeeper_client::Client::connect(&server.connect_string()).await.unwrap();
+    let mut guard = mutex.acquire().await.unwrap();
+    let mut events =
+        observer.watch(&path, zookeeper_client::AddWatchMode::PersistentRecursive).await.unwrap();
+    for round in 0..20 {
+        let old = guard.node_path().to_owned();
+        drop(guard);
+        guard = mutex.acquire().await.unwrap();
+        let new = guard.node_path().to_owned();
+        let mut seen = Vec::new();
+        while seen.len() < 2 {
+            let event = tokio::time::timeout(timing().wait(), events.changed()).await.expect("no event");
+            if event.path == old || event.path == new {
+                seen.push((event.event_type, event.path));
+            }
+        }
+        use zookeeper_client::EventType::{NodeCreated, NodeDeleted};
+        assert_eq!(seen, vec![(NodeDeleted, old), (NodeCreated, new)], "round {round}");
+    }
+    guard.release().await.unwrap();
+}

@@ -22,6 +22,8 @@ use crate::{LOCK_NAME, SESSION_TIMEOUT};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Library {
     Zkr,
+    /// zkr's mutex released by dropping the guard: the delete goes on in the background.
+    ZkrDrop,
     Curator,
     ZookeeperClient,
     /// Not a lock: an ephemeral sequential create and its delete.
@@ -47,6 +49,7 @@ impl Library {
     fn names(self) -> (&'static str, &'static str, &'static str) {
         match self {
             Library::Zkr => ("zkr InterProcessMutex", "zkr", "zkr"),
+            Library::ZkrDrop => ("zkr InterProcessMutex, released by drop", "zkr-drop", "zkr-drop"),
             Library::Curator => ("Curator 5.4 InterProcessMutex", "curator", "curator"),
             Library::ZookeeperClient => {
                 ("zookeeper-client 0.11.2 Client::lock", "zkclient", "zookeeper-client")
@@ -124,6 +127,29 @@ impl RustLock for ZkrMutex {
 
     async fn release(&self, guard: InterProcessMutexGuard) -> anyhow::Result<()> {
         Ok(guard.release().await?)
+    }
+}
+
+/// zkr's `InterProcessMutex`, released by dropping the guard (the delete goes on in the
+/// background, so the next acquire's create follows it without waiting for its reply).
+#[derive(Debug, Clone)]
+pub struct ZkrMutexDrop(InterProcessMutex);
+
+impl RustLock for ZkrMutexDrop {
+    type Session = ZkClient;
+    type Held<'a> = InterProcessMutexGuard;
+
+    async fn open(zk: &ZkClient, path: &str) -> anyhow::Result<Self> {
+        Ok(ZkrMutexDrop(InterProcessMutex::new(zk, path)?))
+    }
+
+    async fn acquire(&self) -> anyhow::Result<InterProcessMutexGuard> {
+        Ok(self.0.acquire().await?)
+    }
+
+    async fn release(&self, guard: InterProcessMutexGuard) -> anyhow::Result<()> {
+        drop(guard);
+        Ok(())
     }
 }
 

@@ -127,24 +127,38 @@ impl Bench {
         let cycles = load == Load::Cycles;
         let (unit, time) = if cycles { ("cycles/s", "p50 cycle") } else { ("acquisitions/s", "p99 wait") };
         let percentile = |m: &Measurement| if cycles { m.p50 } else { m.p99 };
-        let Some((_, Some(z))) = results.iter().find(|(library, _)| *library == Library::Zkr) else { return };
+        let leads = [Library::Zkr, Library::ZkrDrop];
         let others: Vec<(Library, &Measurement)> = results
             .iter()
-            .filter(|(library, _)| *library != Library::Zkr)
+            .filter(|(library, _)| !leads.contains(library))
             .filter_map(|(library, m)| Some((*library, m.as_ref()?)))
             .collect();
-        for (library, o) in &others {
-            self.rate_ratio(scenario, library.ratio_name(), unit, z, o);
-        }
-        for (library, o) in others.iter().filter(|(library, _)| *library != Library::Floor) {
-            let what = format!("{scenario} {time}");
-            self.time_ratio(&what, library.ratio_name(), percentile(z), percentile(o));
+        for lead in leads {
+            let Some((_, Some(z))) = results.iter().find(|(library, _)| *library == lead) else { continue };
+            for (library, o) in &others {
+                self.rate_ratio(scenario, lead.ratio_name(), library.ratio_name(), unit, z, o);
+            }
+            if lead == Library::ZkrDrop {
+                continue;
+            }
+            for (library, o) in others.iter().filter(|(library, _)| *library != Library::Floor) {
+                let what = format!("{scenario} {time}");
+                self.time_ratio(&what, library.ratio_name(), percentile(z), percentile(o));
+            }
         }
     }
 
-    fn rate_ratio(&mut self, scenario: &str, other: &str, unit: &str, zkr: &Measurement, o: &Measurement) {
+    fn rate_ratio(
+        &mut self,
+        scenario: &str,
+        lead: &str,
+        other: &str,
+        unit: &str,
+        zkr: &Measurement,
+        o: &Measurement,
+    ) {
         self.ratios.push(format!(
-            "{scenario} zkr/{other} {} ({unit}: zkr {}, {other} {})",
+            "{scenario} {lead}/{other} {} ({unit}: {lead} {}, {other} {})",
             fmt_ratio(zkr.per_second(), o.per_second()),
             fmt_rate(zkr.per_second()),
             fmt_rate(o.per_second())

@@ -12,7 +12,9 @@ use zkr_benches::{ensure_path, fmt_ratio, BenchOptions, Deployment, Measurement,
 use zkr_testing::peers::CuratorTool;
 use zookeeper_client::Client;
 
-use crate::library::{rust_job, ClientLock, Connection, Floor, Library, Load, RustLock, ZkrMutex};
+use crate::library::{
+    rust_job, ClientLock, Connection, Floor, Library, Load, RustLock, ZkrMutex, ZkrMutexDrop,
+};
 use crate::report::library_table;
 use crate::{
     CONTENDED_SESSIONS, CURATOR_REQUEST_SECONDS, GRACE, INPROCESS_TASKS, REQUEST_CYCLES, SERVER_WORK_SECONDS,
@@ -47,7 +49,7 @@ const LOCKS: [Library; 3] = [Library::Zkr, Library::Curator, Library::ZookeeperC
 const UNCONTENDED: Timed = Timed {
     name: "uncontended",
     load: Load::Cycles,
-    libraries: &[Library::Zkr, Library::Curator, Library::ZookeeperClient, Library::Floor],
+    libraries: &[Library::Zkr, Library::ZkrDrop, Library::Curator, Library::ZookeeperClient, Library::Floor],
 };
 const CONTENDED: Timed =
     Timed { name: "contended", load: Load::Sessions(CONTENDED_SESSIONS), libraries: &LOCKS };
@@ -126,6 +128,7 @@ impl Bench {
         let (cs, path, load) = (self.cs.clone(), scenario.path(library), scenario.load);
         match library {
             Library::Zkr => rust_job::<ZkrMutex>(cs, path, load),
+            Library::ZkrDrop => rust_job::<ZkrMutexDrop>(cs, path, load),
             Library::ZookeeperClient => rust_job::<ClientLock>(cs, path, load),
             Library::Floor => rust_job::<Floor>(cs, path, load),
             Library::Curator => self.curator_job(scenario.curator_args(&cs, &path)),
@@ -390,7 +393,7 @@ impl Bench {
             Library::Zkr => self.rust_packets::<ZkrMutex>(&path).await?,
             Library::ZookeeperClient => self.rust_packets::<ClientLock>(&path).await?,
             Library::Curator => self.curator_packets(&path).await?,
-            Library::Floor => bail!("unknown library {}", library.name()),
+            Library::Floor | Library::ZkrDrop => bail!("unknown library {}", library.name()),
         };
         let changes = self.cversion(&path).await? - first;
         ensure!(

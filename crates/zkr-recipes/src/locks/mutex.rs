@@ -572,11 +572,16 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
                 None => Ok(()),
             };
         };
-        // A release dropped mid-way deletes in the background.
-        let mut background = background_release(self.inner.clone(), node.clone());
-        let result = self.inner.internals.release_lock(&node).await;
-        background.disarm();
-        result?;
+        // The delete is answered in a task of its own, which goes on (and retries in the
+        // background if it must) when this future is dropped mid-way.
+        if let Some(deleting) = self.inner.internals.send_release(&node) {
+            let inner = self.inner.clone();
+            let finishing =
+                tokio::spawn(async move { inner.internals.finish_release(&node, deleting).await });
+            finishing
+                .await
+                .map_err(|e| LockError::zk(zookeeper_client::Error::UnexpectedError(e.to_string())))??;
+        }
         match lost {
             Some(reason) => {
                 Err(LockError::Lost { path: self.inner.internals.base_path().to_string(), reason })
@@ -586,10 +591,15 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
     }
 }
 
-/// Releases `node` in the background when the guard is dropped (unless disarmed).
+/// Releases `node` in the background: the delete is sent now, its reply awaited when the guard
+/// is dropped.
 fn background_release<D: LockInternalsDriver>(inner: Arc<Inner<D>>, node: Arc<LockNode>) -> DropGuard {
+    // The delete is sent now, so it goes ahead of whatever this task sends next (the next
+    // acquire's create); only its reply is awaited in the background.
+    let deleting = inner.internals.send_release(&node);
     DropGuard::new("a dropped lock guard", async move {
-        if let Err(e) = inner.internals.release_lock(&node).await {
+        let Some(deleting) = deleting else { return };
+        if let Err(e) = inner.internals.finish_release(&node, deleting).await {
             tracing::warn!(node = %node.path(), error = %e, "releasing a dropped lock guard failed");
         }
     })

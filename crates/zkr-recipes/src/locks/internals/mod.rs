@@ -22,6 +22,10 @@ use super::error::LockError;
 use super::view::{ChildrenView, MAX_QUEUE};
 use crate::fence::SessionFence;
 use cleanup::NodeCleanup;
+
+/// A delete sent by [`LockInternals::send_release`], awaiting its reply.
+pub(crate) type Deleting =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), zookeeper_client::Error>> + Send>>;
 use heads::ReleasedHeads;
 use lister::Lister;
 pub use node::LockNode;
@@ -299,8 +303,20 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     /// Not cancel safe by itself: a dropped release may leave the node until its session ends.
     /// The lock guards call it so that a dropped release still deletes in the background.
     pub async fn release_lock(&self, node: &LockNode) -> Result<(), LockError> {
+        match self.send_release(node) {
+            Some(deleting) => self.finish_release(node, deleting).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The first half of [`release_lock`](Self::release_lock), synchronous: the delete of a
+    /// held node is sent before this returns (zookeeper-client sends a request when it is
+    /// made), so a guard dropped before the next acquire has its delete ahead of that
+    /// acquire's create. `None` when there is nothing to await (the node went with its session,
+    /// or the lock was lost and the delete goes on in the background).
+    pub(crate) fn send_release(&self, node: &LockNode) -> Option<Deleting> {
         if !node.fence.is_current(&self.zk) {
-            return Ok(());
+            return None;
         }
         if self.max_leases == 1 {
             self.released_heads.remember(&node.name);
@@ -309,10 +325,19 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         // still allows it (a dead server would hold the delete until the retry policy gives up).
         if node.lost_reason(&self.zk).is_some() {
             self.delete_in_background(node);
-            return Ok(());
+            return None;
         }
+        Some(Box::pin(node.session().client().delete(&node.path, None)))
+    }
+
+    /// The second half of [`release_lock`](Self::release_lock): awaits the delete that
+    /// [`send_release`](Self::send_release) sent.
+    ///
+    /// # Errors
+    /// As [`release_lock`](Self::release_lock).
+    pub(crate) async fn finish_release(&self, node: &LockNode, deleting: Deleting) -> Result<(), LockError> {
         let deleted = tokio::select! {
-            deleted = node.session().client().delete(&node.path, None) => deleted,
+            deleted = deleting => deleted,
             _ = node.lost_locally(&self.zk) => {
                 self.delete_in_background(node);
                 return Ok(());
