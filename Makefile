@@ -10,6 +10,8 @@ demo: deps
 test: deps
 	cargo fmt --all --check
 	python3 scripts/check-rust-version.py
+	@# `cargo install zkr-cli` must not build test-only crates (its embedded server needs neither).
+	@! cargo tree -p zkr-cli -e normal --prefix none | grep -E '^(rcgen|ring) ' || { echo "zkr-cli depends on rcgen/ring"; exit 1; }
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p zkr-connection --features tls,backon -- -D warnings
 	cargo clippy -p zkr-connection -p zkr-recipes -- -D warnings

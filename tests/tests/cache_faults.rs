@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use futures::StreamExt as _;
 use rand::rngs::StdRng;
-use rand::{Rng as _, SeedableRng as _};
+use rand::{RngExt as _, SeedableRng as _};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use zkr_connection::{path, ZkClient};

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rand::Rng;
+use rand::RngExt;
 use zkr_connection::ZkClient;
 use zkr_integration_tests::{
     builder, children, connect, connect_with_session, eventually, timing, unique_root,

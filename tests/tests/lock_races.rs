@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use rand::Rng;
+use rand::RngExt;
 use zkr_integration_tests::{connect, timing, unique_root};
 use zkr_recipes::locks::InterProcessMutex;
 use zkr_testing::shared_server;

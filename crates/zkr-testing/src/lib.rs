@@ -1,4 +1,5 @@
 #![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 //!
 //! Real Apache ZooKeeper servers for tests, examples and demos: the Rust counterpart of
 //! Curator's `curator-test`, except that it runs the real Java server (from the OS packages) as

@@ -6,8 +6,10 @@
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "tls")]
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType};
 
+#[cfg(feature = "tls")]
 use crate::error::{Error, Result};
 
 /// A certificate authority made for one test, and a server certificate it signed, written as
@@ -15,7 +17,8 @@ use crate::error::{Error, Result};
 ///
 /// The server certificate names what `names` says: IP addresses become IP entries, anything
 /// else DNS entries. [`TestCertificates::for_loopback`] names `127.0.0.1` and `localhost`;
-/// give other names to provoke a hostname mismatch.
+/// give other names to provoke a hostname mismatch. Making them needs the `tls` feature (on
+/// by default; off, zkr-testing builds without `rcgen` and `ring`).
 ///
 /// # Examples
 ///
@@ -43,6 +46,8 @@ impl TestCertificates {
     ///
     /// # Errors
     /// As [`generate`](Self::generate).
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
     pub fn for_loopback(dir: &Path) -> Result<Self> {
         Self::generate(dir, &["127.0.0.1", "localhost"])
     }
@@ -53,6 +58,8 @@ impl TestCertificates {
     ///
     /// # Errors
     /// [`Error::Io`] when generating or writing fails.
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
     pub fn generate(dir: &Path, names: &[&str]) -> Result<Self> {
         let failed = |what: &str, e: rcgen::Error| Error::io(what.to_owned(), std::io::Error::other(e));
         let mut ca_params =

@@ -22,7 +22,7 @@
 use std::io::Write as _;
 use std::time::Duration;
 
-use rand::Rng as _;
+use rand::RngExt as _;
 use tokio::io::AsyncBufReadExt as _;
 use zkr_connection::ZkClient;
 use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard, LockError};

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 
 use super::RetryPolicy;
 use crate::error::{Error, Result};
@@ -63,7 +63,7 @@ impl ExponentialBackoffRetry {
         } else {
             max_retries
         };
-        ExponentialBackoffRetry { base, max_retries, max_sleep, random: Mutex::new(StdRng::from_os_rng()) }
+        ExponentialBackoffRetry { base, max_retries, max_sleep, random: Mutex::new(rand::make_rng()) }
     }
 
     /// Replaces the random source with a seeded one, for reproducible sleeps.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use rand::Rng as _;
+use rand::RngExt as _;
 use serde::de::DeserializeOwned;
 use zkr_connection::ZkClient;
 
