@@ -7,11 +7,14 @@ deps:
 demo: deps
 	cargo run --release --quiet -p zkr-cli --bin zkr -- demo
 
+# The workspace clippy and test runs build zkr-recipes (and its prometheus example) with the
+# metrics feature, which the tests crate enables; the line after it adds it to zkr-connection's
+# optional features, and the one after that lints both crates without any.
 test: deps
 	cargo fmt --all --check
 	python3 scripts/check-rust-version.py
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo clippy -p zkr-connection --features tls,backon -- -D warnings
+	cargo clippy -p zkr-connection --features tls,backon,metrics -- -D warnings
 	cargo clippy -p zkr-connection -p zkr-recipes -- -D warnings
 	cargo test --workspace
 	cargo test -p zkr-connection --features backon --lib backon

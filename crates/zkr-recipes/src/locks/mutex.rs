@@ -522,10 +522,13 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
                 source: zookeeper_client::Error::NoNode,
                 retried: false,
                 ..
-            } => LockError::Lost {
-                path: self.inner.internals.base_path().to_string(),
-                reason: LostReason::NodeDeleted,
-            },
+            } => {
+                self.node.report_lost(LostReason::NodeDeleted);
+                LockError::Lost {
+                    path: self.inner.internals.base_path().to_string(),
+                    reason: LostReason::NodeDeleted,
+                }
+            }
             other => LockError::Connection(other),
         }
     }

@@ -5,6 +5,7 @@ mod cleanup;
 mod heads;
 mod lister;
 mod node;
+mod report;
 mod turn;
 mod wait;
 
@@ -189,6 +190,14 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     /// Cancel safe: a dropped attempt leaves no node behind.
     #[tracing::instrument(level = "debug", name = "lock.attempt", skip_all, fields(path = %self.base_path))]
     pub async fn attempt_lock(&self, wait: Wait) -> Result<Option<LockNode>, LockError> {
+        let started = Instant::now();
+        let result = self.attempt(wait).await;
+        report::attempt(&self.base_path, &result, started.elapsed());
+        result
+    }
+
+    /// [`attempt_lock`](Self::attempt_lock) without its report.
+    async fn attempt(&self, wait: Wait) -> Result<Option<LockNode>, LockError> {
         let mut budget = RetryBudget::new(self.zk.retry_policy().clone()).deadline_at(wait.deadline());
         let attempts = AttemptCount::enter(&self.attempts);
         loop {
@@ -207,7 +216,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                 Ok(error_epoch) => {
                     cleanup.disarm();
                     let fence = SessionFence::new(node.session, error_epoch);
-                    return Ok(Some(LockNode { path: node.path, name: node.name, stat: node.stat, fence }));
+                    return Ok(Some(LockNode::new(node.path, node.name, node.stat, fence)));
                 }
                 Err(WaitError::NotAcquired) => {
                     // Bounded: past it, the delete goes on in the background (the cleanup's guard).
@@ -298,33 +307,50 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     /// # Cancel safety
     /// Not cancel safe by itself: a dropped release may leave the node until its session ends.
     /// The lock guards call it so that a dropped release still deletes in the background.
+    #[tracing::instrument(level = "debug", name = "lock.release", skip_all, fields(path = %self.base_path, node = %node.name))]
     pub async fn release_lock(&self, node: &LockNode) -> Result<(), LockError> {
+        let result = self.release(node).await;
+        report::released(
+            node,
+            match &result {
+                Ok(how) => how,
+                Err(_) => "failed",
+            },
+        );
+        result.map(drop)
+    }
+
+    /// [`release_lock`](Self::release_lock); `Ok` says what became of the node.
+    async fn release(&self, node: &LockNode) -> Result<&'static str, LockError> {
+        // Asked first, so that a loss nobody asked about is still reported.
+        let lost = node.lost_reason(&self.zk);
         if !node.fence.is_current(&self.zk) {
-            return Ok(());
+            return Ok("already_gone");
         }
         if self.max_leases == 1 {
             self.released_heads.remember(&node.name);
         }
         // After a loss nothing blocks: the delete goes on in the background while the session
         // still allows it (a dead server would hold the delete until the retry policy gives up).
-        if node.lost_reason(&self.zk).is_some() {
+        if lost.is_some() {
             self.delete_in_background(node);
-            return Ok(());
+            return Ok("in_background");
         }
         let deleted = tokio::select! {
             deleted = node.session().client().delete(&node.path, None) => deleted,
             _ = node.lost_locally(&self.zk) => {
                 self.delete_in_background(node);
-                return Ok(());
+                return Ok("in_background");
             }
         };
         match deleted {
-            Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
+            Ok(()) => Ok("deleted"),
+            Err(zookeeper_client::Error::NoNode) => Ok("already_gone"),
             Err(e) if is_retryable(&e) => {
                 self.delete_in_background(node);
-                Ok(())
+                Ok("in_background")
             }
-            Err(e) if is_session_error(&e) => Ok(()),
+            Err(e) if is_session_error(&e) => Ok("already_gone"),
             Err(e) => Err(LockError::zk(e)),
         }
     }
