@@ -192,7 +192,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     pub async fn attempt_lock(&self, wait: Wait) -> Result<Option<LockNode>, LockError> {
         let started = Instant::now();
         let result = self.attempt(wait).await;
-        report::attempt(&self.base_path, &result, started.elapsed());
+        report::attempt(&result, started.elapsed());
         result
     }
 

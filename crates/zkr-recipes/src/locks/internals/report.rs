@@ -24,7 +24,7 @@ impl LossReport {
             return;
         }
         tracing::warn!(
-            path = %node.path,
+            node = %node.path,
             fencing_token = node.fencing_token(),
             reason = reason.label(),
             "lock lost: {reason}"
@@ -33,12 +33,12 @@ impl LossReport {
     }
 }
 
-/// An attempt on the lock at `base_path` ended with `result` after `waited`.
-pub(super) fn attempt(base_path: &str, result: &Result<Option<LockNode>, LockError>, waited: Duration) {
+/// An attempt on the lock ended with `result` after `waited` (in the attempt's span, which names
+/// the lock's path).
+pub(super) fn attempt(result: &Result<Option<LockNode>, LockError>, waited: Duration) {
     let outcome = match result {
         Ok(Some(node)) => {
             tracing::debug!(
-                path = base_path,
                 node = %node.name,
                 ?waited,
                 fencing_token = node.fencing_token(),
@@ -48,25 +48,20 @@ pub(super) fn attempt(base_path: &str, result: &Result<Option<LockNode>, LockErr
             Outcome::Acquired
         }
         Ok(None) => {
-            tracing::debug!(
-                path = base_path,
-                ?waited,
-                outcome = Outcome::NotAcquired.label(),
-                "lock not acquired"
-            );
+            tracing::debug!(?waited, outcome = Outcome::NotAcquired.label(), "lock not acquired");
             Outcome::NotAcquired
         }
         Err(error) => {
-            tracing::debug!(path = base_path, ?waited, outcome = Outcome::Failed.label(), %error, "lock attempt failed");
+            tracing::debug!(?waited, outcome = Outcome::Failed.label(), %error, "lock attempt failed");
             Outcome::Failed
         }
     };
     telemetry::lock_attempt(outcome, waited);
 }
 
-/// `node` was released: `how` says what became of its delete (`deleted`, `in_background`,
-/// `already_gone`, `failed`).
+/// `node` was released (in the release's span, which names the lock and the node): `how` says
+/// what became of its delete (`deleted`, `in_background`, `already_gone`, `failed`).
 pub(super) fn released(node: &LockNode, how: &'static str) {
-    tracing::debug!(path = %node.path, fencing_token = node.fencing_token(), how, "lock released");
+    tracing::debug!(fencing_token = node.fencing_token(), how, "lock released");
     telemetry::lock_released(how);
 }
