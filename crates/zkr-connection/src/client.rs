@@ -421,6 +421,7 @@ impl Stream for ConnectionStateStream {
 impl Shared {
     fn post(&self, state: ConnectionState) {
         tracing::info!(%state, generation = self.generation.load(Ordering::SeqCst), "connection state");
+        crate::telemetry::session_state(state);
         self.state.send_replace(Some(state));
         *self.state_since.lock() = std::time::Instant::now();
         if self.config.error_policy.is_error_state(state) {
@@ -585,6 +586,7 @@ async fn supervise(shared: Arc<Shared>) {
         }
         drop(client);
         tracing::info!(generation, "rebuilding the session");
+        crate::telemetry::session_rebuilt();
     }
     shared.session.send_replace(None);
 }

@@ -18,6 +18,9 @@
 //! - `tls`: TLS connections (`ZkClientBuilder::tls_trusting`, `ZkClientBuilder::tls`),
 //!   through `zookeeper-client`'s `tls` feature and rustls.
 //! - `backon`: `retry::BackonRetry`, the `backon` crate's backoffs as retry policies.
+//! - `metrics`: session states, session rebuilds and retries as figures of the `metrics`
+//!   facade crate (`zkr_session_state`, `zkr_session_rebuilds_total`, `zkr_retries_total`;
+//!   `docs/observability.md`). The spans and events of `tracing` are always there.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod acl;
@@ -34,6 +37,7 @@ pub mod retry;
 mod retry_loop;
 mod state;
 mod status;
+mod telemetry;
 #[cfg(feature = "tls")]
 mod tls;
 mod transaction;

@@ -470,7 +470,8 @@ impl ZkClient {
                 return Err(Error::Closed);
             }
             let sleep = budget.next_sleep().map_err(|stop| stop.into_error(Some(error.clone())))?;
-            tracing::debug!(retries = budget.retries(), error = %error, path = %node_path, "protected create will retry");
+            tracing::debug!(attempt = budget.retries(), delay = ?sleep, error = %error, path = %node_path, "protected create will retry");
+            crate::telemetry::retry("protected_create");
             tokio::time::sleep(sleep).await;
         }
     }

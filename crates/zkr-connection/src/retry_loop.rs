@@ -175,7 +175,8 @@ impl ZkClient {
                 return Err(Error::Zk(error));
             }
             let sleep = budget.next_sleep().map_err(|stop| stop.into_error(Some(error.clone())))?;
-            tracing::debug!(retries = budget.retries(), ?sleep, error = %error, "retrying ZooKeeper operation");
+            tracing::debug!(attempt = budget.retries(), delay = ?sleep, error = %error, "retrying ZooKeeper operation");
+            crate::telemetry::retry("operation");
             last_error = Some(error);
             tokio::time::sleep(sleep).await;
         }

@@ -11,6 +11,10 @@
 //!
 //! - `toml`, `yaml`: the `config::Toml` and `config::Yaml` codecs (JSON, UTF-8 and raw bytes
 //!   are always there).
+//! - `metrics`: lock waits, holds and losses, watch resyncs and lag, cache and queue sizes
+//!   (and, through `zkr-connection`'s feature of the same name, session states and retries) as
+//!   figures of the `metrics` facade crate; `docs/observability.md` lists them with the
+//!   `tracing` spans, which are always there.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod barriers;
@@ -26,6 +30,7 @@ pub mod locks;
 pub mod nodes;
 pub mod partition;
 pub mod queues;
+mod telemetry;
 pub(crate) mod watch;
 
 /// Every ```rust block of the README and the guides in `docs/`, compiled by
@@ -45,6 +50,8 @@ mod guides {
     pub struct Connection;
     #[doc = include_str!("../../../docs/migrating-from-curator.md")]
     pub struct MigratingFromCurator;
+    #[doc = include_str!("../../../docs/observability.md")]
+    pub struct Observability;
     #[doc = include_str!("../../../docs/reliability.md")]
     pub struct Reliability;
     #[doc = include_str!("../../../docs/testing.md")]

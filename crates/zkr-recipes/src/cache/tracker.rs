@@ -132,6 +132,7 @@ impl Tracker {
     fn publish(&self, stale: bool, events: Vec<CacheEvent>) {
         let snapshot = CacheSnapshot { nodes: Arc::clone(&self.nodes), initialized: self.initialized, stale };
         self.snapshot.send_replace(Arc::new(snapshot));
+        crate::telemetry::cache_size(&self.root, self.nodes.len());
         for event in events {
             let _ = self.events.send(event);
         }

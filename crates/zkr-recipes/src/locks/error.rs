@@ -14,6 +14,23 @@ pub enum LostReason {
     NodeDeleted,
 }
 
+impl LostReason {
+    /// The reason as a metric label or log field: `connection_state`, `session_ended`,
+    /// `node_deleted` (the `reason` label of `zkr_lock_losses_total`).
+    ///
+    /// ```
+    /// use zkr_recipes::locks::LostReason;
+    /// assert_eq!(LostReason::SessionEnded.label(), "session_ended");
+    /// ```
+    pub fn label(self) -> &'static str {
+        match self {
+            LostReason::ConnectionState => "connection_state",
+            LostReason::SessionEnded => "session_ended",
+            LostReason::NodeDeleted => "node_deleted",
+        }
+    }
+}
+
 impl std::fmt::Display for LostReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {

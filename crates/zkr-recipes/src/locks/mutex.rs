@@ -522,10 +522,13 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
                 source: zookeeper_client::Error::NoNode,
                 retried: false,
                 ..
-            } => LockError::Lost {
-                path: self.inner.internals.base_path().to_string(),
-                reason: LostReason::NodeDeleted,
-            },
+            } => {
+                self.node.report_lost(LostReason::NodeDeleted);
+                LockError::Lost {
+                    path: self.inner.internals.base_path().to_string(),
+                    reason: LostReason::NodeDeleted,
+                }
+            }
             other => LockError::Connection(other),
         }
     }
@@ -574,14 +577,12 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
         };
         // The delete is answered in a task of its own, which goes on (and retries in the
         // background if it must) when this future is dropped mid-way.
-        if let Some(deleting) = self.inner.internals.send_release(&node) {
-            let inner = self.inner.clone();
-            let finishing =
-                tokio::spawn(async move { inner.internals.finish_release(&node, deleting).await });
-            finishing
-                .await
-                .map_err(|e| LockError::zk(zookeeper_client::Error::UnexpectedError(e.to_string())))??;
-        }
+        let sent = self.inner.internals.send_release(&node);
+        let inner = self.inner.clone();
+        let finishing = tokio::spawn(async move { inner.internals.finish_release(&node, sent).await });
+        finishing
+            .await
+            .map_err(|e| LockError::zk(zookeeper_client::Error::UnexpectedError(e.to_string())))??;
         match lost {
             Some(reason) => {
                 Err(LockError::Lost { path: self.inner.internals.base_path().to_string(), reason })
@@ -596,10 +597,9 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
 fn background_release<D: LockInternalsDriver>(inner: Arc<Inner<D>>, node: Arc<LockNode>) -> DropGuard {
     // The delete is sent now, so it goes ahead of whatever this task sends next (the next
     // acquire's create); only its reply is awaited in the background.
-    let deleting = inner.internals.send_release(&node);
+    let sent = inner.internals.send_release(&node);
     DropGuard::new("a dropped lock guard", async move {
-        let Some(deleting) = deleting else { return };
-        if let Err(e) = inner.internals.finish_release(&node, deleting).await {
+        if let Err(e) = inner.internals.finish_release(&node, sent).await {
             tracing::warn!(node = %node.path(), error = %e, "releasing a dropped lock guard failed");
         }
     })

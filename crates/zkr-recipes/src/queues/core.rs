@@ -243,6 +243,8 @@ impl Core {
         if !confirmed(&items) || locks.as_deref().is_some_and(|l| !confirmed(l)) {
             return (Vec::new(), None);
         }
+        // The snapshot holds the queue's node and its children.
+        crate::telemetry::queue_size(&self.path, items.len().saturating_sub(1));
         self.ready(&items, locks.as_deref(), skip)
     }
 

@@ -237,6 +237,7 @@ impl<C: Consumer> Watch<C> {
                 (Watchers::OneShot(watchers), Vec::new())
             }
         };
+        resynced(&self.root, session, queued.len());
         if !queued.is_empty() && self.consumer.apply(session.client(), queued).await?.is_break() {
             return Ok((watchers, Flow::Break(())));
         }
@@ -245,6 +246,7 @@ impl<C: Consumer> Watch<C> {
 
     /// Follows the sessions `sessions` names until the consumer stops, `stop` completes, or
     /// (for [`Sessions::Follow`]) the manager closes. `first` goes on with a first sync.
+    #[tracing::instrument(level = "debug", name = "watch", skip_all, fields(root = %self.root))]
     pub(crate) async fn run(
         mut self,
         sessions: Sessions,
@@ -410,12 +412,19 @@ impl<C: Consumer> Watch<C> {
             }
             let (read, renewed) = self.consumer.read_watched(session).await?;
             self.consumer.reset(read);
+            resynced(&self.root, session, 0);
             if self.consumer.synced(session.generation()).is_break() {
                 return Ok(End::Stopped);
             }
             watchers = renewed;
         }
     }
+}
+
+/// A full read replaced the copy of `root` on `session`, with `queued` events on top.
+fn resynced(root: &str, session: &Session, queued: usize) {
+    tracing::debug!(root, generation = session.generation(), queued, "watch resynced");
+    crate::telemetry::watch_resync();
 }
 
 /// Waits for a sync sent before a read; a failed one only costs the guarantee it would give.
@@ -468,7 +477,11 @@ pub(crate) fn event_stream<E: Clone + Send + 'static>(
     use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
     tokio_stream::wrappers::BroadcastStream::new(events).map(move |item| match item {
         Ok(event) => event,
-        Err(BroadcastStreamRecvError::Lagged(missed)) => lagged(missed),
+        Err(BroadcastStreamRecvError::Lagged(missed)) => {
+            tracing::info!(missed, "an event subscriber fell behind and missed events");
+            crate::telemetry::watch_lagged(missed);
+            lagged(missed)
+        }
     })
 }
 

@@ -5,6 +5,7 @@ mod cleanup;
 mod heads;
 mod lister;
 mod node;
+mod report;
 mod turn;
 mod wait;
 
@@ -193,6 +194,14 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     /// Cancel safe: a dropped attempt leaves no node behind.
     #[tracing::instrument(level = "debug", name = "lock.attempt", skip_all, fields(path = %self.base_path))]
     pub async fn attempt_lock(&self, wait: Wait) -> Result<Option<LockNode>, LockError> {
+        let started = Instant::now();
+        let result = self.attempt(wait).await;
+        report::attempt(&result, started.elapsed());
+        result
+    }
+
+    /// [`attempt_lock`](Self::attempt_lock) without its report.
+    async fn attempt(&self, wait: Wait) -> Result<Option<LockNode>, LockError> {
         let mut budget = RetryBudget::new(self.zk.retry_policy().clone()).deadline_at(wait.deadline());
         let attempts = AttemptCount::enter(&self.attempts);
         loop {
@@ -211,7 +220,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                 Ok(error_epoch) => {
                     cleanup.disarm();
                     let fence = SessionFence::new(node.session, error_epoch);
-                    return Ok(Some(LockNode { path: node.path, name: node.name, stat: node.stat, fence }));
+                    return Ok(Some(LockNode::new(node.path, node.name, node.stat, fence)));
                 }
                 Err(WaitError::NotAcquired) => {
                     // Bounded: past it, the delete goes on in the background (the cleanup's guard).
@@ -303,53 +312,76 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     /// Not cancel safe by itself: a dropped release may leave the node until its session ends.
     /// The lock guards call it so that a dropped release still deletes in the background.
     pub async fn release_lock(&self, node: &LockNode) -> Result<(), LockError> {
-        match self.send_release(node) {
-            Some(deleting) => self.finish_release(node, deleting).await,
-            None => Ok(()),
-        }
+        let sent = self.send_release(node);
+        self.finish_release(node, sent).await
     }
 
     /// The first half of [`release_lock`](Self::release_lock), synchronous: the delete of a
     /// held node is sent before this returns (zookeeper-client sends a request when it is
     /// made), so a guard dropped before the next acquire has its delete ahead of that
-    /// acquire's create. `None` when there is nothing to await (the node went with its session,
-    /// or the lock was lost and the delete goes on in the background).
-    pub(crate) fn send_release(&self, node: &LockNode) -> Option<Deleting> {
+    /// acquire's create. `Err` says what became of the node when there is nothing to await
+    /// (it went with its session, or the lock was lost and the delete goes on in the
+    /// background).
+    pub(crate) fn send_release(&self, node: &LockNode) -> Result<Deleting, &'static str> {
+        // Asked first, so that a loss nobody asked about is still reported.
+        let lost = node.lost_reason(&self.zk);
         if !node.fence.is_current(&self.zk) {
-            return None;
+            return Err("already_gone");
         }
         if self.max_leases == 1 {
             self.released_heads.remember(&node.name);
         }
         // After a loss nothing blocks: the delete goes on in the background while the session
         // still allows it (a dead server would hold the delete until the retry policy gives up).
-        if node.lost_reason(&self.zk).is_some() {
+        if lost.is_some() {
             self.delete_in_background(node);
-            return None;
+            return Err("in_background");
         }
-        Some(Box::pin(node.session().client().delete(&node.path, None)))
+        Ok(Box::pin(node.session().client().delete(&node.path, None)))
     }
 
-    /// The second half of [`release_lock`](Self::release_lock): awaits the delete that
-    /// [`send_release`](Self::send_release) sent.
+    /// The second half of [`release_lock`](Self::release_lock): awaits what
+    /// [`send_release`](Self::send_release) sent, and reports the release.
     ///
     /// # Errors
     /// As [`release_lock`](Self::release_lock).
-    pub(crate) async fn finish_release(&self, node: &LockNode, deleting: Deleting) -> Result<(), LockError> {
+    #[tracing::instrument(level = "debug", name = "lock.release", skip_all, fields(path = %self.base_path, node = %node.name))]
+    pub(crate) async fn finish_release(
+        &self,
+        node: &LockNode,
+        sent: Result<Deleting, &'static str>,
+    ) -> Result<(), LockError> {
+        let result = match sent {
+            Ok(deleting) => self.await_delete(node, deleting).await,
+            Err(how) => Ok(how),
+        };
+        report::released(
+            node,
+            match &result {
+                Ok(how) => how,
+                Err(_) => "failed",
+            },
+        );
+        result.map(drop)
+    }
+
+    /// The reply to our delete; `Ok` says what became of the node.
+    async fn await_delete(&self, node: &LockNode, deleting: Deleting) -> Result<&'static str, LockError> {
         let deleted = tokio::select! {
             deleted = deleting => deleted,
             _ = node.lost_locally(&self.zk) => {
                 self.delete_in_background(node);
-                return Ok(());
+                return Ok("in_background");
             }
         };
         match deleted {
-            Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
+            Ok(()) => Ok("deleted"),
+            Err(zookeeper_client::Error::NoNode) => Ok("already_gone"),
             Err(e) if is_retryable(&e) => {
                 self.delete_in_background(node);
-                Ok(())
+                Ok("in_background")
             }
-            Err(e) if is_session_error(&e) => Ok(()),
+            Err(e) if is_session_error(&e) => Ok("already_gone"),
             Err(e) => Err(LockError::zk(e)),
         }
     }

@@ -5,6 +5,7 @@ use std::time::Duration;
 use zkr_connection::{is_session_error, Session, ZkClient};
 use zookeeper_client::{EventType, OneshotWatcher, Stat};
 
+use super::report::LossReport;
 use crate::fence::SessionFence;
 use crate::locks::LostReason;
 
@@ -15,9 +16,15 @@ pub struct LockNode {
     pub(super) name: String,
     pub(super) stat: Stat,
     pub(super) fence: SessionFence,
+    loss: LossReport,
 }
 
 impl LockNode {
+    /// The node at `path` (named `name`), created with `stat`, held on `fence`.
+    pub(super) fn new(path: String, name: String, stat: Stat, fence: SessionFence) -> Self {
+        LockNode { path, name, stat, fence, loss: LossReport::default() }
+    }
+
     /// The node's full path.
     pub fn path(&self) -> &str {
         &self.path
@@ -45,9 +52,21 @@ impl LockNode {
     }
 
     /// Why the lock counts as lost now, if it does; without a ZooKeeper call. Node deletion is
-    /// noticed only by [`lost`](Self::lost) (which watches the node).
+    /// noticed only by [`lost`](Self::lost) (which watches the node). The first loss learnt
+    /// here or there is reported once: a `warn!` event and, with the `metrics` feature,
+    /// `zkr_lock_losses_total`.
     pub fn lost_reason(&self, zk: &ZkClient) -> Option<LostReason> {
-        self.fence.lost_reason(zk)
+        let reason = self.fence.lost_reason(zk);
+        if let Some(reason) = reason {
+            self.report_lost(reason);
+        }
+        reason
+    }
+
+    /// Reports the loss (a `warn!` event and `zkr_lock_losses_total`), once per hold however
+    /// often it is learnt.
+    pub(crate) fn report_lost(&self, reason: LostReason) {
+        self.loss.once(self, reason);
     }
 
     /// Completes when the lock is lost: the connection enters an error state under the
@@ -60,10 +79,12 @@ impl LockNode {
         if let Some(reason) = self.lost_reason(zk) {
             return reason;
         }
-        tokio::select! {
+        let reason = tokio::select! {
             reason = self.fence.lost(zk) => reason,
             reason = node_gone(zk, self.session(), &self.path) => reason,
-        }
+        };
+        self.report_lost(reason);
+        reason
     }
 
     /// Completes when the lock is lost as this process can tell without asking ZooKeeper.
