@@ -1,5 +1,5 @@
 # The two commands of the README. Both install what is missing (see scripts/ensure-deps.sh).
-.PHONY: demo test deps examples
+.PHONY: demo test deps deny examples
 
 deps:
 	@scripts/ensure-deps.sh
@@ -7,22 +7,26 @@ deps:
 demo: deps
 	cargo run --release --quiet -p zkr-cli --bin zkr -- demo
 
-# The workspace clippy and test runs build zkr-recipes (and its prometheus example) with the
-# metrics feature, which the tests crate enables; the line after it adds it to zkr-connection's
-# optional features, and the one after that lints both crates without any.
+# The workspace clippy and test runs build every optional feature (tls, backon, metrics, the
+# codecs: the tests crate enables them), the prometheus example included; the clippy line after
+# them lints the libraries and the CLI without any (the CLI's zkr-testing has no tls feature).
 test: deps
 	cargo fmt --all --check
 	python3 scripts/check-rust-version.py
+	$(MAKE) --no-print-directory deny
 	@# `cargo install zkr-cli` must not build test-only crates (its embedded server needs neither).
 	@! cargo tree -p zkr-cli -e normal --prefix none | grep -E '^(rcgen|ring) ' || { echo "zkr-cli depends on rcgen/ring"; exit 1; }
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo clippy -p zkr-connection --features tls,backon,metrics -- -D warnings
-	cargo clippy -p zkr-connection -p zkr-recipes -- -D warnings
+	cargo clippy -p zkr-connection -p zkr-recipes -p zkr-cli -- -D warnings
 	cargo test --workspace
-	cargo test -p zkr-connection --features backon --lib backon
-	cargo test -p zkr-connection --features backon --doc backon
 	cargo publish --workspace --dry-run --no-verify --allow-dirty
 	$(MAKE) --no-print-directory examples
+
+# The dependency tree's licences, bans and sources against deny.toml; installs cargo-deny
+# (from crates.io) when it is missing.
+deny:
+	@command -v cargo-deny >/dev/null 2>&1 || cargo install --locked --quiet cargo-deny@0.20.2
+	cargo deny check licenses bans sources
 
 # Every recipe's example, run against its own embedded ZooKeeper.
 examples:

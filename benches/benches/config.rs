@@ -9,7 +9,9 @@
 //! For each subscriber count (default 50 and 500) and each library: N sessions subscribe to one
 //! node holding a number; a writer sets 1, 2, ... every 20 ms; an update's latency is from just
 //! before its `set` until the last of the N subscribers holds that value or a newer one (times
-//! from `CLOCK_MONOTONIC`, which Java's `System.nanoTime` also reads). Reported: p50 and p99
+//! from `CLOCK_MONOTONIC`, which Java's `System.nanoTime` also reads). zkr and the raw watches
+//! also run subscribed at once to the same updates (N sessions each), so that a slow fsync or a
+//! busy moment lands on both and their ratio is one run's. Reported: p50 and p99
 //! over the updates, and how many subscribers end on a stale value (2 s after the last set).
 
 use std::sync::{Arc, Mutex};
@@ -27,6 +29,8 @@ use zookeeper_client::{AddWatchMode, Client, EventType};
 const ZKR: &str = "zkr ConfigWatcher";
 const RAW: &str = "zookeeper-client persistent watch + read";
 const CURATOR: &str = "Curator CuratorCache";
+const ZKR_TOGETHER: &str = "zkr ConfigWatcher, subscribed with the raw watchers at once";
+const RAW_TOGETHER: &str = "zookeeper-client persistent watch + read, at once with zkr";
 const ROUNDS: usize = 4;
 const INTERVAL: Duration = Duration::from_millis(20);
 const SETTLE: Duration = Duration::from_secs(2);
@@ -112,30 +116,86 @@ async fn write(publisher: &ConfigPublisher<u64>, path: &str, updates: usize) -> 
     Ok(sets)
 }
 
-/// Starts `n` subscribers with `start` (each records into the shared `Seen`), runs the
-/// writer, stops them, and measures.
-async fn with_subscribers<F, Fut>(
+/// A Rust subscriber library.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Zkr,
+    Raw,
+}
+
+impl Kind {
+    /// Subscriber `i` on `path`, recording into `seen`; aborted to stop.
+    async fn start(
+        self,
+        cs: &str,
+        path: &str,
+        i: usize,
+        seen: Seen,
+    ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+        match self {
+            Kind::Zkr => {
+                let zk = ZkClient::connect(cs).await?;
+                let watcher = ConfigWatcher::<u64>::builder(&zk, path, Json).start().await?;
+                let mut snapshots = watcher.snapshots();
+                Ok(tokio::spawn(async move {
+                    let _keep = (zk, watcher);
+                    loop {
+                        let value = snapshots.borrow_and_update().get("").map(|v| *v.value);
+                        if let Some(value) = value {
+                            record(&seen, i, value);
+                        }
+                        if snapshots.changed().await.is_err() {
+                            return;
+                        }
+                    }
+                }))
+            }
+            Kind::Raw => {
+                let client = Client::connect(cs).await?;
+                let mut watcher = client.watch(path, AddWatchMode::Persistent).await?;
+                Ok(tokio::spawn(async move {
+                    loop {
+                        let event = watcher.changed().await;
+                        if event.event_type == EventType::Session && event.session_state.is_terminated() {
+                            return;
+                        }
+                        if event.event_type == EventType::NodeDataChanged {
+                            if let Ok((data, _)) = client.get_data(&event.path).await {
+                                if let Ok(value) = serde_json::from_slice::<u64>(&data) {
+                                    record(&seen, i, value);
+                                }
+                            }
+                        }
+                    }
+                }))
+            }
+        }
+    }
+}
+
+/// Starts `n` subscribers of every kind in `kinds` on `path` (each kind records into its own
+/// `Seen`), runs the writer once, stops them, and measures each kind against the same updates:
+/// with two kinds, a slow fsync or a busy moment hits both alike.
+async fn subscribed(
+    kinds: &[Kind],
+    cs: &str,
     n: usize,
     publisher: &ConfigPublisher<u64>,
     path: &str,
     updates: usize,
-    mut start: F,
-) -> anyhow::Result<Outcome>
-where
-    F: FnMut(usize, Seen) -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<tokio::task::JoinHandle<()>>>,
-{
-    let seen: Seen = Arc::new(Mutex::new(vec![Vec::new(); n]));
+) -> anyhow::Result<Vec<Outcome>> {
+    let seens: Vec<Seen> = kinds.iter().map(|_| Arc::new(Mutex::new(vec![Vec::new(); n]))).collect();
     let mut keep = Vec::new();
     for i in 0..n {
-        keep.push(start(i, seen.clone()).await?);
+        for (kind, seen) in kinds.iter().zip(&seens) {
+            keep.push(kind.start(cs, path, i, seen.clone()).await?);
+        }
     }
     let sets = write(publisher, path, updates).await?;
     for task in &keep {
         task.abort();
     }
-    let seen = seen.lock().unwrap();
-    Ok(outcome(&seen, &sets))
+    Ok(seens.iter().map(|seen| outcome(&seen.lock().unwrap(), &sets)).collect())
 }
 
 async fn zkr(
@@ -145,24 +205,7 @@ async fn zkr(
     publisher: &ConfigPublisher<u64>,
     updates: usize,
 ) -> anyhow::Result<Outcome> {
-    with_subscribers(n, publisher, path, updates, |i, seen| async move {
-        let zk = ZkClient::connect(cs).await?;
-        let watcher = ConfigWatcher::<u64>::builder(&zk, path, Json).start().await?;
-        let mut snapshots = watcher.snapshots();
-        Ok(tokio::spawn(async move {
-            let _keep = (zk, watcher);
-            loop {
-                let value = snapshots.borrow_and_update().get("").map(|v| *v.value);
-                if let Some(value) = value {
-                    record(&seen, i, value);
-                }
-                if snapshots.changed().await.is_err() {
-                    return;
-                }
-            }
-        }))
-    })
-    .await
+    Ok(subscribed(&[Kind::Zkr], cs, n, publisher, path, updates).await?.remove(0))
 }
 
 async fn raw(
@@ -172,26 +215,7 @@ async fn raw(
     publisher: &ConfigPublisher<u64>,
     updates: usize,
 ) -> anyhow::Result<Outcome> {
-    with_subscribers(n, publisher, path, updates, |i, seen| async move {
-        let client = Client::connect(cs).await?;
-        let mut watcher = client.watch(path, AddWatchMode::Persistent).await?;
-        Ok(tokio::spawn(async move {
-            loop {
-                let event = watcher.changed().await;
-                if event.event_type == EventType::Session && event.session_state.is_terminated() {
-                    return;
-                }
-                if event.event_type == EventType::NodeDataChanged {
-                    if let Ok((data, _)) = client.get_data(&event.path).await {
-                        if let Ok(value) = serde_json::from_slice::<u64>(&data) {
-                            record(&seen, i, value);
-                        }
-                    }
-                }
-            }
-        }))
-    })
-    .await
+    Ok(subscribed(&[Kind::Raw], cs, n, publisher, path, updates).await?.remove(0))
 }
 
 async fn curator(
@@ -294,6 +318,21 @@ async fn main() -> anyhow::Result<()> {
         publisher.set(&path, &0).await?;
         eprintln!("[config bench] {n} subscribers: {CURATOR}");
         results.push((CURATOR, curator(&tool, &cs, &path, n, &publisher, updates).await?));
+        // Both subscribed at once to the same updates, ROUNDS times: a ratio per run that
+        // server hiccups (a slow fsync lands on both) do not decide.
+        let mut together = [Outcome::default(), Outcome::default()];
+        for round in 0..ROUNDS {
+            let path = format!("/bench-config/{n}/together-{round}");
+            publisher.set(&path, &0).await?;
+            eprintln!("[config bench] {n} subscribers, round {}: zkr and raw at once", round + 1);
+            let outcomes = subscribed(&[Kind::Zkr, Kind::Raw], &cs, n, &publisher, &path, updates).await?;
+            for (sum, outcome) in together.iter_mut().zip(outcomes) {
+                sum.merge(outcome);
+            }
+        }
+        let [zkr_together, raw_together] = together;
+        results.push((ZKR_TOGETHER, zkr_together));
+        results.push((RAW_TOGETHER, raw_together));
         for (library, result) in &results {
             table.row(vec![
                 n.to_string(),
@@ -305,7 +344,7 @@ async fn main() -> anyhow::Result<()> {
             ]);
         }
         let p99 = |i: usize| results[i].1.percentile(0.99).as_secs_f64();
-        ratios.push((n, p99(0) / p99(1), p99(0) / p99(2)));
+        ratios.push((n, p99(0) / p99(1), p99(0) / p99(2), p99(3) / p99(4)));
     }
     zkr_benches::print_report(
         &format!(
@@ -315,9 +354,9 @@ async fn main() -> anyhow::Result<()> {
         ),
         &table,
     );
-    for (n, vs_raw, vs_curator) in ratios {
+    for (n, vs_raw, vs_curator, together) in ratios {
         println!(
-            "- {n} subscribers: zkr p99 / raw p99 = {vs_raw:.2}x; zkr p99 / Curator p99 = {vs_curator:.3}x"
+            "- {n} subscribers: zkr p99 / raw p99 = {vs_raw:.2}x (subscribed at once: {together:.2}x); zkr p99 / Curator p99 = {vs_curator:.3}x"
         );
     }
     Ok(())

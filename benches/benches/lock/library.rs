@@ -7,6 +7,8 @@
 //! `LockClient`: dropping it would send a second (failing) delete in the background each cycle.
 
 use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::task::JoinSet;
@@ -28,6 +30,8 @@ pub enum Library {
     ZookeeperClient,
     /// Not a lock: an ephemeral sequential create and its delete.
     Floor,
+    /// Not a lock: the same, the delete sent ahead of the next create.
+    FloorPipelined,
 }
 
 impl Library {
@@ -55,6 +59,11 @@ impl Library {
                 ("zookeeper-client 0.11.2 Client::lock", "zkclient", "zookeeper-client")
             }
             Library::Floor => ("floor: create EPHEMERAL_SEQUENTIAL + delete", "floor", "floor"),
+            Library::FloorPipelined => (
+                "floor: the same, the delete sent ahead of the next create",
+                "floor-pipelined",
+                "floor-pipelined",
+            ),
         }
     }
 }
@@ -109,11 +118,15 @@ pub trait RustLock: Clone + Send + Sync + 'static {
     fn release<'a>(&'a self, held: Self::Held<'a>) -> impl Future<Output = anyhow::Result<()>> + Send;
 }
 
-/// zkr's `InterProcessMutex`.
+/// zkr's `InterProcessMutex`; with `DROP`, released by dropping the guard (the delete goes on
+/// in the background, sent before the next acquire's create).
 #[derive(Debug, Clone)]
-pub struct ZkrMutex(InterProcessMutex);
+pub struct ZkrMutex<const DROP: bool = false>(InterProcessMutex);
 
-impl RustLock for ZkrMutex {
+/// [`ZkrMutex`] released by dropping the guard.
+pub type ZkrMutexDrop = ZkrMutex<true>;
+
+impl<const DROP: bool> RustLock for ZkrMutex<DROP> {
     type Session = ZkClient;
     type Held<'a> = InterProcessMutexGuard;
 
@@ -126,30 +139,11 @@ impl RustLock for ZkrMutex {
     }
 
     async fn release(&self, guard: InterProcessMutexGuard) -> anyhow::Result<()> {
+        if DROP {
+            drop(guard);
+            return Ok(());
+        }
         Ok(guard.release().await?)
-    }
-}
-
-/// zkr's `InterProcessMutex`, released by dropping the guard (the delete goes on in the
-/// background, so the next acquire's create follows it without waiting for its reply).
-#[derive(Debug, Clone)]
-pub struct ZkrMutexDrop(InterProcessMutex);
-
-impl RustLock for ZkrMutexDrop {
-    type Session = ZkClient;
-    type Held<'a> = InterProcessMutexGuard;
-
-    async fn open(zk: &ZkClient, path: &str) -> anyhow::Result<Self> {
-        Ok(ZkrMutexDrop(InterProcessMutex::new(zk, path)?))
-    }
-
-    async fn acquire(&self) -> anyhow::Result<InterProcessMutexGuard> {
-        Ok(self.0.acquire().await?)
-    }
-
-    async fn release(&self, guard: InterProcessMutexGuard) -> anyhow::Result<()> {
-        drop(guard);
-        Ok(())
     }
 }
 
@@ -188,14 +182,23 @@ impl RustLock for ClientLock {
 }
 
 /// The floor: an ephemeral sequential create and its delete, each awaited, on one `Client`.
-#[derive(Debug, Clone)]
-pub struct Floor {
+/// With `PIPELINED`, the delete is sent and left unanswered; the next create is sent behind it,
+/// and then both replies are awaited: the least a lock released by dropping its guard can cost.
+#[derive(Clone)]
+pub struct Floor<const PIPELINED: bool = false> {
     client: Client,
     prefix: String,
     options: CreateOptions<'static>,
+    /// The delete sent by the last release, while `PIPELINED`.
+    pending: Arc<Mutex<Option<PendingDelete>>>,
 }
 
-impl RustLock for Floor {
+/// The pipelined floor.
+pub type FloorPipelined = Floor<true>;
+
+type PendingDelete = Pin<Box<dyn Future<Output = Result<(), zookeeper_client::Error>> + Send>>;
+
+impl<const PIPELINED: bool> RustLock for Floor<PIPELINED> {
     type Session = Client;
     /// The created node's path.
     type Held<'a> = String;
@@ -203,16 +206,28 @@ impl RustLock for Floor {
     async fn open(client: &Client, dir: &str) -> anyhow::Result<Self> {
         ensure_path(client, dir).await?;
         let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
-        Ok(Floor { client: client.clone(), prefix: format!("{dir}/n-"), options })
+        let pending = Arc::new(Mutex::new(None));
+        Ok(Floor { client: client.clone(), prefix: format!("{dir}/n-"), options, pending })
     }
 
     async fn acquire(&self) -> anyhow::Result<String> {
-        let (_, sequence) = self.client.create(&self.prefix, b"", &self.options).await?;
+        // zookeeper-client sends a request when it is made: the create goes behind the delete.
+        let creating = self.client.create(&self.prefix, b"", &self.options);
+        let deleting = self.pending.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(deleting) = deleting {
+            deleting.await?;
+        }
+        let (_, sequence) = creating.await?;
         Ok(format!("{}{sequence}", self.prefix))
     }
 
     async fn release(&self, path: String) -> anyhow::Result<()> {
-        Ok(self.client.delete(&path, None).await?)
+        let deleting = self.client.delete(&path, None);
+        if PIPELINED {
+            *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::pin(deleting));
+            return Ok(());
+        }
+        Ok(deleting.await?)
     }
 }
 

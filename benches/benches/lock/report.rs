@@ -141,7 +141,10 @@ impl Bench {
             if lead == Library::ZkrDrop {
                 continue;
             }
-            for (library, o) in others.iter().filter(|(library, _)| *library != Library::Floor) {
+            for (library, o) in others
+                .iter()
+                .filter(|(library, _)| !matches!(library, Library::Floor | Library::FloorPipelined))
+            {
                 let what = format!("{scenario} {time}");
                 self.time_ratio(&what, library.ratio_name(), percentile(z), percentile(o));
             }

@@ -13,7 +13,7 @@ use zkr_testing::peers::CuratorTool;
 use zookeeper_client::Client;
 
 use crate::library::{
-    rust_job, ClientLock, Connection, Floor, Library, Load, RustLock, ZkrMutex, ZkrMutexDrop,
+    rust_job, ClientLock, Connection, Floor, FloorPipelined, Library, Load, RustLock, ZkrMutex, ZkrMutexDrop,
 };
 use crate::report::library_table;
 use crate::{
@@ -49,7 +49,14 @@ const LOCKS: [Library; 3] = [Library::Zkr, Library::Curator, Library::ZookeeperC
 const UNCONTENDED: Timed = Timed {
     name: "uncontended",
     load: Load::Cycles,
-    libraries: &[Library::Zkr, Library::ZkrDrop, Library::Curator, Library::ZookeeperClient, Library::Floor],
+    libraries: &[
+        Library::Zkr,
+        Library::ZkrDrop,
+        Library::Curator,
+        Library::ZookeeperClient,
+        Library::Floor,
+        Library::FloorPipelined,
+    ],
 };
 const CONTENDED: Timed =
     Timed { name: "contended", load: Load::Sessions(CONTENDED_SESSIONS), libraries: &LOCKS };
@@ -112,7 +119,13 @@ impl Bench {
                 }
                 let label = format!("{} (round {} of {ROUNDS})", libraries[i].label(), round + 1);
                 match self.step(scenario.name, &label, jobs[i](per_round)).await {
-                    Some(m) => parts[i].push(m),
+                    Some(m) => {
+                        eprintln!(
+                            "[lock bench]   {} ops in {:.2} s, p50 {:?}, p99 {:?}",
+                            m.ops, m.seconds, m.p50, m.p99
+                        );
+                        parts[i].push(m);
+                    }
                     None => failed[i] = true,
                 }
             }
@@ -131,6 +144,7 @@ impl Bench {
             Library::ZkrDrop => rust_job::<ZkrMutexDrop>(cs, path, load),
             Library::ZookeeperClient => rust_job::<ClientLock>(cs, path, load),
             Library::Floor => rust_job::<Floor>(cs, path, load),
+            Library::FloorPipelined => rust_job::<FloorPipelined>(cs, path, load),
             Library::Curator => self.curator_job(scenario.curator_args(&cs, &path)),
         }
     }
@@ -376,7 +390,7 @@ impl Bench {
     async fn cversion_per_cycle(&self) -> anyhow::Result<i64> {
         let path = "/bench/requests/probe";
         let client = Client::connect_to(&self.cs).await?;
-        let floor = Floor::open(&client, path).await?;
+        let floor = <Floor>::open(&client, path).await?;
         let before = cversion_of(&client, path).await?;
         floor.release(floor.acquire().await?).await?;
         let after = cversion_of(&client, path).await?;
@@ -393,7 +407,9 @@ impl Bench {
             Library::Zkr => self.rust_packets::<ZkrMutex>(&path).await?,
             Library::ZookeeperClient => self.rust_packets::<ClientLock>(&path).await?,
             Library::Curator => self.curator_packets(&path).await?,
-            Library::Floor | Library::ZkrDrop => bail!("unknown library {}", library.name()),
+            Library::Floor | Library::FloorPipelined | Library::ZkrDrop => {
+                bail!("unknown library {}", library.name())
+            }
         };
         let changes = self.cversion(&path).await? - first;
         ensure!(

@@ -3,6 +3,7 @@
 //!
 //! [`ServerOptions::secure_client`]: crate::ServerOptions::secure_client
 
+#[cfg(feature = "tls")]
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
