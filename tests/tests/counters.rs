@@ -151,8 +151,10 @@ async fn a_shared_count_survives_an_expiry_of_its_watchers_session() {
         .await;
     writer.set(4).await.unwrap();
     until_count(&mut changes, 4).await;
-    watcher.set(5).await.unwrap();
+    // Subscribed before the set: a stream made after the writer's copy already holds 5
+    // would wait for a later change (the fresh-clone CI run lost this race once).
     let mut writer_changes = writer.changes();
+    watcher.set(5).await.unwrap();
     until_count(&mut writer_changes, 5).await;
     watcher.close().await;
     writer.close().await;
