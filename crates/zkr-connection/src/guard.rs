@@ -23,6 +23,36 @@ pub fn spawn_cleanup(what: &'static str, cleanup: impl Future<Output = ()> + Sen
     }
 }
 
+/// Runs `work` in a task of its own and awaits it until `give_up` completes: `Some` with its
+/// output when it finished first, `None` when `give_up` did (a loss is known, so the caller
+/// returns at once). The work goes on in the background then, and also when this future is
+/// dropped: a release or a close built on it is cancel safe without a guard to disarm.
+///
+/// # Cancel safety
+/// Cancel safe: dropped, the work goes on in the background.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let done = zkr_connection::run_detached(async { 7 }, std::future::pending::<()>()).await;
+/// assert_eq!(done, Some(7));
+/// let given_up = zkr_connection::run_detached(std::future::pending::<()>(), async {}).await;
+/// assert_eq!(given_up, None);
+/// # }
+/// ```
+pub async fn run_detached<T: Send + 'static>(
+    work: impl Future<Output = T> + Send + 'static,
+    give_up: impl Future,
+) -> Option<T> {
+    let task = tokio::spawn(work);
+    tokio::select! {
+        biased;
+        done = task => done.ok(),
+        _ = give_up => None,
+    }
+}
+
 /// Runs a cleanup in the background when dropped, unless [`disarm`](Self::disarm)ed: a create
 /// whose caller gives up, times out or is cancelled never leaves its node behind.
 ///

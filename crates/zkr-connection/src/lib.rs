@@ -47,7 +47,7 @@ pub use builder::ZkClientBuilder;
 pub use client::{ConnectionStateStream, Session, ZkClient};
 pub use deadline::within;
 pub use error::{is_retryable, is_session_error, Error, Result};
-pub use guard::{spawn_cleanup, DropGuard};
+pub use guard::{run_detached, spawn_cleanup, DropGuard};
 pub use ops::{validate_ttl, GuaranteedDelete};
 pub use path::MAX_DATA_LEN;
 pub use protected::{ProtectedCreate, ProtectedNode};

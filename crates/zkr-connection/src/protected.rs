@@ -1,13 +1,15 @@
 //! Protected create (Curator's protection mode): a node whose creation can be confirmed after
 //! a lost reply, and that is never left behind by a failed or cancelled create.
 
+use std::time::Duration;
+
 use uuid::Uuid;
 use zookeeper_client::{Client, CreateMode, Stat};
 
 use crate::client::{Session, ZkClient};
 use crate::error::{is_retryable, is_session_error, Error, Result};
 use crate::guard::DropGuard;
-use crate::ops::{create_on, create_parents_on};
+use crate::ops::{create_parents_on, create_ttl_on, ttl_error, validate_ttl};
 use crate::path;
 use crate::retry_loop::RetryOptions;
 
@@ -189,6 +191,7 @@ pub struct ProtectedCreate<'a> {
     data: &'a [u8],
     tag: Option<String>,
     list_siblings: bool,
+    ttl: Option<Duration>,
     options: RetryOptions,
 }
 
@@ -203,6 +206,7 @@ impl<'a> ProtectedCreate<'a> {
             data: &[],
             tag: None,
             list_siblings: false,
+            ttl: None,
             options: RetryOptions::default(),
         }
     }
@@ -235,6 +239,15 @@ impl<'a> ProtectedCreate<'a> {
         self
     }
 
+    /// A time to live, for the persistent modes (Curator's `*_WITH_TTL` modes): the server
+    /// deletes the node once it has had no children for `ttl` after its last change. See
+    /// [`ZkClient::create_with_ttl`]; a server without TTL nodes answers
+    /// [`Error::TtlDisabled`].
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
     /// Retry options (deadline, policy).
     pub fn retry_options(mut self, options: RetryOptions) -> Self {
         self.options = options;
@@ -250,6 +263,7 @@ struct Attempt<'a> {
     node_path: &'a str,
     data: &'a [u8],
     mode: CreateMode,
+    ttl: Option<Duration>,
     list_siblings: bool,
 }
 
@@ -289,7 +303,10 @@ impl ZkClient {
         // Every request is sent before any reply is awaited: one round trip. A listing for
         // a sequential create goes first (see `ProtectedCreate::list_siblings`).
         let acls = self.acl_for_path(a.node_path);
-        let create_options = a.mode.with_acls(zookeeper_client::Acls::new(&acls));
+        let mut create_options = a.mode.with_acls(zookeeper_client::Acls::new(&acls));
+        if let Some(ttl) = a.ttl {
+            create_options = create_options.with_ttl(ttl);
+        }
         let list_first = a.list_siblings && is_sequential(a.mode);
         let before = list_first.then(|| client.get_children(a.parent));
         let create = client.create(a.node_path, a.data, &create_options);
@@ -308,7 +325,7 @@ impl ZkClient {
         let (stat, seq) = match created {
             Err(zookeeper_client::Error::NoNode) => {
                 create_parents_on(self, client, a.node_path).await?;
-                let created = create_on(self, client, a.node_path, a.data, a.mode).await?;
+                let created = create_ttl_on(self, client, a.node_path, a.data, a.mode, a.ttl).await?;
                 let name = node_name(a.node_prefix, a.mode, created.1);
                 return Ok((name, created.0, is_sequential(a.mode).then(|| created.1.into_i64()), None));
             }
@@ -400,8 +417,11 @@ impl ZkClient {
     /// As [`create_protected`](Self::create_protected).
     #[tracing::instrument(level = "debug", name = "zk.create_protected", skip_all, fields(parent = request.parent, name = request.name))]
     pub async fn create_protected_ext(&self, request: ProtectedCreate<'_>) -> Result<ProtectedNode> {
-        let ProtectedCreate { parent, name, mode, data, tag, list_siblings, options } = request;
+        let ProtectedCreate { parent, name, mode, data, tag, list_siblings, ttl, options } = request;
         path::validate_path(parent)?;
+        if let Some(ttl) = ttl {
+            validate_ttl(mode, ttl)?;
+        }
         let prefix = tag.unwrap_or_else(|| protected_prefix(&Uuid::new_v4()));
         if prefix.is_empty() {
             return Err(Error::InvalidArgument("a protected create needs a non-empty tag"));
@@ -427,6 +447,7 @@ impl ZkClient {
             node_path: &node_path,
             data,
             mode,
+            ttl,
             list_siblings,
         };
         let mut attempted = false;
@@ -464,7 +485,7 @@ impl ZkClient {
                     // A definite answer (NodeExists, NoAuth, ...): nothing was created.
                     guard.disarm();
                 }
-                return Err(Error::Zk(error));
+                return Err(ttl_error(Error::Zk(error), &node_path));
             }
             if self.is_closed() {
                 return Err(Error::Closed);

@@ -9,7 +9,8 @@
 //! ensemble; use [`shared_server`] to share one server across the tests of a binary (give each
 //! test its own root path). Faults: [`TestingServer::stop`]/[`restart`](TestingServer::restart),
 //! [`TestingCluster::kill`]/[`pause`](TestingCluster::pause), [`expire_session`] for a real
-//! server-side session expiry, and [`FaultProxy`] to cut or partition connections. [`Timing`]
+//! server-side session expiry, and [`FaultProxy`] to cut or partition connections;
+//! [`cancel_at_every_await`] drops a future at each of its awaits in turn. [`Timing`]
 //! scales test timeouts on slow machines. [`peers`] runs Apache Curator and kazoo as peer
 //! processes, for interop tests and side-by-side benchmarks.
 //!
@@ -19,6 +20,7 @@
 //! No JVM outlives the process that started it: each server runs in its own process group,
 //! is killed on drop, and a wrapper kills it (and removes its files) when the parent dies.
 
+mod cancel;
 mod cluster;
 mod error;
 mod four_letter;
@@ -33,6 +35,7 @@ mod session;
 mod timing;
 mod tls;
 
+pub use cancel::{cancel_at_every_await, MAX_POLLS};
 pub use cluster::{ServerInfo, TestingCluster};
 pub use error::{Error, Result};
 pub use four_letter::{four_letter_word, parse_mntr};

@@ -435,20 +435,10 @@ impl DistributedAtomicValue {
         self.zk.retry(|s| async move { s.client().set_data(path, data, None).await }).await.map(drop)
     }
 
-    /// A write's outcome: `true` applied, `false` lost a race. A lost race after the write was
-    /// sent again (its first reply lost) may be our own first write: indeterminate.
+    /// A write's outcome: `true` applied, `false` lost a race (see
+    /// [`CounterError::after_write`]).
     fn race(&self, outcome: zkr_connection::Result<()>, sent: u32) -> Result<bool, CounterError> {
-        match outcome {
-            Ok(()) => Ok(true),
-            Err(e) if e.is_bad_version() || e.is_node_exists() || e.is_no_node() => {
-                if sent > 1 {
-                    Err(CounterError::Indeterminate { path: self.path.clone() })
-                } else {
-                    Ok(false)
-                }
-            }
-            Err(e) => Err(e.into()),
-        }
+        CounterError::after_write(&self.path, outcome, sent).map(|done| done.is_some())
     }
 
     fn check_data(&self, data: &[u8]) -> Result<(), CounterError> {

@@ -101,13 +101,18 @@ pub enum CounterError {
         /// The operand.
         delta: i64,
     },
-    /// A write's reply was lost and its retry found the node changed, which our own first
-    /// write would also explain: it may or may not have been applied. (Curator counts it as a
-    /// lost race and applies the operation again, so an `add` may count twice.)
-    #[error("the write to {path} may or may not have been applied (its reply was lost)")]
+    /// A write was sent and its outcome is unknown: its reply was lost and its retry found
+    /// the node changed (which our own first write would also explain), or the retry policy,
+    /// the deadline or the session ended after it was sent. It may or may not have been
+    /// applied: never do it again blindly. (Curator counts a changed node as a lost race and
+    /// applies the operation again, so an `add` may count twice.)
+    #[error("the write to {path} may or may not have been applied")]
     Indeterminate {
         /// The node.
         path: String,
+        /// The failure after the write was sent; `None` when a retry found the node changed.
+        #[source]
+        source: Option<zkr_connection::Error>,
     },
     /// A shared value was used before [`SharedValue::start`] (or started twice).
     #[error("the shared value {path} is {state}")]
@@ -134,6 +139,48 @@ pub enum CounterError {
 }
 
 impl CounterError {
+    /// May the failed operation have been applied? True for
+    /// [`Indeterminate`](Self::Indeterminate) (and a connection failure that leaves a write
+    /// unknown): the one rule queues, lock guards and counters share, so that a caller never
+    /// retries a write that may have counted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zkr_recipes::counters::CounterError;
+    /// let unknown = CounterError::Indeterminate { path: "/n".into(), source: None };
+    /// assert!(unknown.is_ambiguous());
+    /// assert!(!CounterError::InvalidArgument("bad".into()).is_ambiguous());
+    /// ```
+    pub fn is_ambiguous(&self) -> bool {
+        match self {
+            CounterError::Indeterminate { .. } => true,
+            CounterError::Lock { source, .. } => source.is_ambiguous(),
+            CounterError::Connection(e) => e.is_ambiguous(),
+            _ => false,
+        }
+    }
+
+    /// A versioned write's or a create's outcome, sent `sent` times: `Some` applied, `None` a
+    /// race lost for sure (another writer came first, on the first send). A race "lost" after
+    /// a resend, or a fault after a send, may be our own write: [`Indeterminate`](Self::Indeterminate).
+    pub(crate) fn after_write<T>(
+        path: &str,
+        outcome: zkr_connection::Result<T>,
+        sent: u32,
+    ) -> Result<Option<T>, CounterError> {
+        let indeterminate = |source| CounterError::Indeterminate { path: path.to_owned(), source };
+        match outcome {
+            Ok(done) => Ok(Some(done)),
+            Err(e) if e.is_bad_version() || e.is_node_exists() || e.is_no_node() => match sent {
+                0 | 1 => Ok(None),
+                _ => Err(indeterminate(None)),
+            },
+            Err(e) if sent > 0 && e.is_ambiguous() => Err(indeterminate(Some(e))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     fn invalid(error: zkr_connection::Error) -> Self {
         CounterError::InvalidArgument(crate::nodes::invalid_argument(error))
     }

@@ -299,14 +299,7 @@ impl SharedValue {
                 async move { s.client().set_data(path, value, Some(version)).await }
             })
             .await;
-        match written {
-            Ok(stat) => Ok(Some(stat)),
-            Err(e) if e.is_bad_version() || e.is_no_node() => match sent {
-                1 => Ok(None),
-                _ => Err(CounterError::Indeterminate { path: path.to_owned() }),
-            },
-            Err(e) => Err(e.into()),
-        }
+        CounterError::after_write(path, written, sent)
     }
 
     /// Stops watching. The node stays; [`get`](Self::get) keeps the last value.

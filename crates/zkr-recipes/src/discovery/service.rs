@@ -3,6 +3,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use dashmap::mapref::entry::Entry;
 use dashmap::DashMap;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -87,9 +88,6 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
     pub async fn register(&self, instance: &ServiceInstance<P>) -> Result<(), DiscoveryError> {
         let key = self.validated_key(instance)?;
         let data = instance.to_json()?;
-        if let Some(node) = self.registered.get(&key).map(|n| n.clone()) {
-            return Ok(node.set_data(data).await?);
-        }
         let node_path = path::join(&self.path_for_name(&instance.name), &instance.id);
         let (mode, keep) = match instance.service_type {
             ServiceType::Dynamic => (CreateMode::Ephemeral, false),
@@ -97,9 +95,19 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
             ServiceType::Static => (CreateMode::Persistent, false),
             ServiceType::Permanent => (CreateMode::Persistent, true),
         };
-        let node =
-            PersistentNode::builder(&self.zk, &node_path, mode).data(data).delete_on_close(!keep).start()?;
-        let node = self.registered.entry(key).or_insert_with(|| Arc::new(node)).clone();
+        // One node per instance, decided under the map's lock: a second register of the same
+        // instance updates the first one's node instead of starting a rival on our session.
+        let node = match self.registered.entry(key) {
+            Entry::Occupied(entry) => {
+                let node = entry.get().clone();
+                drop(entry);
+                return Ok(node.set_data(data).await?);
+            }
+            Entry::Vacant(entry) => {
+                let builder = PersistentNode::builder(&self.zk, &node_path, mode);
+                entry.insert(Arc::new(builder.data(data).delete_on_close(!keep).start()?)).clone()
+            }
+        };
         node.wait_for_initial_create(self.zk.connection_timeout()).await?;
         Ok(())
     }
@@ -131,10 +139,9 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
         let key = self.validated_key(instance)?;
         let node_path = path::join(&self.path_for_name(&instance.name), &instance.id);
         if let Some((_, node)) = self.registered.remove(&key) {
-            match Arc::try_unwrap(node) {
-                Ok(node) => node.close().await,
-                Err(shared) => drop(shared),
-            }
+            // Closed even while a register still holds it: its drop must not delete a node
+            // registered again since.
+            node.close_shared().await;
         }
         if instance.service_type == ServiceType::Permanent {
             self.zk.delete_if_present(&node_path).await?;
@@ -180,8 +187,18 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
             };
             let paths: Vec<String> = children.iter().map(|c| path::join(parent, c)).collect();
             let reads = paths.iter().map(|p| s.client().get_data(p));
-            let data = futures::future::join_all(reads).await;
-            Ok(paths.into_iter().zip(data).filter_map(|(p, d)| d.ok().map(|(data, _)| (p, data))).collect())
+            let reads = futures::future::join_all(reads).await;
+            let mut found = Vec::with_capacity(paths.len());
+            for (path, read) in paths.into_iter().zip(reads) {
+                match read {
+                    Ok((data, _)) => found.push((path, data)),
+                    // Unregistered between the listing and the read: not an instance now.
+                    Err(zookeeper_client::Error::NoNode) => {}
+                    // Any other failure fails the attempt: never a partial list as complete.
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(found)
         });
         let mut instances: Vec<ServiceInstance<P>> = read.await?.into_iter().filter_map(parse).collect();
         instances.sort_by(|a, b| a.id.cmp(&b.id));
@@ -229,9 +246,7 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
     /// Cancel safe: the deletes go on in the background.
     pub async fn close(self) {
         let nodes: Vec<_> = self.registered.into_iter().map(|(_, node)| node).collect();
-        let closes =
-            nodes.into_iter().filter_map(|node| Arc::try_unwrap(node).ok()).map(PersistentNode::close);
-        futures::future::join_all(closes).await;
+        futures::future::join_all(nodes.iter().map(|node| node.close_shared())).await;
     }
 
     fn validated_key(&self, instance: &ServiceInstance<P>) -> Result<(String, String), DiscoveryError> {

@@ -113,25 +113,37 @@ impl Lease {
 
     /// Returns the lease.
     ///
+    /// The delete is awaited while the connection holds. Once a loss is known (the session
+    /// ended, or the connection is in an error state under the manager's error policy) this
+    /// returns at once and the delete goes on in the background, as a lock guard's release
+    /// does: a dead server never holds the caller.
+    ///
     /// # Errors
-    /// [`LockError::Lost`] when the lease's session had already ended; [`LockError::Connection`]
-    /// for an answer retrying cannot fix (the delete goes on in the background).
+    /// [`LockError::Lost`] when the lease's session had already ended or ended while
+    /// deleting; [`LockError::Connection`] for an answer retrying cannot fix (the delete goes
+    /// on in the background).
     ///
     /// # Cancel safety
-    /// Cancel safe: a dropped release deletes in the background.
+    /// Cancel safe: the delete runs in a task of its own from the first poll, so a dropped
+    /// release still returns the lease.
     pub async fn release(mut self) -> Result<(), LockError> {
         let Some(node) = self.node.take() else { return Ok(()) };
         if self.is_lost() {
             return Err(LockError::Lost { path: node, reason: LostReason::SessionEnded });
         }
-        let generation = self.fence.generation();
-        let done = self.zk.guaranteed_delete(node.clone(), Some(generation));
-        // Lost while deleting: return at once; the node goes with its session.
+        // The delete runs in a task of its own (a guaranteed delete) from here on.
+        let done = self.zk.guaranteed_delete(node.clone(), Some(self.fence.generation()));
+        if self.fence.lost_reason(&self.zk).is_some() {
+            return Ok(()); // only the connection is in trouble: the delete goes on
+        }
         tokio::select! {
             _ = done.wait() => Ok(()),
-            () = self.zk.session_replaced(generation) => {
+            // Lost while deleting: return at once; the delete goes on while the session lives.
+            _ = self.fence.lost(&self.zk) => if self.is_lost() {
                 Err(LockError::Lost { path: node, reason: LostReason::SessionEnded })
-            }
+            } else {
+                Ok(())
+            },
         }
     }
 }

@@ -61,6 +61,9 @@ pub(crate) struct Shared {
     pub(crate) last_error: Mutex<Option<Error>>,
     /// Another session's ephemeral node at our path (0: none).
     held_by: AtomicI64,
+    /// The creation zxid of the node we created or adopted last (0: none yet): a close
+    /// deletes that node only, never one another handle created at the same path since.
+    czxid: AtomicI64,
     creates: AtomicU64,
 }
 
@@ -74,6 +77,7 @@ impl Shared {
             path: watch::channel(None).0,
             last_error: Mutex::new(None),
             held_by: AtomicI64::new(0),
+            czxid: AtomicI64::new(0),
             creates: AtomicU64::new(0),
         }
     }
@@ -88,6 +92,11 @@ impl Shared {
 
     pub(crate) fn held_by(&self) -> Option<i64> {
         Some(self.held_by.load(Ordering::SeqCst)).filter(|s| *s != 0)
+    }
+
+    /// The creation zxid of our node, when one was created or adopted.
+    pub(crate) fn czxid(&self) -> Option<i64> {
+        Some(self.czxid.load(Ordering::SeqCst)).filter(|z| *z != 0)
     }
 
     /// How many times the node was created.
@@ -134,7 +143,8 @@ impl Shared {
     async fn ensure(&self, session: &Session) -> Result<Option<String>, Error> {
         if let Some(path) = self.current() {
             let stat = session.client().check_stat(&path).await.map_err(Error::Zk)?;
-            if stat.is_some_and(|stat| self.spec.owns(&stat, session)) {
+            if let Some(stat) = stat.filter(|stat| self.spec.owns(stat, session)) {
+                self.czxid.store(stat.czxid, Ordering::SeqCst);
                 return Ok(Some(path));
             }
         }
@@ -161,9 +171,13 @@ impl Shared {
     async fn create_sequential(&self, data: &[u8]) -> Result<String, Error> {
         let parent = path::parent(&self.spec.path).unwrap_or("/");
         let name = path::node_name(&self.spec.path);
-        let node =
-            self.zk.create_protected_ext(ProtectedCreate::new(parent, name, self.spec.mode).data(data));
-        Ok(node.await?.path)
+        let mut request = ProtectedCreate::new(parent, name, self.spec.mode).data(data);
+        if let Some(ttl) = self.spec.ttl {
+            request = request.ttl(ttl);
+        }
+        let node = self.zk.create_protected_ext(request).await?;
+        self.czxid.store(node.stat.czxid, Ordering::SeqCst);
+        Ok(node.path)
     }
 
     /// The node at its fixed path; `None` when another session's ephemeral node is there.
@@ -174,7 +188,10 @@ impl Shared {
             None => self.zk.create(path, data, self.spec.mode).await,
         };
         match created {
-            Ok(_) => return Ok(Some(path.clone())),
+            Ok((stat, _)) => {
+                self.czxid.store(stat.czxid, Ordering::SeqCst);
+                return Ok(Some(path.clone()));
+            }
             Err(e) if e.is_node_exists() => {}
             Err(e) => return Err(e),
         }
@@ -187,7 +204,8 @@ impl Shared {
                 self.held_by.store(stat.ephemeral_owner, Ordering::SeqCst);
                 Ok(None)
             }
-            Some(_) => {
+            Some(stat) => {
+                self.czxid.store(stat.czxid, Ordering::SeqCst);
                 // Ours (a retried create, or a persistent node that was already there, which
                 // Curator adopts too): it gets our data.
                 self.publish(Some(path.clone()));

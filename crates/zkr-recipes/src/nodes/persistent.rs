@@ -3,9 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
-use zkr_connection::{path, ZkClient};
+use zkr_connection::{path, RetryOptions, ZkClient};
 use zookeeper_client::CreateMode;
 
 use super::keeper::{Keeper, Shared, Spec};
@@ -76,8 +77,7 @@ impl PersistentNodeBuilder {
         Ok(PersistentNode {
             shared,
             paths,
-            stop: Some(stop),
-            task: Some(task),
+            running: Mutex::new(Some((stop, task))),
             delete_on_close: self.delete_on_close,
         })
     }
@@ -115,8 +115,8 @@ impl PersistentNodeBuilder {
 pub struct PersistentNode {
     shared: Arc<Shared>,
     paths: watch::Receiver<Option<String>>,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<()>>,
+    /// The engine's stop and task, until the node is closed.
+    running: Mutex<Option<(oneshot::Sender<()>, JoinHandle<()>)>>,
     delete_on_close: bool,
 }
 
@@ -190,72 +190,102 @@ impl PersistentNode {
         Ok(self.shared.set_data(data.into()).await?)
     }
 
-    /// Stops keeping the node and deletes it (unless built with `delete_on_close(false)`):
-    /// awaited while connected, in the background otherwise, so it returns at once after a loss.
+    /// Stops keeping the node and deletes it (unless built with `delete_on_close(false)`).
+    ///
+    /// The delete is awaited while connected; after a loss (or when the connection drops
+    /// while deleting) this returns at once and the delete goes on in the background until
+    /// it is done: a persistent node is deleted on whatever session comes next, an ephemeral
+    /// one until its session ends (which takes it).
     ///
     /// # Cancel safety
-    /// Cancel safe: the delete goes on in the background.
-    pub async fn close(mut self) {
-        if let Some(delete) = self.shutdown().await {
+    /// Cancel safe: the engine's stop and the delete run in a task of their own from the first
+    /// poll, so a dropped close still deletes the node.
+    pub async fn close(self) {
+        self.close_shared().await;
+    }
+
+    /// [`close`](Self::close) through a shared handle (a registry's): whoever else holds the
+    /// node sees it closed, and their drop does nothing more.
+    pub(crate) async fn close_shared(&self) {
+        if let Some(cleanup) = self.cleanup() {
             let zk = self.shared.zk.clone();
-            if zk.is_connected() {
-                let _ = tokio::time::timeout(zk.connection_timeout(), delete).await;
-            } else {
-                zkr_connection::spawn_cleanup("a closed persistent node", delete);
-            }
+            let _ = zkr_connection::run_detached(cleanup, disconnected(&zk)).await;
         }
     }
 
-    /// Stops the engine; the delete still to do.
-    async fn shutdown(&mut self) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
-        let _ = self.stop.take()?.send(());
-        if let Some(task) = self.task.take() {
+    /// Stops the engine (at once) and hands back the rest: await the engine, then delete our
+    /// node. `None` when that was done already.
+    fn cleanup(&self) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
+        let (stop, task) = self.running.lock().take()?;
+        let _ = stop.send(());
+        let (shared, delete) = (self.shared.clone(), self.delete_on_close);
+        Some(async move {
             let _ = task.await;
-        }
-        self.delete_on_close.then(|| delete_ours(self.shared.clone()))
+            if delete {
+                delete_ours(shared).await;
+            }
+        })
     }
 }
 
 impl Drop for PersistentNode {
     fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-            if self.delete_on_close {
-                let (shared, task) = (self.shared.clone(), self.task.take());
-                zkr_connection::spawn_cleanup("a dropped persistent node", async move {
-                    if let Some(task) = task {
-                        let _ = task.await;
-                    }
-                    delete_ours(shared).await;
-                });
-            }
+        if let Some(cleanup) = self.cleanup() {
+            zkr_connection::spawn_cleanup("a dropped persistent node", cleanup);
         }
     }
 }
 
+/// Completes when `zk` is not connected (at once if it is not now).
+async fn disconnected(zk: &ZkClient) {
+    let mut states = zk.state_watch();
+    let _ = states.wait_for(|state| !state.is_some_and(|s| s.is_connected())).await;
+}
+
 /// Deletes our node: the current one, or, for a fixed path, whatever create may still have
 /// been under way (requests on a session run in order, so this delete comes after it). An
-/// ephemeral node of another session is left alone.
+/// ephemeral node of another session is left alone, and so is a node created at the path after
+/// ours (by another handle, perhaps on the same session). Keeps trying through connection loss and
+/// session changes until done (an ephemeral node is done when its session is), or the manager
+/// closes.
 async fn delete_ours(shared: Arc<Shared>) {
     let spec = &shared.spec;
-    let Some(path) = shared.current().or_else(|| (!spec.is_sequential()).then(|| spec.path.clone())) else {
+    let current = shared.current();
+    // The node we know: only it is deleted. Without one (a create was under way when the
+    // engine stopped), whatever is at the fixed path on our session is ours.
+    let czxid = current.as_ref().and_then(|_| shared.czxid());
+    let Some(path) = current.or_else(|| (!spec.is_sequential()).then(|| spec.path.clone())) else {
         return;
     };
     let ephemeral = spec.is_ephemeral();
-    let deleted = shared.zk.retry(|s| {
-        let path = path.clone();
-        async move {
-            let Some(stat) = s.client().check_stat(&path).await? else { return Ok(()) };
-            if ephemeral && stat.ephemeral_owner != s.id() {
-                return Ok(());
+    let mut pause = zkr_connection::retry::SessionPause::default();
+    loop {
+        let deleted = shared.zk.retry_with(RetryOptions::default().across_sessions(true), |s| {
+            let path = path.clone();
+            async move {
+                let Some(stat) = s.client().check_stat(&path).await? else { return Ok(()) };
+                if ephemeral && stat.ephemeral_owner != s.id() {
+                    return Ok(()); // another session's, or ours gone with our session
+                }
+                if czxid.is_some_and(|czxid| stat.czxid != czxid) {
+                    return Ok(()); // created since by another handle (on this session, too)
+                }
+                match s.client().delete(&path, Some(stat.version)).await {
+                    Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
+                    Err(e) => Err(e),
+                }
             }
-            match s.client().delete(&path, None).await {
-                Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
-                Err(e) => Err(e),
+        });
+        match deleted.await {
+            Ok(()) => return,
+            Err(error) if (error.is_retryable() || error.is_ambiguous()) && !shared.zk.is_closed() => {
+                tracing::debug!(path = %path, %error, "deleting a closed persistent node; will retry");
+                pause.sleep().await;
+            }
+            Err(error) => {
+                tracing::warn!(path = %path, %error, "could not delete a closed persistent node");
+                return;
             }
         }
-    });
-    if let Err(error) = deleted.await {
-        tracing::warn!(path = %path, %error, "could not delete a closed persistent node");
     }
 }

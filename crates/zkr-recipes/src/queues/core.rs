@@ -145,11 +145,17 @@ impl Core {
     pub(crate) fn sort(&self, names: &mut Vec<String>) {
         names.retain(|n| n.starts_with(self.prefix));
         match self.order {
-            Order::Name => names.sort_unstable(),
-            Order::Delay => names.sort_by_cached_key(|n| (framing::parse_delay(n), framing::sequence(n))),
-            Order::Id => {
-                names.sort_by_cached_key(|n| framing::parse_id(n).map_or_else(|| n.clone(), |(_, k)| k))
+            Order::Name => names.sort_unstable_by(|a, b| {
+                framing::split_sequence(a, self.prefix).cmp(&framing::split_sequence(b, self.prefix))
+            }),
+            Order::Delay => {
+                names.sort_by_cached_key(|n| (framing::parse_delay(n), framing::sequence(n, self.prefix)))
             }
+            Order::Id => names.sort_by_cached_key(|n| {
+                let cleaned = framing::parse_id(n).map_or_else(|| n.clone(), |(_, k)| k);
+                let (head, sequence) = framing::split_sequence(&cleaned, self.prefix);
+                (head.to_owned(), sequence)
+            }),
         }
     }
 
@@ -160,8 +166,13 @@ impl Core {
         locks: Option<&CacheSnapshot>,
         skip: &HashSet<String>,
     ) -> (Vec<(String, Arc<CachedNode>)>, Option<u64>) {
-        // Name order is the snapshot's own order: walk it lazily instead of sorting it all.
-        let names: Box<dyn Iterator<Item = String>> = if self.order == Order::Name {
+        // Name order is the snapshot's own order (until the sequence wraps past 2^31, when
+        // the newest names sort first): walk it lazily instead of sorting it all.
+        let in_name_order = self.order == Order::Name
+            && !items
+                .children(&self.path)
+                .any(|(n, _)| n.starts_with(self.prefix) && framing::is_wrapped(n, self.prefix));
+        let names: Box<dyn Iterator<Item = String>> = if in_name_order {
             Box::new(
                 items
                     .children(&self.path)

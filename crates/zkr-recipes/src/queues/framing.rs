@@ -4,6 +4,8 @@
 //! Framing (big-endian, as Java's `DataOutputStream`): the version int `0x00010001`, then per
 //! item the opcode byte `0x01`, a length int and the item's bytes, then the opcode `0x02`.
 
+use crate::locks::sequence_key;
+
 /// `ItemSerializer.VERSION`.
 const VERSION: u32 = 0x0001_0001;
 /// `ItemSerializer.ITEM_OPCODE`.
@@ -109,10 +111,37 @@ pub(crate) fn parse_id(name: &str) -> Option<(&str, String)> {
     Some((&name[first + 1..second], format!("{}{}", &name[..first], &name[second + 1..])))
 }
 
-/// The trailing ZooKeeper sequence of a sequential node's name: its last 10 characters
-/// (`%010d`, so a wrapped counter reads `-000000001`); `None` without one.
-pub(crate) fn sequence(name: &str) -> Option<i64> {
-    name.len().checked_sub(10).and_then(|at| name.get(at..))?.parse().ok()
+/// A queue node's name (starting with `prefix`) split into what comes before its ZooKeeper
+/// sequence and the sequence's order key ([`sequence_key`]: the 32-bit counter read as
+/// unsigned, so that names created after it wraps past 2147483647 order after the ones
+/// before); the whole name and `None` without a sequence. Queue order is this pair's order.
+///
+/// ZooKeeper prints the counter as `%010d`: ten characters, eleven from -1000000000 down, whose
+/// sign reads like the prefix's own `-`. Where the sequence starts is known from the layout:
+/// after the last `|` (delay and id queues), else after the prefix and, in a priority queue,
+/// its nine-character priority.
+pub(crate) fn split_sequence<'a>(name: &'a str, prefix: &str) -> (&'a str, Option<u64>) {
+    let width = match name.strip_prefix(prefix).map(str::len) {
+        _ if name.contains(SEPARATOR) => name.len() - name.rfind(SEPARATOR).map_or(0, |at| at + 1),
+        Some(11 | 20) => 11,
+        _ => 10,
+    };
+    match name.len().checked_sub(width).and_then(|at| Some((at, sequence_key(name.get(at..)?)?))) {
+        Some((at, key)) => (&name[..at], Some(key)),
+        None => (name, None),
+    }
+}
+
+/// The order key of a queue node's trailing sequence (see [`split_sequence`]); `None`
+/// without one.
+pub(crate) fn sequence(name: &str, prefix: &str) -> Option<u64> {
+    split_sequence(name, prefix).1
+}
+
+/// Was the name's sequence given after the counter wrapped (it prints negative)? Such names
+/// sort before the others as strings, though they come after them.
+pub(crate) fn is_wrapped(name: &str, prefix: &str) -> bool {
+    sequence(name, prefix).is_some_and(|key| key > i32::MAX as u64)
 }
 
 #[cfg(test)]
@@ -150,9 +179,31 @@ mod tests {
         assert_eq!(id_name("a/b|c"), "|a_b_c|");
         let (id, cleaned) = parse_id("queue-|job-7|0000000003").unwrap();
         assert_eq!((id, cleaned.as_str()), ("job-7", "queue-0000000003"));
-        assert_eq!(sequence("queue-0000000042"), Some(42));
-        assert_eq!(sequence("qn--000000001"), Some(-1));
-        assert_eq!(sequence("x"), None);
+        assert_eq!(sequence("queue-0000000042", "queue-"), Some(42));
+        assert_eq!(sequence("qn--000000001", "qn-"), Some(u64::from(u32::MAX)));
+        assert_eq!(sequence("x", "qn-"), None);
+    }
+
+    #[test]
+    fn names_after_the_32_bit_wrap_order_after_the_ones_before() {
+        let names = [
+            "queue-2147483646",
+            "queue-2147483647",
+            "queue--2147483648",
+            "queue--2147483647",
+            "queue--000000001",
+        ];
+        let key = |name| split_sequence(name, "queue-");
+        assert!(names.windows(2).all(|w| key(w[0]) < key(w[1])), "{names:?}");
+        assert_eq!(key("queue--2147483648"), ("queue-", Some(1 << 31)));
+        assert_eq!(key("queue-2147483647"), ("queue-", Some(i32::MAX as u64)));
+        assert!(is_wrapped("queue--000000001", "queue-") && !is_wrapped("queue-2147483647", "queue-"));
+        // A priority queue's priority comes first, then the sequence.
+        let (a, b) = (key("queue-100000000-2147483647"), key("queue-1000000010000000005"));
+        assert_eq!(a, ("queue-100000000", Some(1 << 31 | 1)));
+        assert!(a < b);
+        // Delay and id queues: after the last separator.
+        assert_eq!(key("queue-|18C5A2B3F00|-2147483648"), ("queue-|18C5A2B3F00|", Some(1 << 31)));
     }
 
     proptest! {
@@ -177,7 +228,7 @@ mod tests {
         fn delay_names_round_trip(epoch in 1u64..(1 << 52), seq in 0u32..i32::MAX as u32) {
             let name = format!("queue-{}{seq:010}", delay_name(epoch));
             prop_assert_eq!(parse_delay(&name), epoch);
-            prop_assert_eq!(sequence(&name), Some(i64::from(seq)));
+            prop_assert_eq!(sequence(&name, "queue-"), Some(u64::from(seq)));
         }
 
         #[test]

@@ -2,11 +2,13 @@
 
 use std::fmt;
 use std::future::Future;
+use std::sync::Arc;
 
 use zkr_connection::{Session, ZkClient};
 use zookeeper_client::{Acls, Client, CreateMode, MultiWriteError};
 
 use super::QueueError;
+use crate::fence::SessionFence;
 
 /// One queue node taken by a consumer: its values (one, or several from a
 /// [`put_multi`](super::DistributedQueue::put_multi)) and, in lock-safe mode, the lock on it.
@@ -99,15 +101,19 @@ impl<T> QueueItem<T> {
     /// Lock-safe mode: gives the item back to the queue now (dropping it does the same in the
     /// background). Nothing to do without lock safety.
     ///
+    /// The delete is awaited while the connection holds; once this consumer's session ended or
+    /// its connection is suspended it returns at once, and the delete goes on in the
+    /// background (an ended session took the lock with it).
+    ///
     /// # Errors
     /// None today; the signature leaves room for reporting a failed release.
     ///
     /// # Cancel safety
-    /// Cancel safe: dropped, the release goes on in the background.
+    /// Cancel safe: the delete runs in a task of its own from the first poll, so a dropped
+    /// release still unlocks the item.
     pub async fn release(mut self) -> Result<(), QueueError> {
-        if let Some(mut lock) = self.lock.take() {
-            lock.armed = false;
-            delete_owned(lock.zk.clone(), lock.session.clone(), lock.path.clone()).await;
+        if let Some(lock) = self.lock.take() {
+            lock.release().await;
         }
         Ok(())
     }
@@ -136,19 +142,23 @@ fn session_ended(error: &zkr_connection::Error) -> bool {
 }
 
 /// A lock-safe consumer's lock on one item: Curator's `<lockPath>/<item name>`, an ephemeral
-/// node of `session`. Dropped armed, it is deleted in the background.
+/// node of `session` holding `token`. Dropped armed, it is deleted in the background.
+///
+/// Every consumer on one [`ZkClient`] shares its session, so the session cannot tell whose lock
+/// a node is: the token, random per acquire, does. A consumer takes a lock as its own (a create
+/// whose reply was lost) and deletes one only when the node holds its token.
 pub(crate) struct ItemLock {
     zk: ZkClient,
-    session: Session,
+    fence: SessionFence,
     path: String,
+    token: Arc<[u8]>,
     armed: bool,
 }
 
 impl Drop for ItemLock {
     fn drop(&mut self) {
         if self.armed {
-            let release = delete_owned(self.zk.clone(), self.session.clone(), self.path.clone());
-            zkr_connection::spawn_cleanup("a queue item's lock", release);
+            zkr_connection::spawn_cleanup("a queue item's lock", self.delete());
         }
     }
 }
@@ -177,21 +187,19 @@ where
     .await
 }
 
-/// Deletes the lock at `path` if `session` still owns it; errors mean the session (and the
-/// node with it) is gone.
-async fn delete_owned(zk: ZkClient, session: Session, path: String) {
+/// Deletes the lock at `path` if it is the one holding `token` on `session`; errors mean the
+/// session (and the node with it) is gone.
+async fn delete_owned(zk: ZkClient, session: Session, path: String, token: Arc<[u8]>) {
     let owner = session.id();
     let deleted = pinned(&zk, &session, |client| {
-        let path = path.clone();
+        let (path, token) = (path.clone(), token.clone());
         async move {
-            match client.check_stat(&path).await? {
-                Some(stat) if stat.ephemeral_owner == owner => {
-                    match client.delete(&path, Some(stat.version)).await {
-                        Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
-                        Err(e) => Err(e),
-                    }
-                }
-                _ => Ok(()),
+            match owned_version(&client, &path, owner, &token).await? {
+                Some(version) => match client.delete(&path, Some(version)).await {
+                    Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
+                    Err(e) => Err(e),
+                },
+                None => Ok(()),
             }
         }
     });
@@ -200,26 +208,46 @@ async fn delete_owned(zk: ZkClient, session: Session, path: String) {
     }
 }
 
+/// The version of the lock at `path` when it is ours: an ephemeral node of session `owner`
+/// holding `token`; `None` when it is missing or another consumer's.
+async fn owned_version(
+    client: &Client,
+    path: &str,
+    owner: i64,
+    token: &[u8],
+) -> Result<Option<i32>, zookeeper_client::Error> {
+    match client.get_data(path).await {
+        Ok((data, stat)) => Ok((stat.ephemeral_owner == owner && data == token).then_some(stat.version)),
+        Err(zookeeper_client::Error::NoNode) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 impl ItemLock {
-    /// Takes the lock `path` on a current session: `None` when another consumer holds it.
+    /// Takes the lock `path` on a current session: `None` when another consumer holds it,
+    /// whether in another process or on this client.
     pub(crate) async fn acquire(zk: &ZkClient, path: &str) -> Result<Option<ItemLock>, QueueError> {
         let session = zk.session().await?;
+        let mut lock = ItemLock {
+            zk: zk.clone(),
+            fence: SessionFence::new(session, zk.error_epoch()),
+            path: path.to_owned(),
+            token: uuid::Uuid::new_v4().simple().to_string().into_bytes().into(),
+            armed: false,
+        };
         // Dropped mid-create, the node may exist: delete it if it is ours.
-        let mut guard = zkr_connection::DropGuard::new(
-            "a queue item lock being created",
-            delete_owned(zk.clone(), session.clone(), path.to_owned()),
-        );
+        let mut guard = zkr_connection::DropGuard::new("a queue item lock being created", lock.delete());
         let acls = zk.acl_for_path(path);
-        let owner = session.id();
-        let created = pinned(zk, &session, |client| {
+        let (owner, token) = (lock.fence.session().id(), &lock.token);
+        let created = pinned(zk, lock.fence.session(), |client| {
             let acls = acls.clone();
             async move {
                 let options = CreateMode::Ephemeral.with_acls(Acls::new(&acls));
-                match client.create(path, &[], &options).await {
+                match client.create(path, token, &options).await {
                     Ok(_) => Ok(true),
-                    // Ours when a retried create finds the node its lost reply made.
+                    // Ours only when a retried create finds the node its lost reply made.
                     Err(zookeeper_client::Error::NodeExists) => {
-                        Ok(client.check_stat(path).await?.is_some_and(|s| s.ephemeral_owner == owner))
+                        Ok(owned_version(&client, path, owner, token).await?.is_some())
                     }
                     Err(e) => Err(e),
                 }
@@ -228,21 +256,39 @@ impl ItemLock {
         match created.await {
             Ok(true) => {
                 guard.disarm();
-                Ok(Some(ItemLock { zk: zk.clone(), session, path: path.to_owned(), armed: true }))
+                lock.armed = true;
+                Ok(Some(lock))
             }
             Ok(false) => {
                 guard.disarm();
                 Ok(None)
             }
             Err(e) if session_ended(&e) => Ok(None),
+            // Unknown outcome: the guard deletes a create that may have been applied.
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Deletes the lock if it is still ours (the background half of a release).
+    fn delete(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        delete_owned(self.zk.clone(), self.fence.session().clone(), self.path.clone(), self.token.clone())
+    }
+
+    /// Gives the lock up: awaited while the hold is not known lost, in the background after.
+    async fn release(mut self) {
+        self.armed = false;
+        let delete = self.delete();
+        if self.fence.lost_reason(&self.zk).is_some() {
+            zkr_connection::spawn_cleanup("a released queue item's lock", delete);
+            return;
+        }
+        let _ = zkr_connection::run_detached(delete, self.fence.lost(&self.zk)).await;
     }
 
     /// Reads the item `node` on the lock's session, after the lock was taken: `None` when it
     /// is gone (another consumer removed it before we locked it).
     pub(crate) async fn read(&self, node: &str) -> Result<Option<Vec<u8>>, QueueError> {
-        let read = pinned(&self.zk, &self.session, |client| async move {
+        let read = pinned(&self.zk, self.fence.session(), |client| async move {
             match client.get_data(node).await {
                 Ok((data, _)) => Ok(Some(data)),
                 Err(zookeeper_client::Error::NoNode) => Ok(None),
@@ -266,7 +312,7 @@ impl ItemLock {
         let record_acls = record.map(|(path, _)| self.zk.acl_for_path(path)).unwrap_or_default();
         let mut attempts = 0u32;
         let lock = self.path.as_str();
-        let outcome = pinned(&self.zk, &self.session, |client| {
+        let outcome = pinned(&self.zk, self.fence.session(), |client| {
             attempts += 1;
             let acls = record_acls.clone();
             async move {
@@ -307,7 +353,7 @@ impl ItemLock {
     /// After a retried commit found the lock gone: was the first attempt applied? (The item is
     /// gone and the record, if any, exists.)
     async fn applied(&self, node: &str, record: Option<(&str, &[u8])>) -> Result<bool, QueueError> {
-        let check = pinned(&self.zk, &self.session, |client| async move {
+        let check = pinned(&self.zk, self.fence.session(), |client| async move {
             let item_gone = client.check_stat(node).await?.is_none();
             let recorded = match record {
                 Some((path, _)) => client.check_stat(path).await?.is_some(),

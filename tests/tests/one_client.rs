@@ -1,0 +1,191 @@
+//! "Two of everything": recipes used by two users of one `ZkClient`, who share its session, so
+//! that a session id cannot tell them apart; and the defects of issue 27 that lost or doubled
+//! work, each shown against a real ZooKeeper (every test here failed before its fix, as the
+//! closing note of that issue says).
+
+use std::time::Duration;
+
+use zkr_connection::retry::RetryNTimes;
+use zkr_connection::ZkClient;
+use zkr_integration_tests::{builder, children, connect_with_session, eventually, timing, unique_root};
+use zkr_recipes::counters::{CounterError, DistributedAtomicLong};
+use zkr_recipes::discovery::{ServiceDiscovery, ServiceInstance};
+use zkr_recipes::locks::{InterProcessMutex, InterProcessSemaphoreV2, MaxLeases};
+use zkr_recipes::nodes::{GroupMember, PersistentNode};
+use zkr_recipes::queues::{DistributedQueue, Utf8};
+use zkr_testing::{shared_server, FaultProxy, Latency, TestingServer};
+use zookeeper_client::{Client, CreateMode};
+
+async fn raw(connect_string: &str) -> Client {
+    Client::connect(connect_string).await.expect("raw client")
+}
+
+/// Polls `future` once (as a `select!` that another branch wins would) and drops it.
+async fn poll_once_and_drop<F: std::future::Future>(future: F) {
+    let mut future = Box::pin(future);
+    assert!(futures::poll!(future.as_mut()).is_pending(), "done at its first poll: nothing to show");
+}
+
+/// Issue 27 item 1: two consumers on one client woke on one snapshot, the second found the
+/// first one's item lock on its own session and took it too.
+#[tokio::test]
+async fn two_takes_on_one_client_before_one_put_give_the_item_to_exactly_one() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
+    let root = unique_root("one-client-take");
+    let (path, locks) = (format!("{root}/queue"), format!("{root}/locks"));
+    for round in 0..10 {
+        let queue =
+            |zk: &ZkClient| DistributedQueue::builder(zk, &path, Utf8).lock_path(&locks).build().unwrap();
+        let (first, second) = (queue(&zk.clone()), queue(&zk.clone()));
+        let takes = [first, second].map(|q| tokio::spawn(async move { q.take().await.unwrap() }));
+        // Both wait on their caches; one put wakes both on one snapshot.
+        let producer = queue(&zk);
+        producer.put(&format!("item-{round}")).await.unwrap();
+        let (done, _, pending) = futures::future::select_all(takes).await;
+        let item = done.unwrap();
+        assert_eq!(item.values(), [format!("item-{round}")]);
+        let other = pending.into_iter().next().unwrap();
+        let second_take = tokio::time::timeout(Duration::from_millis(300), other).await;
+        assert!(second_take.is_err(), "round {round}: the same item went to both consumers");
+        item.ack().await.unwrap();
+        assert!(children(&observer, &path).await.is_empty(), "round {round}");
+        assert!(children(&observer, &locks).await.is_empty(), "round {round}: a lock left behind");
+    }
+}
+
+/// Issue 27 item 1, through `DistributedIdQueue::remove`: it took the lock of an item that a
+/// consumer on the same client held, and removed the item under it.
+#[tokio::test]
+async fn an_id_queue_remove_leaves_an_item_a_consumer_on_the_same_client_holds() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
+    let root = unique_root("one-client-remove");
+    let (path, locks) = (format!("{root}/queue"), format!("{root}/locks"));
+    let queue = DistributedQueue::builder(&zk, &path, Utf8).lock_path(&locks).build_id().unwrap();
+    queue.put(&"job".to_string(), "job-7").await.unwrap();
+    let held = queue.take().await.unwrap();
+    assert_eq!(queue.remove("job-7").await.unwrap(), 0, "held by a consumer: not removed");
+    assert_eq!(children(&observer, &path).await.len(), 1);
+    assert_eq!(held.ack().await.unwrap(), ["job"], "the consumer's ack still holds");
+    assert!(children(&observer, &path).await.is_empty());
+    assert!(children(&observer, &locks).await.is_empty());
+}
+
+/// Issue 27 item 2: `release()` disarmed its guard, then awaited the delete inline; dropped
+/// after its first poll, it left the item locked until the session ended.
+#[tokio::test]
+async fn a_release_dropped_after_its_first_poll_still_gives_the_item_back() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let (zk, other_zk) = (connect_with_session(&cs, 30).await, connect_with_session(&cs, 30).await);
+    let root = unique_root("release-dropped");
+    let (path, locks) = (format!("{root}/queue"), format!("{root}/locks"));
+    let queue = DistributedQueue::builder(&zk, &path, Utf8).lock_path(&locks).build().unwrap();
+    let other = DistributedQueue::builder(&other_zk, &path, Utf8).lock_path(&locks).build().unwrap();
+    queue.put(&"x".to_string()).await.unwrap();
+    let item = queue.take().await.unwrap();
+    poll_once_and_drop(item.release()).await;
+    let again = other.take_within(Duration::from_secs(5)).await.unwrap().expect("the item back in 5 s");
+    assert_eq!(again.ack().await.unwrap(), ["x"]);
+}
+
+/// Issue 27 item 3: `close()` took the engine's stop before its first await, so a dropped
+/// close left the node (forever, in persistent mode).
+#[tokio::test]
+async fn a_close_dropped_after_its_first_poll_still_deletes_the_node_and_the_member() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
+    let root = unique_root("close-dropped");
+    let path = format!("{root}/static-instance");
+    let node = PersistentNode::builder(&zk, &path, CreateMode::Persistent).data("up").start().unwrap();
+    node.wait_for_initial_create(timing().wait()).await.unwrap();
+    poll_once_and_drop(node.close()).await;
+    let gone = || async { observer.check_stat(&path).await.unwrap().is_none() };
+    eventually("the persistent node deleted", gone).await;
+
+    let members = format!("{root}/members");
+    let member = GroupMember::start(&zk, &members, "m-1", b"").await.unwrap();
+    member.wait_for_initial_create(timing().wait()).await.unwrap();
+    poll_once_and_drop(member.close()).await;
+    eventually("the member gone", || async { children(&observer, &members).await.is_empty() }).await;
+}
+
+/// Issue 27 item 9: an unregister while a register of the same instance was still in flight
+/// left that register's handle to the node alive; when it went, its drop deleted the node
+/// registered again since on the same session (which then came back).
+#[tokio::test]
+async fn a_register_still_in_flight_at_unregister_does_not_delete_the_next_registration() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
+    let base = unique_root("register-again");
+    let discovery = ServiceDiscovery::<()>::new(&zk, &base).unwrap();
+    let instance = ServiceInstance::builder("api", ()).id("i-1").build();
+    let node = format!("{base}/api/i-1");
+    let mut in_flight = Box::pin(discovery.register(&instance));
+    assert!(futures::poll!(in_flight.as_mut()).is_pending());
+    discovery.unregister(&instance).await.unwrap();
+    let gone = || async { observer.check_stat(&node).await.unwrap().is_none() };
+    eventually("the first registration gone", gone).await;
+    discovery.register(&instance).await.unwrap();
+    let (stat, watcher) = observer.check_and_watch_stat(&node).await.unwrap();
+    assert!(stat.is_some());
+    drop(in_flight);
+    // Nothing is to happen: the node stays as long as it is not unregistered.
+    let changed = tokio::time::timeout(Duration::from_secs(1), watcher.changed()).await;
+    assert!(changed.is_err(), "the registration changed: {changed:?}");
+    discovery.unregister(&instance).await.unwrap();
+    assert!(gone().await, "unregister deletes it");
+}
+
+/// Issue 27 item 10: with the server gone and a mutex guard on the same client already lost,
+/// a lease's release waited about 3 s for the manager to give the session up.
+#[tokio::test]
+async fn a_lease_whose_loss_is_known_is_released_at_once() {
+    let server = TestingServer::start().await.unwrap();
+    let zk = connect_with_session(server.connect_string(), 30).await;
+    let root = unique_root("lease-loss");
+    let semaphore = InterProcessSemaphoreV2::new(&zk, &format!("{root}/sem"), MaxLeases::Fixed(2)).unwrap();
+    let mutex = InterProcessMutex::new(&zk, &format!("{root}/lock")).unwrap();
+    let (lease, guard) = (semaphore.acquire().await.unwrap(), mutex.acquire().await.unwrap());
+    server.stop().unwrap();
+    tokio::time::timeout(timing().wait(), guard.lost()).await.expect("the guard learns the loss");
+    let released = tokio::time::timeout(Duration::from_millis(500), lease.release()).await;
+    assert!(released.is_ok(), "the lease's release waited for the session");
+    let released = tokio::time::timeout(Duration::from_millis(500), guard.release()).await;
+    assert!(released.is_ok(), "the guard's release waited");
+}
+
+/// Issue 27 item 8: a counter write whose reply was lost came back as `Connection`, which a
+/// caller retries, counting twice.
+#[tokio::test]
+async fn a_counter_write_whose_reply_is_lost_is_indeterminate_and_counts_once() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let proxy = FaultProxy::start(&cs).await.unwrap();
+    let zk = builder(&proxy.connect_string())
+        .session_timeout(timing().multiple(Duration::from_secs(30)))
+        .retry_policy(RetryNTimes::new(2, Duration::from_millis(100)))
+        .connect()
+        .await
+        .unwrap();
+    let observer = raw(&cs).await;
+    let path = format!("{}/n", unique_root("counter-lost-reply"));
+    let counter = DistributedAtomicLong::new(&zk, &path, RetryNTimes::new(3, Duration::ZERO)).unwrap();
+    assert!(counter.initialize(0).await.unwrap());
+    // Slow enough to see the write applied before its reply gets back.
+    proxy.set_latency(Latency::one_way(Duration::from_millis(400)));
+    let incrementing = tokio::spawn(async move { counter.increment().await });
+    let value = || async { observer.get_data(&path).await.map(|(d, _)| d).unwrap_or_default() };
+    eventually("the increment applied", || async { value().await == 1i64.to_be_bytes() }).await;
+    proxy.blackhole();
+    let outcome = tokio::time::timeout(timing().wait() * 3, incrementing).await.expect("an answer").unwrap();
+    assert!(matches!(&outcome, Err(CounterError::Indeterminate { .. })), "{outcome:?}");
+    assert!(outcome.unwrap_err().is_ambiguous());
+    proxy.heal();
+    assert_eq!(value().await, 1i64.to_be_bytes(), "applied once");
+}
