@@ -10,7 +10,7 @@ use std::time::Duration;
 use zkr_integration_tests::{children, connect_with_session, eventually, timing, unique_root};
 use zkr_recipes::barriers::{BarrierError, DistributedBarrier, DistributedDoubleBarrier};
 use zkr_testing::peers::CuratorTool;
-use zkr_testing::{expire_session, shared_server};
+use zkr_testing::{expire_session, shared_server, FaultProxy};
 use zookeeper_client::{Client, CreateMode};
 
 /// A manager whose session outlives a busy machine's stalls: the tests expire sessions on purpose.
@@ -369,4 +369,48 @@ async fn a_zkr_member_and_a_kazoo_set_partitioner_share_one_set() {
     assert_eq!(set.items(), ["q-1", "q-2", "q-3", "q-4"]);
     set.release().await;
     partitioner.finish().await;
+}
+
+/// Issue 27 item 4: a member whose session expired after `ready` was created took `ready` for
+/// one left by an earlier round (it is older than the member's node created again), never
+/// passed, and the member that had passed waited for it at `leave` forever.
+#[tokio::test]
+async fn a_double_barrier_member_whose_session_expired_after_ready_passes_and_both_leave() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let observer = raw(&cs).await;
+    let path = format!("{}/b", unique_root("double-expired"));
+    let (proxy_a, proxy_b) = (FaultProxy::start(&cs).await.unwrap(), FaultProxy::start(&cs).await.unwrap());
+    let (zk_a, zk_b) = (connect(&proxy_a.connect_string()).await, connect(&proxy_b.connect_string()).await);
+    let mut a = DistributedDoubleBarrier::new(&zk_a, &path, 2).unwrap();
+    let a_node = a.member_path().to_owned();
+    let entering = tokio::spawn(async move { a.enter().await.map(|()| a) });
+    eventually("A's node", || async { observer.check_stat(&a_node).await.unwrap().is_some() }).await;
+    // A never sees `ready`: its connection is blackholed while B enters and passes.
+    proxy_a.blackhole();
+    let mut b = DistributedDoubleBarrier::new(&zk_b, &path, 2).unwrap();
+    tokio::time::timeout(timing().wait(), b.enter()).await.expect("B passes with A counted").unwrap();
+    let ready = observer.check_stat(&format!("{path}/ready")).await.unwrap().expect("ready");
+    let leaving = tokio::spawn(async move { b.leave().await });
+    let b_gone = || async { members(&observer, &path).await.len() == 1 };
+    eventually("B's node deleted", b_gone).await;
+    // B's session lives but it hears nothing while A's session ends and A's node is created
+    // again, newer than `ready`.
+    proxy_b.hold_replies();
+    let session = zk_a.try_session().expect("A's session");
+    zkr_testing::expire_session_id(session.id(), session.client().session_timeout(), &cs).await.unwrap();
+    proxy_a.heal();
+    let a_again =
+        || async { observer.check_stat(&a_node).await.unwrap().is_some_and(|s| s.czxid > ready.czxid) };
+    eventually("A's node created again", a_again).await;
+    proxy_b.heal();
+    let mut a = tokio::time::timeout(timing().wait(), entering)
+        .await
+        .expect("A passes after its session expired")
+        .unwrap()
+        .unwrap();
+    assert!(!leaving.is_finished(), "B waits for A to leave");
+    tokio::time::timeout(timing().wait(), a.leave()).await.expect("A leaves").unwrap();
+    tokio::time::timeout(timing().wait(), leaving).await.expect("B leaves once A has").unwrap().unwrap();
+    assert!(members(&observer, &path).await.is_empty());
 }

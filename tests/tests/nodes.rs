@@ -173,6 +173,23 @@ async fn a_ttl_node_lives_while_touched_and_expires_after_close() {
         observer.check_stat("/job/running").await.unwrap().is_none()
     })
     .await;
+
+    // Issue 27 item 5: a sequential PersistentNode with a TTL was created without it (its
+    // protected create dropped the TTL) and lived forever. It expires like a control node.
+    zk.create_with_ttl("/job/control", b"", CreateMode::Persistent, ttl).await.unwrap();
+    let sequential = PersistentNode::builder(&zk, "/job/seq-", CreateMode::PersistentSequential)
+        .ttl(ttl)
+        .delete_on_close(false)
+        .start()
+        .unwrap();
+    let path = sequential.wait_for_initial_create(timing().wait()).await.unwrap();
+    sequential.close().await;
+    for expiring in ["/job/control", path.as_str()] {
+        eventually(&format!("{expiring} to expire"), || async {
+            observer.check_stat(expiring).await.unwrap().is_none()
+        })
+        .await;
+    }
 }
 
 #[tokio::test]

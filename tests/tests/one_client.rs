@@ -167,9 +167,10 @@ async fn a_counter_write_whose_reply_is_lost_is_indeterminate_and_counts_once() 
     let server = shared_server().await.unwrap();
     let cs = server.connect_string();
     let proxy = FaultProxy::start(&cs).await.unwrap();
+    // A short connection timeout and one retry: the test waits for the policy to give up.
     let zk = builder(&proxy.connect_string())
-        .session_timeout(timing().multiple(Duration::from_secs(30)))
-        .retry_policy(RetryNTimes::new(2, Duration::from_millis(100)))
+        .connection_timeout(Duration::from_secs(1))
+        .retry_policy(RetryNTimes::new(1, Duration::from_millis(100)))
         .connect()
         .await
         .unwrap();

@@ -149,11 +149,11 @@ impl DistributedDoubleBarrier {
             return Ok(false);
         };
         let mut snapshots = cache.snapshots();
-        // Our first node's czxid: the round we entered. A node created again after our session
-        // expired is newer than the `ready` of that round, which must still let us pass.
-        let mut entered_at = None;
         loop {
-            let step = wait_for(&mut snapshots, deadline, |s| self.step(s, &mut entered_at)).await;
+            // Our first node's czxid: the round we entered. A node created again after our
+            // session expired is newer than the `ready` of that round, which must still let us
+            // pass.
+            let step = wait_for(&mut snapshots, deadline, |s| self.step(s, node.first_czxid())).await;
             match finished(step, deadline)? {
                 None => return Ok(false),
                 Some(Step::Pass) => break,
@@ -169,11 +169,10 @@ impl DistributedDoubleBarrier {
     }
 
     /// Is the quota met in `snapshot`, and has someone said so? Nothing while this member's
-    /// node is not in it (being created). `entered_at` keeps the czxid of the first node of
-    /// ours that a snapshot showed.
-    fn step(&self, snapshot: &CacheSnapshot, entered_at: &mut Option<i64>) -> Option<Step> {
+    /// node is not in it (being created). `entered_at` is the czxid of our first node.
+    fn step(&self, snapshot: &CacheSnapshot, entered_at: Option<i64>) -> Option<Step> {
         let ours = snapshot.get(&self.member)?;
-        let entered_at = *entered_at.get_or_insert(ours.stat.czxid);
+        let entered_at = entered_at.unwrap_or(ours.stat.czxid).min(ours.stat.czxid);
         let members = members(snapshot, &self.path);
         let ready = snapshot.get(&path::join(&self.path, READY));
         // A `ready` created after we entered is this round's pass; an older one counts only

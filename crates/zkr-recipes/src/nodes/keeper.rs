@@ -64,6 +64,8 @@ pub(crate) struct Shared {
     /// The creation zxid of the node we created or adopted last (0: none yet): a close
     /// deletes that node only, never one another handle created at the same path since.
     czxid: AtomicI64,
+    /// The creation zxid of the first node we created or adopted (0: none yet).
+    first_czxid: AtomicI64,
     creates: AtomicU64,
 }
 
@@ -78,6 +80,7 @@ impl Shared {
             last_error: Mutex::new(None),
             held_by: AtomicI64::new(0),
             czxid: AtomicI64::new(0),
+            first_czxid: AtomicI64::new(0),
             creates: AtomicU64::new(0),
         }
     }
@@ -97,6 +100,17 @@ impl Shared {
     /// The creation zxid of our node, when one was created or adopted.
     pub(crate) fn czxid(&self) -> Option<i64> {
         Some(self.czxid.load(Ordering::SeqCst)).filter(|z| *z != 0)
+    }
+
+    /// The creation zxid of the first node we created or adopted.
+    pub(crate) fn first_czxid(&self) -> Option<i64> {
+        Some(self.first_czxid.load(Ordering::SeqCst)).filter(|z| *z != 0)
+    }
+
+    /// Records the node we created or adopted.
+    fn owned(&self, czxid: i64) {
+        self.czxid.store(czxid, Ordering::SeqCst);
+        let _ = self.first_czxid.compare_exchange(0, czxid, Ordering::SeqCst, Ordering::SeqCst);
     }
 
     /// How many times the node was created.
@@ -144,7 +158,7 @@ impl Shared {
         if let Some(path) = self.current() {
             let stat = session.client().check_stat(&path).await.map_err(Error::Zk)?;
             if let Some(stat) = stat.filter(|stat| self.spec.owns(stat, session)) {
-                self.czxid.store(stat.czxid, Ordering::SeqCst);
+                self.owned(stat.czxid);
                 return Ok(Some(path));
             }
         }
@@ -176,7 +190,7 @@ impl Shared {
             request = request.ttl(ttl);
         }
         let node = self.zk.create_protected_ext(request).await?;
-        self.czxid.store(node.stat.czxid, Ordering::SeqCst);
+        self.owned(node.stat.czxid);
         Ok(node.path)
     }
 
@@ -189,7 +203,7 @@ impl Shared {
         };
         match created {
             Ok((stat, _)) => {
-                self.czxid.store(stat.czxid, Ordering::SeqCst);
+                self.owned(stat.czxid);
                 return Ok(Some(path.clone()));
             }
             Err(e) if e.is_node_exists() => {}
@@ -205,7 +219,7 @@ impl Shared {
                 Ok(None)
             }
             Some(stat) => {
-                self.czxid.store(stat.czxid, Ordering::SeqCst);
+                self.owned(stat.czxid);
                 // Ours (a retried create, or a persistent node that was already there, which
                 // Curator adopts too): it gets our data.
                 self.publish(Some(path.clone()));

@@ -173,6 +173,12 @@ impl PersistentNode {
         self.shared.data()
     }
 
+    /// The creation zxid of the first node this handle created or adopted: when it entered a
+    /// round (a barrier's member node is created again, newer, after a session expiry).
+    pub(crate) fn first_czxid(&self) -> Option<i64> {
+        self.shared.first_czxid()
+    }
+
     /// How many times the node has been created so far (a test or a metric sees the
     /// re-creations).
     pub fn creates(&self) -> u64 {
