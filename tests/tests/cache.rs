@@ -234,3 +234,62 @@ async fn random_writes_replayed_from_the_events_give_the_servers_tree() {
     }
     assert_eq!(replayed, expected);
 }
+
+/// Issue 27 item 7: a burst was "the events already delivered", and a large multi-op's
+/// notifications span several socket reads, so a snapshot could show half of one. Each multi
+/// here deletes every `a-` child and creates as many `b-` ones (or back); every snapshot a
+/// subscriber on another thread sees holds one side whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_snapshot_shows_part_of_a_multi_op() {
+    const N: usize = 300;
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let (zk, writer) = (connect(&cs).await, raw(&cs).await);
+    let root = unique_root("cache-multi");
+    create(&writer, &root, b"").await;
+    let name = |side: char, i: usize| format!("{root}/{side}-{i:04}-{}", "x".repeat(60));
+    let options = CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    let mut first = writer.new_multi_writer();
+    for i in 0..N {
+        first.add_create(&name('a', i), b"", &options).unwrap();
+    }
+    first.commit().await.unwrap();
+    let cache = CuratorCache::builder(&zk, &root).mode(CacheMode::Children).start().await.unwrap();
+    let mut snapshots = cache.snapshots();
+    let root_ = root.clone();
+    let watcher = tokio::spawn(async move {
+        let (mut seen, mut torn) = (0, Vec::new());
+        while snapshots.changed().await.is_ok() {
+            let snapshot = snapshots.borrow_and_update().clone();
+            let sides: BTreeMap<char, usize> =
+                snapshot.children(&root_).fold(BTreeMap::new(), |mut m, (c, _)| {
+                    *m.entry(c.chars().next().unwrap()).or_default() += 1;
+                    m
+                });
+            seen += 1;
+            if sides.len() != 1 || sides.values().any(|n| *n != N) {
+                torn.push(sides);
+            }
+        }
+        (seen, torn)
+    });
+    for round in 0..20 {
+        let (from, to) = if round % 2 == 0 { ('a', 'b') } else { ('b', 'a') };
+        let mut multi = writer.new_multi_writer();
+        for i in 0..N {
+            multi.add_delete(&name(from, i), None).unwrap();
+            multi.add_create(&name(to, i), b"", &options).unwrap();
+        }
+        multi.commit().await.unwrap();
+    }
+    let last = name('a', N - 1);
+    eventually("the last multi in the cache", || async { cache.snapshot().get(&last).is_some() }).await;
+    drop(cache);
+    let (seen, torn) = watcher.await.unwrap();
+    assert!(
+        torn.is_empty(),
+        "{} of {seen} snapshots held part of a multi: {:?}",
+        torn.len(),
+        &torn[..torn.len().min(3)]
+    );
+}

@@ -8,9 +8,11 @@
 //!   everything read again, and only what differs from the copy is reported;
 //! - nothing is reported twice: a read no newer than the copy (compared by `mzxid`) is no event;
 //!   a node created and deleted within one burst was never in the copy and is not reported;
-//! - a snapshot is built from whole bursts: it never shows half of a multi-op, and it is
-//!   published before the burst's events, so a subscriber that reacts to an event finds it in
-//!   the snapshot.
+//! - a snapshot is built from whole bursts: it never shows half of a multi-op (a burst takes
+//!   in the events that arrive behind its reads, which complete any transaction it holds part
+//!   of; only a writer that never pauses for eight rounds can split one), and it is published
+//!   before the burst's events, so a subscriber that reacts to an event finds it in the
+//!   snapshot.
 //!
 //! Unlike [`ConfigTreeWatcher`](crate::config::ConfigTreeWatcher), nodes without data are part
 //! of the copy, and values stay bytes: decode them with a config codec
@@ -272,6 +274,7 @@ impl CuratorCacheBuilder {
             initialized: false,
             snapshot,
             events: events.clone(),
+            pending: Vec::new(),
         };
         let recursive = max_depth != Some(0);
         let mut engine = Watch::new(&self.zk, &self.path, recursive, WatchMode::Persistent, tracker);

@@ -21,6 +21,8 @@ pub(super) struct Tracker {
     pub(super) initialized: bool,
     pub(super) snapshot: watch::Sender<Arc<CacheSnapshot>>,
     pub(super) events: broadcast::Sender<CacheEvent>,
+    /// The events of the burst being applied, published with its snapshot when it is done.
+    pub(super) pending: Vec<CacheEvent>,
 }
 
 /// How many levels below `root` `node` is: `Some(0)` for the root itself, `None` for a node
@@ -45,7 +47,9 @@ impl Consumer for Tracker {
 
     fn reset(&mut self, read: Self::Read) {
         let gone: Vec<String> = self.nodes.keys().filter(|p| !read.contains_key(*p)).cloned().collect();
-        let mut events: Vec<CacheEvent> = gone.iter().filter_map(|path| self.put(path, None)).collect();
+        // A burst that failed part-way applied some of its rounds: their events go out now.
+        let mut events = std::mem::take(&mut self.pending);
+        events.extend(gone.iter().filter_map(|path| self.put(path, None)));
         events.extend(read.into_iter().filter_map(|(path, node)| self.put(&path, Some(node))));
         if !self.initialized {
             self.initialized = true;
@@ -74,6 +78,13 @@ impl Consumer for Tracker {
         }
         self.settle(&paths, read)?;
         Ok(Flow::Continue(()))
+    }
+
+    fn burst_done(&mut self) {
+        if !self.pending.is_empty() {
+            let events = std::mem::take(&mut self.pending);
+            self.publish(false, events);
+        }
     }
 
     fn session_ended(&mut self) {
@@ -122,8 +133,10 @@ impl Tracker {
                 Err(e) => return Err(e),
             });
         }
-        let events = paths.iter().zip(found).filter_map(|(path, node)| self.put(path, node)).collect();
-        self.publish(false, events);
+        let events: Vec<_> =
+            paths.iter().zip(found).filter_map(|(path, node)| self.put(path, node)).collect();
+        // Published when the whole burst is applied (`burst_done`).
+        self.pending.extend(events);
         Ok(())
     }
 
@@ -247,6 +260,7 @@ mod tests {
             initialized: false,
             snapshot,
             events,
+            pending: Vec::new(),
         };
         (tracker, receiver)
     }
@@ -333,7 +347,39 @@ mod tests {
         // A node gone (NoNode) is a read like any other.
         let read = vec![Ok((b"z".to_vec(), node(2, 6, "z").stat)), Err(zookeeper_client::Error::NoNode)];
         assert_eq!(tracker.settle(&paths, read), Ok(()));
+        assert!(kinds(&mut events).is_empty(), "published when the burst is done");
+        tracker.burst_done();
         assert_eq!(kinds(&mut events), ["changed /r/a"]);
+    }
+
+    /// Issue 27 item 7: a burst applied in rounds (what came behind the first reads) publishes
+    /// one snapshot; a round that fails leaves its events to the resync, which reports them.
+    #[test]
+    fn a_burst_applied_in_rounds_is_published_once_and_a_failed_round_loses_nothing() {
+        let (mut tracker, mut events) = tracker(None);
+        tracker.reset(BTreeMap::from([("/r".to_owned(), node(1, 1, ""))]));
+        assert_eq!(kinds(&mut events).len(), 2);
+        let mut snapshots = tracker.snapshot.subscribe();
+        let round =
+            |path: &str, zxid| (vec![path.to_owned()], vec![Ok((Vec::new(), node(zxid, zxid, "").stat))]);
+        let (paths, read) = round("/r/a", 3);
+        tracker.settle(&paths, read).unwrap();
+        let (paths, read) = round("/r/b", 3);
+        tracker.settle(&paths, read).unwrap();
+        assert!(!snapshots.has_changed().unwrap(), "nothing published inside the burst");
+        tracker.burst_done();
+        assert_eq!(snapshots.borrow_and_update().len(), 3);
+        assert_eq!(kinds(&mut events), ["created /r/a", "created /r/b"]);
+        // One round applied, the next failed: the resync reports both.
+        let (paths, read) = round("/r/c", 4);
+        tracker.settle(&paths, read).unwrap();
+        let failed = vec![Err(zookeeper_client::Error::ConnectionLoss)];
+        assert!(tracker.settle(&["/r/d".to_owned()], failed).is_err());
+        let mut resync =
+            (*tracker.nodes).clone().into_iter().map(|(p, n)| (p, (*n).clone())).collect::<BTreeMap<_, _>>();
+        resync.insert("/r/d".to_owned(), node(4, 4, ""));
+        tracker.reset(resync);
+        assert_eq!(kinds(&mut events), ["created /r/c", "created /r/d"]);
     }
 
     #[test]

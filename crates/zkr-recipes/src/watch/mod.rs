@@ -65,6 +65,11 @@ pub(crate) trait Consumer: Send {
         Flow::Continue(())
     }
 
+    /// A burst was applied whole (every [`apply`](Self::apply) of it is done): a consumer
+    /// that publishes per burst publishes now, so that nothing it shows ends inside a
+    /// multi-op.
+    fn burst_done(&mut self) {}
+
     /// The connection dropped: events may be missed until the engine resyncs after the
     /// reconnect.
     fn disconnected(&mut self) -> Flow {
@@ -238,8 +243,12 @@ impl<C: Consumer> Watch<C> {
             }
         };
         resynced(&self.root, session, queued.len());
-        if !queued.is_empty() && self.consumer.apply(session.client(), queued).await?.is_break() {
-            return Ok((watchers, Flow::Break(())));
+        if !queued.is_empty() {
+            let applied = self.consumer.apply(session.client(), queued).await?;
+            self.consumer.burst_done();
+            if applied.is_break() {
+                return Ok((watchers, Flow::Break(())));
+            }
         }
         Ok((watchers, self.consumer.synced(session.generation())))
     }
@@ -256,6 +265,10 @@ impl<C: Consumer> Watch<C> {
         tokio::pin!(stop);
         let mut first = first;
         let mut after = None;
+        // The session followed last, and whether the consumer was told it ended: a session
+        // switch that comes through the error path below (the manager replaced the session
+        // while the engine paused after a failure) is a session end all the same.
+        let mut last: Option<(u64, bool)> = None;
         let mut pause = SessionPause::default();
         loop {
             let session = match (&sessions, &first) {
@@ -272,7 +285,13 @@ impl<C: Consumer> Watch<C> {
             };
             let generation = session.generation();
             let zk = self.zk.clone();
-            self.sync_before_read = after.is_some();
+            let switched = last.is_some_and(|(g, _)| g != generation);
+            if last.is_some_and(|(g, told)| g != generation && !told) {
+                self.consumer.session_ended();
+            }
+            last = Some((generation, false));
+            // A session after another may be served by a follower behind the copy: sync first.
+            self.sync_before_read = switched;
             let followed = tokio::select! {
                 end = self.follow(&session, first.take()) => end,
                 () = zk.session_replaced(generation) => Ok(End::Session),
@@ -285,10 +304,12 @@ impl<C: Consumer> Watch<C> {
                 Ok(End::Stopped) => return,
                 Ok(End::Session) => {
                     self.consumer.session_ended();
+                    last = Some((generation, true));
                     after = Some(generation);
                 }
                 Err(error) if is_session_error(&error) => {
                     self.consumer.session_ended();
+                    last = Some((generation, true));
                     after = Some(generation);
                 }
                 Err(error) => {
@@ -355,7 +376,7 @@ impl<C: Consumer> Watch<C> {
                     continue;
                 }
                 let pending = std::mem::take(&mut nodes);
-                if !pending.is_empty() && self.consumer.apply(client, pending).await?.is_break() {
+                if !pending.is_empty() && self.apply_burst(client, pending, None).await?.is_break() {
                     return Ok(End::Stopped);
                 }
                 if event.session_state.is_terminated() {
@@ -390,10 +411,47 @@ impl<C: Consumer> Watch<C> {
                     _ => {}
                 }
             }
-            if !nodes.is_empty() && self.consumer.apply(client, nodes).await?.is_break() {
+            if !nodes.is_empty()
+                && self.apply_burst(client, nodes, Some((&mut watcher, &mut carried))).await?.is_break()
+            {
                 return Ok(End::Stopped);
             }
         }
+    }
+
+    /// Applies a burst and, with the watch, what came behind it: the replies to the reads an
+    /// apply sends come after every notification of the transactions those reads see, so the
+    /// events taken after it complete any multi-op the burst ended inside (a large one's
+    /// notifications span several socket reads). Then the consumer publishes, once. A
+    /// session event met on the way is left in `carried`.
+    async fn apply_burst(
+        &mut self,
+        client: &Client,
+        mut nodes: Vec<WatchedEvent>,
+        mut watch: Option<(&mut PersistentWatcher, &mut Option<WatchedEvent>)>,
+    ) -> ZkResult<Flow> {
+        for _ in 0..MAX_BURST_ROUNDS {
+            if self.consumer.apply(client, nodes).await?.is_break() {
+                self.consumer.burst_done();
+                return Ok(Flow::Break(()));
+            }
+            nodes = match watch.as_mut() {
+                Some((watcher, carried)) if carried.is_none() => behind(watcher, carried),
+                _ => Vec::new(),
+            };
+            if nodes.is_empty() {
+                break;
+            }
+        }
+        if !nodes.is_empty() {
+            // A writer that never pauses: publish what is applied; the rest is the next burst.
+            if self.consumer.apply(client, nodes).await?.is_break() {
+                self.consumer.burst_done();
+                return Ok(Flow::Break(()));
+            }
+        }
+        self.consumer.burst_done();
+        Ok(Flow::Continue(()))
     }
 
     /// Waits for any one-shot watch, then reads everything again with new ones.
@@ -432,6 +490,24 @@ async fn settle(sync: Option<impl Future<Output = ZkResult<()>>>) {
     if let Some(Err(error)) = futures::future::OptionFuture::from(sync).await {
         tracing::debug!(%error, "sync before the resync failed; reading anyway");
     }
+}
+
+/// How many rounds of "apply, then take what came behind" one burst may take before it is
+/// published all the same (a writer that never pauses must not hold the copy back).
+const MAX_BURST_ROUNDS: usize = 8;
+
+/// The node events already delivered behind a burst, up to a session event (left in
+/// `carried`, after which the watcher is not polled).
+fn behind(watcher: &mut PersistentWatcher, carried: &mut Option<WatchedEvent>) -> Vec<WatchedEvent> {
+    let mut nodes = Vec::new();
+    while let Some(event) = watcher.changed().now_or_never() {
+        if event.event_type == EventType::Session {
+            *carried = Some(event);
+            break;
+        }
+        nodes.push(event);
+    }
+    nodes
 }
 
 /// The events already delivered, at least one: a burst. It stops at a terminal session event,

@@ -84,3 +84,83 @@ async fn a_disconnect_right_after_the_read_sets_the_watch_again() {
     assert!(found.is_ok(), "the change after the reconnect was missed");
     drop(alive);
 }
+
+/// A consumer whose first read fails with a connection loss, and whose `failed` ends the
+/// session (as an expiry does) while the engine pauses: the engine then goes on with the
+/// manager's current session, new by then (or, when the manager was slower than the pause,
+/// follows the old one again until its end is reported).
+/// It counts reads on a new session that were not told the old one ended.
+struct Switcher {
+    zk: ZkClient,
+    expire: AtomicBool,
+    last: parking_lot::Mutex<Option<u64>>,
+    ended: Arc<AtomicBool>,
+    untold: Arc<std::sync::atomic::AtomicUsize>,
+    reads: tokio::sync::watch::Sender<u64>,
+}
+
+impl Consumer for Switcher {
+    type Read = ();
+
+    async fn read(&self, session: &zkr_connection::Session) -> ZkResult<()> {
+        let generation = session.generation();
+        let previous = self.last.lock().replace(generation);
+        if previous.is_some_and(|g| g != generation) && !self.ended.swap(false, Ordering::SeqCst) {
+            self.untold.fetch_add(1, Ordering::SeqCst);
+        }
+        if self.expire.load(Ordering::SeqCst) {
+            return Err(zookeeper_client::Error::ConnectionLoss);
+        }
+        self.reads.send_replace(generation);
+        Ok(())
+    }
+
+    fn reset(&mut self, _read: ()) {}
+
+    async fn apply(&mut self, _client: &Client, _burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
+        Ok(Flow::Continue(()))
+    }
+
+    fn session_ended(&mut self) {
+        self.ended.store(true, Ordering::SeqCst);
+    }
+
+    fn failed(&mut self, _error: &zookeeper_client::Error) -> Flow {
+        // The session ends while the engine pauses after the failure.
+        if self.expire.swap(false, Ordering::SeqCst) {
+            self.zk.inject_session_expiration();
+        }
+        Flow::Continue(())
+    }
+}
+
+/// Issue 27 item 6: a session switch that came through the error path (the read failed, and
+/// the manager replaced the session during the pause) skipped the consumer's `session_ended`
+/// and the sync before the next read, so a cache was never marked stale and could read a
+/// lagging follower. Each round takes one of the two ways; both must tell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_switch_after_a_failed_read_is_a_session_end() {
+    let server = shared_server().await.unwrap();
+    let wait = Timing::from_env().wait();
+    let zk = ZkClient::builder(server.connect_string()).session_timeout(wait).connect().await.unwrap();
+    let untold = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    for round in 0..8 {
+        let before = zk.generation();
+        let (reads, mut read) = tokio::sync::watch::channel(0);
+        let switcher = Switcher {
+            zk: zk.clone(),
+            expire: AtomicBool::new(true),
+            last: parking_lot::Mutex::new(None),
+            ended: Arc::new(AtomicBool::new(false)),
+            untold: untold.clone(),
+            reads,
+        };
+        let engine = Watch::new(&zk, "/", false, WatchMode::Persistent, switcher);
+        let (alive, stop) = tokio::sync::watch::channel(());
+        tokio::spawn(engine.run(Sessions::Follow, None, handles_dropped(stop)));
+        let settled = tokio::time::timeout(wait, read.wait_for(|g| *g > before)).await;
+        assert!(settled.is_ok(), "round {round}: no read on the new session");
+        drop(alive);
+    }
+    assert_eq!(untold.load(Ordering::SeqCst), 0, "reads on a new session not told the old one ended");
+}
