@@ -8,8 +8,10 @@ use std::time::Duration;
 use zkr_connection::retry::RetryNTimes;
 use zkr_connection::ZkClient;
 use zkr_integration_tests::{builder, children, connect_with_session, eventually, timing, unique_root};
+use zkr_recipes::barriers::DistributedDoubleBarrier;
 use zkr_recipes::counters::{CounterError, DistributedAtomicLong};
 use zkr_recipes::discovery::{ServiceDiscovery, ServiceInstance};
+use zkr_recipes::leader::LeaderLatch;
 use zkr_recipes::locks::{InterProcessMutex, InterProcessSemaphoreV2, MaxLeases};
 use zkr_recipes::nodes::{GroupMember, PersistentNode};
 use zkr_recipes::queues::{DistributedQueue, Utf8};
@@ -189,4 +191,68 @@ async fn a_counter_write_whose_reply_is_lost_is_indeterminate_and_counts_once() 
     assert!(outcome.unwrap_err().is_ambiguous());
     proxy.heal();
     assert_eq!(value().await, 1i64.to_be_bytes(), "applied once");
+}
+
+/// Two barrier members on one client: each counts as one member, and both pass and leave.
+#[tokio::test]
+async fn two_double_barrier_members_on_one_client_pass_and_leave_together() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
+    let path = format!("{}/b", unique_root("one-client-barrier"));
+    let member = |zk: &ZkClient| DistributedDoubleBarrier::new(zk, &path, 2).unwrap();
+    let (mut a, mut b) = (member(&zk), member(&zk.clone()));
+    assert!(!a.enter_within(Duration::from_millis(200)).await.unwrap(), "one member is not two");
+    let (a_in, b_in) = tokio::join!(a.enter_within(timing().wait()), b.enter_within(timing().wait()));
+    assert!(a_in.unwrap() && b_in.unwrap());
+    let (a_out, b_out) = tokio::join!(a.leave_within(timing().wait()), b.leave_within(timing().wait()));
+    assert!(a_out.unwrap() && b_out.unwrap());
+    assert!(children(&observer, &path).await.iter().all(|c| c == "ready"));
+}
+
+/// Two counters on one client, contending: every increment counts once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_counters_on_one_client_count_every_increment_once() {
+    let server = shared_server().await.unwrap();
+    let zk = connect_with_session(server.connect_string(), 30).await;
+    let path = format!("{}/n", unique_root("one-client-counter"));
+    let counting = (0..2).map(|_| {
+        let counter =
+            DistributedAtomicLong::new(&zk.clone(), &path, RetryNTimes::new(1000, Duration::ZERO)).unwrap();
+        tokio::spawn(async move {
+            for _ in 0..50 {
+                assert!(counter.increment().await.unwrap().succeeded);
+            }
+        })
+    });
+    for task in counting.collect::<Vec<_>>() {
+        task.await.unwrap();
+    }
+    let counter = DistributedAtomicLong::new(&zk, &path, RetryNTimes::new(1, Duration::ZERO)).unwrap();
+    assert_eq!(counter.get().await.unwrap().post_value, 100);
+}
+
+/// Two latches on one client: one leads at a time, and the other takes over when it closes.
+#[tokio::test]
+async fn two_leader_latches_on_one_client_lead_one_at_a_time() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
+    let path = unique_root("one-client-latch");
+    let (a, b) =
+        (LeaderLatch::new(&zk, &path, "a").unwrap(), LeaderLatch::new(&zk.clone(), &path, "b").unwrap());
+    a.start().await.unwrap();
+    b.start().await.unwrap();
+    let first = tokio::select! {
+        led = a.await_leadership() => { led.unwrap(); &a }
+        led = b.await_leadership() => { led.unwrap(); &b }
+    };
+    let second = if std::ptr::eq(first, &a) { &b } else { &a };
+    assert!(first.has_leadership() && !second.has_leadership(), "two leaders on one session");
+    assert_eq!(first.leader().await.unwrap().map(|p| p.id), Some(first.id().to_owned()));
+    first.close().await;
+    tokio::time::timeout(timing().wait(), second.await_leadership()).await.expect("a new leader").unwrap();
+    assert!(second.has_leadership());
+    second.close().await;
+    assert!(children(&observer, &path).await.is_empty());
 }

@@ -1,0 +1,208 @@
+//! "Cancel safe", checked at every await: each public async fn whose docs say so and that
+//! creates or deletes nodes is dropped after its first poll, then after its second, and so on
+//! until a run completes (`zkr_testing::cancel_at_every_await`). After each drop, within a
+//! bound, no node of ours is left; the run that completes shows the recipe still works.
+
+use std::time::Duration;
+
+use zkr_connection::ZkClient;
+use zkr_integration_tests::{children, connect_with_session, eventually, timing, unique_root};
+use zkr_recipes::barriers::DistributedDoubleBarrier;
+use zkr_recipes::discovery::{ServiceDiscovery, ServiceInstance};
+use zkr_recipes::leader::LeaderLatch;
+use zkr_recipes::locks::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, MaxLeases};
+use zkr_recipes::nodes::{GroupMember, PersistentNode};
+use zkr_recipes::queues::{DistributedQueue, Utf8};
+use zkr_testing::{cancel_at_every_await, shared_server};
+use zookeeper_client::{Client, CreateMode};
+
+/// A client whose session outlives a busy machine's stalls, and a raw observer.
+async fn clients() -> (ZkClient, Client) {
+    let cs = shared_server().await.unwrap().connect_string();
+    (connect_with_session(&cs, 30).await, Client::connect(&cs).await.expect("observer"))
+}
+
+/// Waits until `path` has no children (but those `keep` allows): what a dropped call left is
+/// cleaned up in the background.
+async fn cleaned(observer: &Client, path: &str, keep: impl Fn(&str) -> bool, k: usize) {
+    let left = || async { children(observer, path).await.into_iter().all(|c| keep(&c)) };
+    eventually(&format!("{path} clean after a drop at poll {k}"), left).await;
+}
+
+fn none(_: &str) -> bool {
+    false
+}
+
+#[tokio::test]
+async fn mutex_acquire_and_release() {
+    let (zk, observer) = clients().await;
+    let path = unique_root("cancel-mutex");
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    let cycle = || {
+        let mutex = mutex.clone();
+        async move { mutex.acquire().await?.release().await }
+    };
+    let (done, drops) = cancel_at_every_await(cycle, |k| cleaned(&observer, &path, none, k)).await;
+    println!("dropped at {drops} awaits");
+    done.unwrap();
+    assert!(drops > 0);
+    assert!(children(&observer, &path).await.is_empty());
+}
+
+#[tokio::test]
+async fn read_write_lock_read_and_write() {
+    let (zk, observer) = clients().await;
+    let path = unique_root("cancel-rw");
+    let lock = InterProcessReadWriteLock::new(&zk, &path).unwrap();
+    let cycle = || async {
+        lock.read().await?.release().await?;
+        lock.write().await?.release().await
+    };
+    let (done, drops) = cancel_at_every_await(cycle, |k| cleaned(&observer, &path, none, k)).await;
+    println!("dropped at {drops} awaits");
+    done.unwrap();
+}
+
+#[tokio::test]
+async fn semaphore_acquire_and_release() {
+    let (zk, observer) = clients().await;
+    let path = unique_root("cancel-semaphore");
+    let semaphore = InterProcessSemaphoreV2::new(&zk, &path, MaxLeases::Fixed(1)).unwrap();
+    let (leases, locks) = (format!("{path}/leases"), format!("{path}/locks"));
+    let cycle = || async { semaphore.acquire().await?.release().await };
+    let after = |k| {
+        let (observer, leases, locks) = (&observer, &leases, &locks);
+        async move {
+            cleaned(observer, leases, none, k).await;
+            cleaned(observer, locks, none, k).await;
+        }
+    };
+    let (done, drops) = cancel_at_every_await(cycle, after).await;
+    println!("dropped at {drops} awaits");
+    done.unwrap();
+    // Still works: the one lease is free.
+    let lease = tokio::time::timeout(timing().wait(), semaphore.acquire()).await.unwrap().unwrap();
+    lease.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn leader_latch_start_lead_and_close() {
+    let (zk, observer) = clients().await;
+    let path = unique_root("cancel-latch");
+    let cycle = || {
+        let latch = LeaderLatch::new(&zk, &path, "me").unwrap();
+        async move {
+            latch.start().await?;
+            latch.await_leadership().await?;
+            latch.close().await;
+            Ok::<_, zkr_recipes::locks::LockError>(())
+        }
+    };
+    let (done, drops) = cancel_at_every_await(cycle, |k| cleaned(&observer, &path, none, k)).await;
+    println!("dropped at {drops} awaits");
+    done.unwrap();
+    assert!(children(&observer, &path).await.is_empty());
+}
+
+#[tokio::test]
+async fn lock_safe_queue_take_and_ack() {
+    let (zk, observer) = clients().await;
+    let root = unique_root("cancel-queue");
+    let (path, locks) = (format!("{root}/queue"), format!("{root}/locks"));
+    let queue = DistributedQueue::builder(&zk, &path, Utf8).lock_path(&locks).build().unwrap();
+    queue.put(&"job".to_string()).await.unwrap();
+    let cycle = || async { queue.take().await?.ack().await };
+    let after = |k| {
+        let (queue, observer, path, locks) = (&queue, &observer, &path, &locks);
+        async move {
+            cleaned(observer, locks, none, k).await;
+            // A dropped ack may have been applied: then the next run needs an item.
+            if children(observer, path).await.is_empty() {
+                queue.put(&"job".to_string()).await.unwrap();
+            }
+        }
+    };
+    let (done, drops) = cancel_at_every_await(cycle, after).await;
+    println!("dropped at {drops} awaits");
+    assert_eq!(done.unwrap(), ["job"]);
+    assert!(children(&observer, &path).await.is_empty());
+}
+
+#[tokio::test]
+async fn double_barrier_enter_and_leave() {
+    let (zk, observer) = clients().await;
+    let path = unique_root("cancel-barrier");
+    let cycle = || {
+        let mut barrier = DistributedDoubleBarrier::new(&zk, &path, 1).unwrap();
+        async move {
+            barrier.enter().await?;
+            barrier.leave().await
+        }
+    };
+    // `ready` belongs to the barrier, not to a member: only member nodes must go.
+    let (done, drops) =
+        cancel_at_every_await(cycle, |k| cleaned(&observer, &path, |c| c == "ready", k)).await;
+    println!("dropped at {drops} awaits");
+    done.unwrap();
+}
+
+#[tokio::test]
+async fn persistent_node_and_group_member_close() {
+    let (zk, observer) = clients().await;
+    let root = unique_root("cancel-nodes");
+    let cycle = || {
+        let node = PersistentNode::builder(&zk, &format!("{root}/static"), CreateMode::Persistent).start();
+        async move {
+            let node = node?;
+            node.wait_for_initial_create(timing().wait()).await?;
+            node.close().await;
+            Ok::<_, zkr_recipes::nodes::NodeError>(())
+        }
+    };
+    let (done, drops) = cancel_at_every_await(cycle, |k| cleaned(&observer, &root, none, k)).await;
+    println!("dropped at {drops} awaits");
+    done.unwrap();
+
+    let members = format!("{root}/members");
+    let cycle = || async {
+        let member = GroupMember::start(&zk, &members, "m-1", b"").await?;
+        member.wait_for_initial_create(timing().wait()).await?;
+        member.close().await;
+        Ok::<_, zkr_recipes::nodes::NodeError>(())
+    };
+    let (done, drops) = cancel_at_every_await(cycle, |k| cleaned(&observer, &members, none, k)).await;
+    println!("dropped at {drops} awaits");
+    done.unwrap();
+}
+
+#[tokio::test]
+async fn discovery_register_and_unregister() {
+    let (zk, observer) = clients().await;
+    let base = unique_root("cancel-discovery");
+    let discovery = ServiceDiscovery::<()>::new(&zk, &base).unwrap();
+    let instance = ServiceInstance::builder("api", ()).id("i-1").build();
+    let instances = format!("{base}/api");
+    let cycle = || async {
+        discovery.register(&instance).await?;
+        discovery.unregister(&instance).await
+    };
+    // A dropped register stays registered, as documented: unregister is what removes it.
+    let after = |k| {
+        let (discovery, instance, observer, instances) = (&discovery, &instance, &observer, &instances);
+        async move {
+            discovery.unregister(instance).await.unwrap();
+            cleaned(observer, instances, none, k).await;
+        }
+    };
+    let (done, drops) = cancel_at_every_await(cycle, after).await;
+    println!("dropped at {drops} awaits");
+    done.unwrap();
+    assert!(children(&observer, &instances).await.is_empty());
+    // Still works.
+    discovery.register(&instance).await.unwrap();
+    let found = discovery.query_for_instances("api").await.unwrap();
+    assert_eq!(found.len(), 1);
+    discovery.close().await;
+    let gone = || async { children(&observer, &instances).await.is_empty() };
+    tokio::time::timeout(Duration::from_secs(5), async { eventually("closed", gone).await }).await.unwrap();
+}
