@@ -118,34 +118,40 @@ async fn completes(zk: &zkr_connection::ZkClient, done: &str, at_least: usize, s
 }
 
 /// Reads a consumer's lines until it has taken an item and is working on it (no line for 5 ms
-/// after its `TAKEN`; the work takes 60 ms); that `TAKEN` line's value.
-async fn mid_item(worker: &mut zkr_testing::peers::PeerProcess) -> String {
-    let mut taken = None;
+/// after its `TAKEN`; the work takes 60 ms); that `TAKEN` line's value, and the last session
+/// the consumer announced (`session <id>`) in the lines read.
+async fn mid_item(worker: &mut zkr_testing::peers::PeerProcess) -> (String, Option<i64>) {
+    // The items taken and not done yet (a process may run several consumers).
+    let (mut taken, mut session) = (std::collections::BTreeSet::new(), None);
     loop {
         match tokio::time::timeout(Duration::from_millis(5), worker.next_line()).await {
             Ok(line) => {
                 let line = line.unwrap().expect("the consumer runs");
                 if let Some(value) = line.strip_prefix("TAKEN ") {
-                    taken = Some(value.to_owned());
-                } else if line.starts_with("DONE ") {
-                    taken = None;
+                    taken.insert(value.to_owned());
+                } else if let Some(value) = line.strip_prefix("DONE ") {
+                    taken.remove(value);
+                } else if let Some(id) = line.strip_prefix("session ") {
+                    session = id.trim().parse().ok();
                 }
             }
             Err(_) => {
-                if let Some(value) = taken.take() {
-                    return value;
+                if let Some(value) = taken.pop_first() {
+                    return (value, session);
                 }
             }
         }
     }
 }
 
-/// Three lock-safe queue consumers (`zkr-queue-worker`, 3 s sessions, 60 ms per item) through a
-/// consumer SIGKILLed mid-item and replaced, a leader kill and a follower kill: every item is
-/// completed once (each completion record is created in the transaction that acks the item).
+/// Three processes of two lock-safe queue consumers each on one client (`zkr-queue-worker`, 3 s
+/// sessions, 60 ms per item) through a consumer SIGKILLed mid-item and replaced, a leader kill,
+/// a follower kill and a consumer's session expired mid-item: every item is completed once
+/// (each completion record is created in the transaction that acks the item), though two
+/// consumers share every session.
 async fn queue_under_faults(cluster: &TestingCluster) {
     use zkr_recipes::queues::{DistributedQueue, Utf8};
-    const N: usize = 200;
+    const N: usize = 600;
     let cs = cluster.connect_string();
     let root = unique_root("checker-queue");
     let (path, locks, done) = (format!("{root}/queue"), format!("{root}/locks"), format!("{root}/done"));
@@ -158,19 +164,29 @@ async fn queue_under_faults(cluster: &TestingCluster) {
     }
     let spawn = || {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zkr-queue-worker"));
-        cmd.args([cs.as_str(), &path, &locks, &done, "60"]);
+        cmd.args([cs.as_str(), &path, &locks, &done, "60", "2"]);
         zkr_testing::peers::PeerProcess::spawn("zkr-queue-worker", cmd).unwrap()
     };
     let mut workers: Vec<_> = (0..3).map(|_| spawn()).collect();
 
     // First, while the queue is full: a consumer SIGKILLed mid-item, and replaced.
     let mut victim = workers.remove(0);
-    let taken = tokio::time::timeout(zkr_integration_tests::timing().wait(), mid_item(&mut victim))
+    let (taken, _) = tokio::time::timeout(zkr_integration_tests::timing().wait(), mid_item(&mut victim))
         .await
         .expect("a consumer mid-item in time");
     drop(victim); // SIGKILL, mid-item: its lock goes with its session
     workers.push(spawn());
     completes(&zk, &done, 10, "after a consumer SIGKILL").await;
+
+    // A consumer's session expires mid-item: its two consumers' locks go with it.
+    let (_, session) =
+        tokio::time::timeout(zkr_integration_tests::timing().wait(), mid_item(&mut workers[0]))
+            .await
+            .expect("a consumer mid-item in time");
+    let session = session.expect("the consumer announced its session");
+    zkr_testing::expire_session_id(session, Duration::from_secs(3), &cs).await.unwrap();
+    let so_far = completed(&zk, &done).await.len();
+    completes(&zk, &done, (so_far + 10).min(N), "after a consumer's session expired").await;
 
     let victim = faults::leader(cluster).await.unwrap();
     faults::kill_and_restart(cluster, victim, Duration::from_secs(1)).await.unwrap();
@@ -194,7 +210,9 @@ async fn queue_under_faults(cluster: &TestingCluster) {
     let left = zk.retry(|s| async move { s.client().list_children(queue_path).await }).await.unwrap();
     assert!(left.is_empty(), "items left: {left:?}");
     drop(workers);
-    eprintln!("[checker ids] queue: {N} items completed exactly once through 3 faults, 4 consumer processes");
+    eprintln!(
+        "[checker ids] queue: {N} items completed exactly once through 4 faults, 4 processes of 2 consumers"
+    );
 }
 
 /// Issue 19's checkers: several processes increment one `DistributedAtomicLong`, then
