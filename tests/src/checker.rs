@@ -45,17 +45,31 @@ pub enum Fault {
     ExpireHolder,
     /// `SIGKILL` the holder's process mid critical section; a new worker takes its place.
     KillHolder,
+    /// The server the holder is connected to is cut off from the other servers (quorum and
+    /// election links blackholed) while the holder stays connected to it, for longer than the
+    /// session timeout: the majority goes on without it, and the holder's session expires
+    /// there while the isolated server still answers it.
+    IsolateServer,
+    /// Overlapping faults: `SIGSTOP` a follower, and kill the leader while it is stopped (no
+    /// quorum until the leader is back), then resume the follower.
+    LeaderKillDuringPause,
+    /// Overlapping faults: blackhole the holder mid critical section and, during that
+    /// partition, expire another worker's session from outside.
+    ExpiryDuringPartition,
 }
 
 impl Fault {
     /// Every fault, in the order the combined schedule uses.
-    pub const ALL: [Fault; 6] = [
+    pub const ALL: [Fault; 9] = [
         Fault::LeaderKill,
         Fault::FollowerKill,
         Fault::ServerPause,
         Fault::Blackhole,
         Fault::ExpireHolder,
         Fault::KillHolder,
+        Fault::IsolateServer,
+        Fault::LeaderKillDuringPause,
+        Fault::ExpiryDuringPartition,
     ];
 
     fn name(self) -> &'static str {
@@ -66,6 +80,9 @@ impl Fault {
             Fault::Blackhole => "holder blackholed",
             Fault::ExpireHolder => "holder session expired",
             Fault::KillHolder => "holder SIGKILL",
+            Fault::IsolateServer => "holder's server cut off from the quorum",
+            Fault::LeaderKillDuringPause => "leader kill during a follower's SIGSTOP",
+            Fault::ExpiryDuringPartition => "an expiry during the holder's partition",
         }
     }
 }
@@ -483,6 +500,37 @@ impl Run<'_> {
                 let _ = worker.child.wait().await;
                 let proxies = std::mem::take(&mut worker.proxies);
                 self.workers[holder] = self.spawn(holder, proxies)?;
+            }
+            Fault::IsolateServer => {
+                if !self.make_holder(holder, beyond_session * 2).await {
+                    return Err(format!("worker {holder} never held the lock"));
+                }
+                let session = self.workers[holder].session.ok_or("holder without a session")?;
+                let cluster = self.cluster;
+                let server = faults::server_serving(cluster, session).await?;
+                injected_at = Instant::now();
+                cluster.isolate(server).map_err(|e| e.to_string())?;
+                self.pump_for(beyond_session).await;
+                cluster.heal(server).map_err(|e| e.to_string())?;
+            }
+            Fault::LeaderKillDuringPause => {
+                injected_at = Instant::now();
+                self.pumping(faults::leader_kill_during_pause(self.cluster)).await?;
+            }
+            Fault::ExpiryDuringPartition => {
+                if !self.make_holder(holder, beyond_session * 2).await {
+                    return Err(format!("worker {holder} never held the lock"));
+                }
+                let other = (holder + 1) % self.workers.len();
+                let session = self.workers[other].session.ok_or("a worker without a session")?;
+                injected_at = Instant::now();
+                self.workers[holder].proxies.iter().for_each(FaultProxy::blackhole);
+                let connect = self.cluster.connect_string();
+                let expire = zkr_testing::expire_session_id(session, session_timeout, &connect);
+                let expired = self.pumping(expire).await;
+                self.pump_for(beyond_session).await;
+                self.workers[holder].proxies.iter().for_each(FaultProxy::heal);
+                expired.map_err(|e| e.to_string())?;
             }
         }
         self.report.faults += 1;

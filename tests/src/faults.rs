@@ -1,9 +1,45 @@
 //! Faults on a [`TestingCluster`], shared by the checkers: kill and restart a member, pause one,
-//! and find the member a session is connected to.
+//! cut one off from the quorum, and find the member a session is connected to.
 
 use std::time::Duration;
 
-use zkr_testing::TestingCluster;
+use zkr_testing::{ServerOptions, TestingCluster};
+
+/// The checkers' ensemble: 3 servers whose quorum links go through proxies, so that
+/// [`isolate_for`] can cut one off.
+///
+/// # Panics
+/// When the servers cannot start (a test failure).
+pub async fn partitionable_cluster() -> TestingCluster {
+    TestingCluster::with_options(3, ServerOptions::default().partitionable(true))
+        .await
+        .expect("a 3-server ensemble")
+}
+
+/// Cuts member `server` off from the other servers for `hold` (its clients stay connected
+/// to it), then joins it again.
+///
+/// # Errors
+/// The cluster is not partitionable, or there is no such member.
+pub async fn isolate_for(cluster: &TestingCluster, server: usize, hold: Duration) -> Result<(), String> {
+    cluster.isolate(server).map_err(|e| e.to_string())?;
+    tokio::time::sleep(hold).await;
+    cluster.heal(server).map_err(|e| e.to_string())
+}
+
+/// Overlapping faults: `SIGSTOP`s a follower, kills the leader while it is stopped (no quorum
+/// until the leader is back), restarts the leader, then resumes the follower.
+///
+/// # Errors
+/// A member could not be signalled, killed or restarted.
+pub async fn leader_kill_during_pause(cluster: &TestingCluster) -> Result<(), String> {
+    let leader = leader(cluster).await?;
+    let paused = (leader + 1) % cluster.size();
+    cluster.pause(paused).map_err(|e| e.to_string())?;
+    let killed = kill_and_restart(cluster, leader, Duration::from_secs(1)).await;
+    cluster.resume(paused).map_err(|e| e.to_string())?;
+    killed
+}
 
 /// Kills member `victim` (`SIGKILL`), waits `down`, and restarts it (until it serves).
 ///

@@ -5,11 +5,10 @@
 //! long run is `cargo run -p zkr-integration-tests --bin zkr-checker -- --rounds N`.
 
 use zkr_integration_tests::checker::{run_all, CheckOptions, Schedule};
-use zkr_testing::TestingCluster;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_exclusion_holds_under_every_fault_schedule() {
-    let cluster = TestingCluster::start(3).await.unwrap();
+    let cluster = zkr_integration_tests::faults::partitionable_cluster().await;
     let options = CheckOptions::new(env!("CARGO_BIN_EXE_zkr-mutex-worker"));
     let (reports, table) = run_all(&cluster, &Schedule::ci(), &options).await.unwrap();
     eprintln!("{table}");

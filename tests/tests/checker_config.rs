@@ -12,7 +12,6 @@ use std::time::Duration;
 use zkr_connection::ZkClient;
 use zkr_integration_tests::{faults, timing, unique_root};
 use zkr_recipes::config::{ConfigPublisher, ConfigWatcher, Json};
-use zkr_testing::TestingCluster;
 
 const SESSION: Duration = Duration::from_secs(3);
 
@@ -26,7 +25,7 @@ async fn every_subscriber_converges_to_the_last_write_after_faults() {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    let cluster = TestingCluster::start(3).await.unwrap();
+    let cluster = faults::partitionable_cluster().await;
     let cs = cluster.connect_string();
     let path = format!("{}/value", unique_root("checker-config"));
     let writer_zk = client(&cs).await;
@@ -92,6 +91,10 @@ async fn every_subscriber_converges_to_the_last_write_after_faults() {
     faults::pause_for(&cluster, server, SESSION + Duration::from_secs(1)).await.unwrap();
     let session = subscribers[1].0.session().await.unwrap().id();
     zkr_testing::expire_session_id(session, SESSION, &cs).await.unwrap();
+    let session = subscribers[2].0.session().await.unwrap().id();
+    let server = faults::server_serving(&cluster, session).await.unwrap();
+    faults::isolate_for(&cluster, server, SESSION + Duration::from_secs(1)).await.unwrap();
+    faults::leader_kill_during_pause(&cluster).await.unwrap();
 
     stop.store(true, Ordering::SeqCst);
     let (publisher, next) = writer.await.unwrap();

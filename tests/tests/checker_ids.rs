@@ -7,8 +7,10 @@
 //! summary (IDs, faults, slowest recovery) goes to stderr. The same schedule runs three
 //! processes incrementing one `DistributedAtomicLong`: every success has its own value, and the
 //! final count is the successes plus at most the outcomes the workers could not know. Then
-//! three lock-safe queue consumers through a leader kill, a follower kill and a consumer
-//! SIGKILLed mid-item: every item is completed exactly once.
+//! lock-safe queue consumers (two per process, on one client) through a leader kill, a
+//! follower kill, a consumer SIGKILLed mid-item and a consumer's session expired mid-item:
+//! every item is completed exactly once. Last, a double barrier of four members on two clients
+//! goes round five times with faults mid-round: no member hangs or passes early.
 
 use std::path::Path;
 use std::time::Duration;
@@ -51,6 +53,13 @@ async fn kind_under_faults(cluster: &TestingCluster, kind: &str) {
     zkr_testing::expire_session_id(workers[1].session(), WORKER_SESSION, &cs).await.unwrap();
     recoveries.push(progress(&workers.iter().collect::<Vec<_>>(), 50, "after a session expiry").await);
 
+    let server = faults::server_serving(cluster, workers[0].session()).await.unwrap();
+    faults::isolate_for(cluster, server, WORKER_SESSION + Duration::from_secs(1)).await.unwrap();
+    recoveries.push(progress(&workers.iter().collect::<Vec<_>>(), 50, "after a server cut off").await);
+
+    faults::leader_kill_during_pause(cluster).await.unwrap();
+    recoveries.push(progress(&workers.iter().collect::<Vec<_>>(), 50, "after overlapping faults").await);
+
     let mut unknown = workers[2].unknown() + 1; // + the increment in flight when it was killed
     let killed = workers.remove(2).kill().await;
     workers.push(IdWorker::spawn(binary(), &cs, kind, &path, 0, "w2").await);
@@ -67,7 +76,7 @@ async fn kind_under_faults(cluster: &TestingCluster, kind: &str) {
     }
     let slowest = recoveries.iter().max().copied().unwrap_or_default();
     eprintln!(
-        "[checker ids] {kind}: {} IDs from 4 processes, 5 faults, 0 duplicates, slowest progress after a fault {} ms",
+        "[checker ids] {kind}: {} IDs from 4 processes, 7 faults, 0 duplicates, slowest progress after a fault {} ms",
         ids.len(),
         slowest.as_millis()
     );
@@ -92,7 +101,7 @@ async fn check_count(cs: &str, path: &str, successes: &[u64], unknown: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_id_is_handed_out_twice_under_faults() {
-    let cluster = TestingCluster::start(3).await.unwrap();
+    let cluster = faults::partitionable_cluster().await;
     for kind in ["sequential", "segment", "snowflake"] {
         kind_under_faults(&cluster, kind).await;
     }
@@ -193,6 +202,19 @@ async fn queue_under_faults(cluster: &TestingCluster) {
     let so_far = completed(&zk, &done).await.len();
     completes(&zk, &done, (so_far + 10).min(N), "after a leader kill").await;
 
+    let (_, session) =
+        tokio::time::timeout(zkr_integration_tests::timing().wait(), mid_item(&mut workers[1]))
+            .await
+            .expect("a consumer mid-item in time");
+    let server = faults::server_serving(cluster, session.expect("an announced session")).await.unwrap();
+    faults::isolate_for(cluster, server, Duration::from_secs(4)).await.unwrap();
+    let so_far = completed(&zk, &done).await.len();
+    completes(&zk, &done, (so_far + 10).min(N), "after a consumer's server was cut off").await;
+
+    faults::leader_kill_during_pause(cluster).await.unwrap();
+    let so_far = completed(&zk, &done).await.len();
+    completes(&zk, &done, (so_far + 10).min(N), "after overlapping faults").await;
+
     let victim = (faults::leader(cluster).await.unwrap() + 1) % cluster.size();
     faults::kill_and_restart(cluster, victim, Duration::from_secs(1)).await.unwrap();
     completes(&zk, &done, N, "after a follower kill").await;
@@ -211,15 +233,103 @@ async fn queue_under_faults(cluster: &TestingCluster) {
     assert!(left.is_empty(), "items left: {left:?}");
     drop(workers);
     eprintln!(
-        "[checker ids] queue: {N} items completed exactly once through 4 faults, 4 processes of 2 consumers"
+        "[checker ids] queue: {N} items completed exactly once through 6 faults, 4 processes of 2 consumers"
+    );
+}
+
+/// What one double-barrier member saw in a round: when it started to enter, passed, started
+/// to leave and left.
+#[derive(Debug, Clone, Copy)]
+struct Passage {
+    entering: tokio::time::Instant,
+    passed: tokio::time::Instant,
+    leaving: tokio::time::Instant,
+    left: tokio::time::Instant,
+}
+
+/// One member's round: enter, a moment's work, leave, each within `bound`.
+async fn passage(member: &mut zkr_recipes::barriers::DistributedDoubleBarrier, bound: Duration) -> Passage {
+    use tokio::time::Instant;
+    let entering = Instant::now();
+    assert!(member.enter_within(bound).await.expect("enter"), "a member hung entering");
+    let passed = Instant::now();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let leaving = Instant::now();
+    assert!(member.leave_within(bound).await.expect("leave"), "a member hung leaving");
+    Passage { entering, passed, leaving, left: Instant::now() }
+}
+
+/// A double barrier of four members, two on each of two clients (each pair shares a session),
+/// round after round while faults land mid-round: a leader kill, a follower kill, and one
+/// client's session expired while the others wait to enter. No member hangs, and in every
+/// round no member passes before the last one started to enter, nor leaves before the last one
+/// started to leave.
+async fn barrier_under_faults(cluster: &TestingCluster) {
+    use zkr_recipes::barriers::DistributedDoubleBarrier;
+    let cs = cluster.connect_string();
+    let path = format!("{}/barrier", unique_root("checker-barrier"));
+    let clients = [
+        zkr_integration_tests::connect_with_session(cs.as_str(), 4).await,
+        zkr_integration_tests::connect_with_session(cs.as_str(), 4).await,
+    ];
+    let bound = zkr_integration_tests::timing().wait() * 4;
+    let faults_by_round =
+        ["none", "leader kill", "follower kill", "session expiry", "server cut off", "overlapping", "none"];
+    for (round, fault) in faults_by_round.iter().enumerate() {
+        let mut members: Vec<_> =
+            (0..4).map(|i| DistributedDoubleBarrier::new(&clients[i % 2], &path, 4).unwrap()).collect();
+        let last = members.pop().expect("four members");
+        let mut running: Vec<_> = members
+            .into_iter()
+            .map(|mut m| tokio::spawn(async move { passage(&mut m, bound).await }))
+            .collect();
+        // Three wait in `enter` while the fault lands; then the fourth comes.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        match *fault {
+            "leader kill" => {
+                let victim = faults::leader(cluster).await.unwrap();
+                faults::kill_and_restart(cluster, victim, Duration::from_secs(1)).await.unwrap();
+            }
+            "follower kill" => {
+                let victim = (faults::leader(cluster).await.unwrap() + 1) % cluster.size();
+                faults::kill_and_restart(cluster, victim, Duration::from_secs(1)).await.unwrap();
+            }
+            "server cut off" => {
+                let session = clients[1].session().await.unwrap().id();
+                let server = faults::server_serving(cluster, session).await.unwrap();
+                faults::isolate_for(cluster, server, Duration::from_secs(5)).await.unwrap();
+            }
+            "overlapping" => faults::leader_kill_during_pause(cluster).await.unwrap(),
+            "session expiry" => {
+                let session = clients[0].session().await.unwrap();
+                let timeout = session.client().session_timeout();
+                zkr_testing::expire_session_id(session.id(), timeout, &cs).await.unwrap();
+            }
+            _ => {}
+        }
+        let mut last = last;
+        running.push(tokio::spawn(async move { passage(&mut last, bound).await }));
+        let mut passages = Vec::new();
+        for member in running {
+            passages.push(member.await.unwrap_or_else(|e| panic!("round {round} ({fault}): {e}")));
+        }
+        let all_in = passages.iter().map(|p| p.entering).max().unwrap();
+        let all_leaving = passages.iter().map(|p| p.leaving).max().unwrap();
+        assert!(passages.iter().all(|p| p.passed >= all_in), "round {round} ({fault}): passed early");
+        assert!(passages.iter().all(|p| p.left >= all_leaving), "round {round} ({fault}): left early");
+    }
+    eprintln!(
+        "[checker ids] double barrier: 7 rounds of 4 members on 2 clients, 5 faults, no member hung or early"
     );
 }
 
 /// Issue 19's checkers: several processes increment one `DistributedAtomicLong`, then
-/// lock-safe queue consumers work a queue, through the same kinds of faults.
+/// lock-safe queue consumers work a queue, then a double barrier goes round, through the same
+/// kinds of faults.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_increment_or_queue_item_is_counted_twice_or_lost_under_faults() {
-    let cluster = TestingCluster::start(3).await.unwrap();
+    let cluster = faults::partitionable_cluster().await;
     kind_under_faults(&cluster, "counter").await;
     queue_under_faults(&cluster).await;
+    barrier_under_faults(&cluster).await;
 }

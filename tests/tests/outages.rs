@@ -137,14 +137,14 @@ async fn a_semaphore_lease_released_after_loss_returns_at_once() {
 }
 
 #[tokio::test]
-async fn a_semaphore_lease_released_during_an_outage_returns_when_the_session_is_lost() {
+async fn a_semaphore_lease_released_during_an_outage_returns_when_the_loss_is_seen() {
     let v = Victim::new("lease-release-during").await;
     let semaphore = InterProcessSemaphoreV2::new(&v.zk, &v.path, MaxLeases::Fixed(2)).unwrap();
     let lease = semaphore.acquire().await.unwrap();
     let mut states = v.zk.state_changes();
     v.kill();
-    // A lease rides out a suspension, so the release waits for the server, until the manager
-    // gives the session up: then it returns, however long the retry policy would go on.
+    // The release waits for the server until the loss is seen (the connection suspended, as a
+    // lock guard's does; issue 27 item 10): then it returns, and the delete goes on.
     let release = tokio::spawn(lease.release());
     while states.next().await != Some(zkr_connection::ConnectionState::Lost) {}
     let released = returns_at_once("release", release).await.unwrap();

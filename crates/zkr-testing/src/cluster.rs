@@ -11,6 +11,7 @@ use crate::four_letter::four_letter_word;
 use crate::install::Installation;
 use crate::member::Member;
 use crate::options::{Peer, ServerOptions};
+use crate::proxy::FaultProxy;
 
 /// A real ZooKeeper ensemble of 3 or 5 servers on loopback, each a child JVM with its own ports
 /// and data directory. Servers are addressed by index (`0..size`); their ZooKeeper ids are
@@ -33,7 +34,17 @@ use crate::options::{Peer, ServerOptions};
 pub struct TestingCluster {
     members: Vec<Member>,
     options: Arc<ServerOptions>,
+    /// With [`ServerOptions::partitionable`]: the proxies of the links between servers.
+    links: Vec<Link>,
     root: TempDir,
+}
+
+/// The proxies server `from` reaches server `to`'s quorum and election ports through.
+#[derive(Debug)]
+struct Link {
+    from: usize,
+    to: usize,
+    proxies: [FaultProxy; 2],
 }
 
 /// One member of a [`TestingCluster`], as [`TestingCluster::servers`] reports it.
@@ -90,8 +101,9 @@ impl TestingCluster {
                 .map(|id| Member::new(id, true, root.path(), install.clone(), options.clone()))
                 .collect::<Result<Vec<_>>>()?;
             let peers: Vec<Peer> = members.iter().filter_map(|m| m.peer).collect();
-            for m in &members {
-                m.write_config(&peers)?;
+            let links = if options.partitionable { links(&peers).await? } else { Vec::new() };
+            for (index, m) in members.iter().enumerate() {
+                m.write_config(&view(index, &peers, &links))?;
             }
             for m in &members {
                 m.spawn()?;
@@ -112,7 +124,7 @@ impl TestingCluster {
                 }
             }
             tracing::info!(size, "TestingCluster serving");
-            return Ok(TestingCluster { members, options, root });
+            return Ok(TestingCluster { members, options, links, root });
         }
     }
 
@@ -236,6 +248,49 @@ impl TestingCluster {
         self.member(index)?.signal(Signal::SIGCONT)
     }
 
+    /// Cuts server `index` off from the other servers (every quorum and election link to and
+    /// from it is blackholed, sockets left open), while its clients stay connected to it: it
+    /// serves what it has until it notices (its `syncLimit`), and its writes go nowhere. The
+    /// cluster must be started [`partitionable`](ServerOptions::partitionable).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchServer`], or [`Error::NotPartitionable`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f() -> zkr_testing::Result<()> {
+    /// use zkr_testing::{ServerOptions, TestingCluster};
+    ///
+    /// let cluster = TestingCluster::with_options(3, ServerOptions::default().partitionable(true)).await?;
+    /// let leader = cluster.leader().await.expect("a leader");
+    /// cluster.isolate(leader)?; // the other two elect a new leader; clients of this one stall
+    /// // ...
+    /// cluster.heal(leader)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn isolate(&self, index: usize) -> Result<()> {
+        self.links_of(index)?.for_each(|link| link.proxies.iter().for_each(FaultProxy::blackhole));
+        Ok(())
+    }
+
+    /// Joins server `index` to the others again after [`isolate`](Self::isolate).
+    ///
+    /// # Errors
+    /// As [`isolate`](Self::isolate).
+    pub fn heal(&self, index: usize) -> Result<()> {
+        self.links_of(index)?.for_each(|link| link.proxies.iter().for_each(FaultProxy::heal));
+        Ok(())
+    }
+
+    fn links_of(&self, index: usize) -> Result<impl Iterator<Item = &Link>> {
+        self.member(index)?;
+        if self.links.is_empty() {
+            return Err(Error::NotPartitionable);
+        }
+        Ok(self.links.iter().filter(move |l| l.from == index || l.to == index))
+    }
+
     /// Sends a four-letter command to server `index`.
     ///
     /// # Errors
@@ -251,4 +306,34 @@ impl TestingCluster {
     pub fn root_dir(&self) -> &Path {
         self.root.path()
     }
+}
+
+/// A proxy for every directed link between two of `peers` and each of the two peer ports.
+async fn links(peers: &[Peer]) -> Result<Vec<Link>> {
+    let mut links = Vec::new();
+    for from in 0..peers.len() {
+        for (to, peer) in peers.iter().enumerate().filter(|(to, _)| *to != from) {
+            let quorum = FaultProxy::start(&format!("127.0.0.1:{}", peer.quorum_port)).await?;
+            let election = FaultProxy::start(&format!("127.0.0.1:{}", peer.election_port)).await?;
+            links.push(Link { from, to, proxies: [quorum, election] });
+        }
+    }
+    Ok(links)
+}
+
+/// The peers as server `index` reaches them: itself at its own ports, the others through
+/// their links' proxies (when there are links).
+fn view(index: usize, peers: &[Peer], links: &[Link]) -> Vec<Peer> {
+    peers
+        .iter()
+        .enumerate()
+        .map(|(to, peer)| match links.iter().find(|l| l.from == index && l.to == to) {
+            Some(link) => Peer {
+                id: peer.id,
+                quorum_port: link.proxies[0].local_addr().port(),
+                election_port: link.proxies[1].local_addr().port(),
+            },
+            None => *peer,
+        })
+        .collect()
 }

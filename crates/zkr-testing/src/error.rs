@@ -87,6 +87,10 @@ pub enum Error {
         /// What we were waiting for.
         what: &'static str,
     },
+    /// [`TestingCluster::isolate`](crate::TestingCluster::isolate) on a cluster not started
+    /// [`partitionable`](crate::ServerOptions::partitionable).
+    #[error("the cluster was not started partitionable (ServerOptions::partitionable)")]
+    NotPartitionable,
     /// A cluster size other than 1, 3 or 5 was asked for.
     #[error("a TestingCluster has 1, 3 or 5 servers, not {0}")]
     ClusterSize(usize),

@@ -41,6 +41,7 @@ pub struct ServerOptions {
     pub(crate) jvm_options: Vec<String>,
     pub(crate) secure: Option<crate::tls::TestCertificates>,
     pub(crate) ttl_nodes: bool,
+    pub(crate) partitionable: bool,
 }
 
 impl Default for ServerOptions {
@@ -54,6 +55,7 @@ impl Default for ServerOptions {
             secure: None,
             jvm_options: Vec::new(),
             ttl_nodes: true,
+            partitionable: false,
         }
     }
 }
@@ -91,6 +93,23 @@ impl ServerOptions {
     /// disabled server gives needs.
     pub fn ttl_nodes(mut self, enabled: bool) -> Self {
         self.ttl_nodes = enabled;
+        self
+    }
+
+    /// For a [`TestingCluster`](crate::TestingCluster): every quorum and election link between
+    /// two servers goes through a [`FaultProxy`](crate::FaultProxy) of the test's runtime, so
+    /// that [`TestingCluster::isolate`](crate::TestingCluster::isolate) can cut a server off
+    /// from the others while its clients stay connected to it (the partition Jepsen tested).
+    /// Defaults to `false`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let options = zkr_testing::ServerOptions::default().partitionable(true);
+    /// # let _ = options;
+    /// ```
+    pub fn partitionable(mut self, partitionable: bool) -> Self {
+        self.partitionable = partitionable;
         self
     }
 

@@ -274,3 +274,40 @@ fn install_errors_name_the_install_command() {
     let err = zkr_testing::Error::ZooKeeperNotFound { detail: "nothing".into() };
     assert!(err.to_string().contains("apt-get install -y zookeeper default-jre-headless"));
 }
+
+/// A follower cut off from the quorum keeps its clients connected but cannot apply a write,
+/// while the majority goes on; once joined again it catches up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isolated_follower_keeps_its_clients_but_not_its_quorum() {
+    let options = zkr_testing::ServerOptions::default().partitionable(true);
+    let cluster = TestingCluster::with_options(3, options).await.unwrap();
+    let leader = cluster.leader().await.expect("a leader");
+    let follower = (leader + 1) % 3;
+    let majority = connect(&cluster.server_connect_string(leader).unwrap()).await;
+    let isolated = connect(&cluster.server_connect_string(follower).unwrap()).await;
+    let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    cluster.isolate(follower).unwrap();
+    majority.create("/during", b"", &options).await.unwrap();
+    // The isolated server's client is still connected at first; its write is not applied.
+    let write =
+        tokio::time::timeout(Duration::from_secs(2), isolated.create("/cut-off", b"", &options)).await;
+    assert!(!matches!(write, Ok(Ok(_))), "a write through an isolated server was applied: {write:?}");
+    assert!(majority.check_stat("/cut-off").await.unwrap().is_none());
+    assert!(cluster.heal(follower).is_ok());
+    let caught_up = connect(&cluster.server_connect_string(follower).unwrap()).await;
+    let synced = tokio::time::timeout(timing().wait() * 2, async {
+        loop {
+            if caught_up.sync("/").await.is_ok()
+                && caught_up.check_stat("/during").await.is_ok_and(|s| s.is_some())
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    assert!(synced.await.is_ok(), "the follower did not catch up after the heal");
+    assert!(matches!(
+        TestingCluster::start(1).await.unwrap().isolate(0),
+        Err(zkr_testing::Error::NotPartitionable)
+    ));
+}

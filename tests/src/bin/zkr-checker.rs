@@ -33,7 +33,8 @@ async fn main() -> ExitCode {
         eprintln!("zkr-checker: no zkr-mutex-worker next to this binary; build the package's binaries first");
         return ExitCode::FAILURE;
     };
-    let cluster = match TestingCluster::start(servers).await {
+    let options = zkr_testing::ServerOptions::default().partitionable(true);
+    let cluster = match TestingCluster::with_options(servers, options).await {
         Ok(cluster) => cluster,
         Err(e) => {
             eprintln!("zkr-checker: starting {servers} servers: {e}");

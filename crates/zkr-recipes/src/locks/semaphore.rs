@@ -119,9 +119,8 @@ impl Lease {
     /// does: a dead server never holds the caller.
     ///
     /// # Errors
-    /// [`LockError::Lost`] when the lease's session had already ended or ended while
-    /// deleting; [`LockError::Connection`] for an answer retrying cannot fix (the delete goes
-    /// on in the background).
+    /// [`LockError::Lost`] when the loss was known before or learnt while deleting (the
+    /// delete goes on in the background while the session lives).
     ///
     /// # Cancel safety
     /// Cancel safe: the delete runs in a task of its own from the first poll, so a dropped
@@ -133,17 +132,13 @@ impl Lease {
         }
         // The delete runs in a task of its own (a guaranteed delete) from here on.
         let done = self.zk.guaranteed_delete(node.clone(), Some(self.fence.generation()));
-        if self.fence.lost_reason(&self.zk).is_some() {
-            return Ok(()); // only the connection is in trouble: the delete goes on
+        if let Some(reason) = self.fence.lost_reason(&self.zk) {
+            return Err(LockError::Lost { path: node, reason }); // the delete goes on
         }
         tokio::select! {
             _ = done.wait() => Ok(()),
             // Lost while deleting: return at once; the delete goes on while the session lives.
-            _ = self.fence.lost(&self.zk) => if self.is_lost() {
-                Err(LockError::Lost { path: node, reason: LostReason::SessionEnded })
-            } else {
-                Ok(())
-            },
+            reason = self.fence.lost(&self.zk) => Err(LockError::Lost { path: node, reason }),
         }
     }
 }
