@@ -186,3 +186,26 @@ async fn bad_names_are_refused_and_updates_need_a_registration() {
     );
     assert!(Discovery::new(&zk, "relative").is_err());
 }
+
+/// Issue 27 item 9: an instance node that could not be read was dropped from the list, which
+/// was returned as complete. A node the client may not read (`NoAuth`) fails the query.
+#[tokio::test]
+async fn an_instance_that_cannot_be_read_fails_the_query_instead_of_a_partial_list() {
+    use zookeeper_client::{Acl, Acls, AuthId, CreateMode, Permission};
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let base = unique_root("disc-unreadable");
+    let zk = connect(&cs).await;
+    let discovery = Discovery::new(&zk, &base).unwrap();
+    let readable = ServiceInstance::builder("api", json!({})).id("i-1").build();
+    discovery.register(&readable).await.unwrap();
+    let raw = zookeeper_client::Client::connect(&cs).await.unwrap();
+    let no_read = [Acl::new(Permission::WRITE | Permission::DELETE, AuthId::anyone())];
+    let options = CreateMode::Persistent.with_acls(Acls::new(&no_read));
+    raw.create(&format!("{base}/api/i-2"), b"{}", &options).await.unwrap();
+    let listed = discovery.query_for_instances("api").await;
+    assert!(listed.is_err(), "a partial list as if complete: {listed:?}");
+    raw.delete(&format!("{base}/api/i-2"), None).await.unwrap();
+    assert_eq!(discovery.query_for_instances("api").await.unwrap().len(), 1);
+    discovery.close().await;
+}

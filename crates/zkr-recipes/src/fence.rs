@@ -68,3 +68,13 @@ impl SessionFence {
         }
     }
 }
+
+/// Completes when `zk` is not connected (at once if it is not now): where a release or a close
+/// stops waiting for a server that cannot answer and leaves its delete to the background.
+///
+/// # Cancel safety
+/// Cancel safe.
+pub(crate) async fn disconnected(zk: &ZkClient) {
+    let mut states = zk.state_watch();
+    let _ = states.wait_for(|state| !state.is_some_and(|s| s.is_connected())).await;
+}

@@ -113,14 +113,13 @@ impl Lease {
 
     /// Returns the lease.
     ///
-    /// The delete is awaited while the connection holds. Once a loss is known (the session
-    /// ended, or the connection is in an error state under the manager's error policy) this
-    /// returns at once and the delete goes on in the background, as a lock guard's release
-    /// does: a dead server never holds the caller.
+    /// The delete is awaited while connected. Without a connection (now, or when it drops
+    /// while deleting) this returns at once and the delete goes on in the background while
+    /// the session lives, as a lock guard's release does: a dead server never holds the
+    /// caller. (A lease rides out connection trouble, so that is not a loss.)
     ///
     /// # Errors
-    /// [`LockError::Lost`] when the loss was known before or learnt while deleting (the
-    /// delete goes on in the background while the session lives).
+    /// [`LockError::Lost`] when the lease's session had ended, or ends while deleting.
     ///
     /// # Cancel safety
     /// Cancel safe: the delete runs in a task of its own from the first poll, so a dropped
@@ -132,13 +131,14 @@ impl Lease {
         }
         // The delete runs in a task of its own (a guaranteed delete) from here on.
         let done = self.zk.guaranteed_delete(node.clone(), Some(self.fence.generation()));
-        if let Some(reason) = self.fence.lost_reason(&self.zk) {
-            return Err(LockError::Lost { path: node, reason }); // the delete goes on
-        }
         tokio::select! {
             _ = done.wait() => Ok(()),
-            // Lost while deleting: return at once; the delete goes on while the session lives.
-            reason = self.fence.lost(&self.zk) => Err(LockError::Lost { path: node, reason }),
+            () = self.zk.session_replaced(self.fence.generation()) => {
+                Err(LockError::Lost { path: node, reason: LostReason::SessionEnded })
+            }
+            // No server to answer now: the lease is given back; the delete goes on in the
+            // background while the session lives (and the node goes with it if it ends).
+            () = crate::fence::disconnected(&self.zk) => Ok(()),
         }
     }
 }

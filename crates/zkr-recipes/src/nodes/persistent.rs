@@ -215,7 +215,7 @@ impl PersistentNode {
     pub(crate) async fn close_shared(&self) {
         if let Some(cleanup) = self.cleanup() {
             let zk = self.shared.zk.clone();
-            let _ = zkr_connection::run_detached(cleanup, disconnected(&zk)).await;
+            let _ = zkr_connection::run_detached(cleanup, crate::fence::disconnected(&zk)).await;
         }
     }
 
@@ -240,12 +240,6 @@ impl Drop for PersistentNode {
             zkr_connection::spawn_cleanup("a dropped persistent node", cleanup);
         }
     }
-}
-
-/// Completes when `zk` is not connected (at once if it is not now).
-async fn disconnected(zk: &ZkClient) {
-    let mut states = zk.state_watch();
-    let _ = states.wait_for(|state| !state.is_some_and(|s| s.is_connected())).await;
 }
 
 /// Deletes our node: the current one, or, for a fixed path, whatever create may still have
