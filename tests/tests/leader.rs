@@ -46,7 +46,11 @@ async fn one_leader_at_a_time_and_close_hands_over() {
     let second = tokio::time::timeout(timing().wait(), latches[1].await_leadership()).await.unwrap().unwrap();
     assert!(second.fencing_token > first.fencing_token, "fencing tokens grow with every leader");
     assert_eq!(leaders(&latches), [1]);
-    assert!(matches!(latches[0].await_leadership().await, Err(LockError::Lost { .. })));
+    let closed = latches[0].await_leadership().await;
+    assert!(
+        matches!(&closed, Err(LockError::IllegalState { reason: "the latch was closed", .. })),
+        "{closed:?}"
+    );
     assert!(matches!(latches[0].start().await, Err(LockError::IllegalState { .. })));
 
     latches[1].close().await;
@@ -130,7 +134,11 @@ async fn dropping_every_handle_leaves_the_election() {
     let path = unique_root("latch-drop");
     let zk = connect(&server.connect_string()).await;
     let never_started = LeaderLatch::new(&zk, &path, "idle").unwrap();
-    assert!(matches!(never_started.await_leadership().await, Err(LockError::Lost { .. })));
+    let idle = never_started.await_leadership().await;
+    assert!(
+        matches!(&idle, Err(LockError::IllegalState { reason: "the latch was not started", .. })),
+        "{idle:?}"
+    );
     let latch = LeaderLatch::new(&zk, &path, "x").unwrap();
     latch.start().await.unwrap();
     let copy = latch.clone();
@@ -203,7 +211,7 @@ async fn closing_the_connection_manager_closes_the_latch() {
     .await
     .unwrap();
     assert!(closed, "a latch whose manager closed ends Closed");
-    assert!(matches!(latch.await_leadership().await, Err(LockError::Lost { .. })));
+    assert!(matches!(latch.await_leadership().await, Err(LockError::IllegalState { .. })));
 }
 
 /// Sets a flag when dropped: shows that a leader's work future was cancelled.

@@ -10,7 +10,7 @@ use tokio_stream::wrappers::WatchStream;
 use zkr_connection::retry::SessionPause;
 use zkr_connection::ZkClient;
 
-use crate::locks::{LockError, LockInternals, LockNode, LostReason, StandardLockInternalsDriver, Wait};
+use crate::locks::{LockError, LockInternals, LockNode, StandardLockInternalsDriver, Wait};
 
 /// Curator's `LeaderLatch` node name: `_c_<uuid>-latch-<seq>`.
 pub const LATCH_NAME: &str = "latch-";
@@ -189,8 +189,9 @@ impl LeaderLatch {
     /// Waits until we are the leader.
     ///
     /// # Errors
-    /// [`LockError::Lost`] with [`LostReason::SessionEnded`] if the latch is (or gets) closed
-    /// first, or was never started.
+    /// [`LockError::IllegalState`] if the latch is (or gets) closed first ("the latch was
+    /// closed"), or was never started ("the latch was not started"): a follower that never led
+    /// lost nothing.
     ///
     /// # Cancel safety
     /// Cancel safe: waiting changes nothing.
@@ -199,11 +200,12 @@ impl LeaderLatch {
         loop {
             match &*states.borrow_and_update() {
                 LatchState::Leader(term) => return Ok(term.clone()),
-                LatchState::Closed | LatchState::Latent => return Err(self.closed()),
+                LatchState::Closed => return Err(self.not_running("the latch was closed")),
+                LatchState::Latent => return Err(self.not_running("the latch was not started")),
                 LatchState::Waiting => {}
             }
             if states.changed().await.is_err() {
-                return Err(self.closed());
+                return Err(self.not_running("the latch was closed"));
             }
         }
     }
@@ -223,8 +225,8 @@ impl LeaderLatch {
         }
     }
 
-    fn closed(&self) -> LockError {
-        LockError::Lost { path: self.path().to_owned(), reason: LostReason::SessionEnded }
+    fn not_running(&self, reason: &'static str) -> LockError {
+        LockError::IllegalState { path: self.path().to_owned(), reason }
     }
 
     /// Every participant in queue order, the leader first, with the id each joined with
