@@ -1,7 +1,7 @@
 //! `zkr server`: a real local ZooKeeper for development.
 
 use anyhow::Context as _;
-use zkr_testing::{TestingCluster, TestingServer};
+use zkr_testing::{ServerOptions, TestingCluster, TestingServer};
 
 use crate::exit::Code;
 use crate::signals::Signals;
@@ -11,6 +11,10 @@ pub(crate) struct ServerArgs {
     /// Number of servers: 1 (standalone) or 3 (an ensemble on loopback).
     #[arg(long, default_value_t = 1, value_parser = parse_ensemble)]
     ensemble: usize,
+    /// The client port (of the first server of an ensemble; the others follow it), for
+    /// example 2181, the address every snippet in the docs uses. Defaults to a free port.
+    #[arg(long)]
+    port: Option<u16>,
 }
 
 fn parse_ensemble(value: &str) -> Result<usize, String> {
@@ -25,13 +29,18 @@ fn parse_ensemble(value: &str) -> Result<usize, String> {
 /// servers stop and their files go when it returns.
 pub(crate) async fn run(args: ServerArgs) -> anyhow::Result<Code> {
     let mut signals = Signals::listen().context("listening for SIGINT and SIGTERM")?;
+    let mut options = ServerOptions::default();
+    if let Some(port) = args.port {
+        options = options.client_port(port);
+    }
     if args.ensemble == 1 {
-        let server = TestingServer::start().await.context("starting ZooKeeper")?;
+        let server = TestingServer::with_options(options).await.context("starting ZooKeeper")?;
         announce(&server.connect_string(), &format!("ZooKeeper (data in {})", server.root_dir().display()));
         signals.recv().await;
         drop(server);
     } else {
-        let cluster = TestingCluster::start(args.ensemble).await.context("starting the ensemble")?;
+        let cluster =
+            TestingCluster::with_options(args.ensemble, options).await.context("starting the ensemble")?;
         announce(&cluster.connect_string(), &format!("ZooKeeper ensemble of {}", args.ensemble));
         signals.recv().await;
         drop(cluster);

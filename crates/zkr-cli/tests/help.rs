@@ -78,3 +78,23 @@ async fn server_stops_its_zookeeper_on_sigterm() {
     assert!(status.success(), "{status}");
     assert!(zkr_testing::four_letter_word(&connect, "ruok").await.is_err(), "the server outlived zkr server");
 }
+
+/// `zkr server --port N` serves on that port, so the docs' `127.0.0.1:2181` works as written
+/// with `--port 2181` (#28 item 8). A free port here: tests run at once.
+#[tokio::test]
+async fn server_takes_a_port() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut server = zkr("127.0.0.1:1")
+        .args(["server", "--port", &port.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let wait = Timing::from_env().wait();
+    let connect =
+        tokio::time::timeout(wait, lines.next_line()).await.unwrap().unwrap().expect("connect string");
+    assert_eq!(connect, format!("127.0.0.1:{port}"));
+    assert_eq!(zkr_testing::four_letter_word(&connect, "ruok").await.unwrap(), "imok");
+    send_signal(&server, nix::sys::signal::Signal::SIGTERM);
+    assert!(exit_status(&mut server).await.success());
+}

@@ -41,7 +41,13 @@ impl Member {
         options: Arc<ServerOptions>,
     ) -> Result<Self> {
         let paths = MemberPaths::new(root, id)?;
-        let client_port = free_port()?;
+        let client_port = match options.client_port {
+            Some(first) => first.checked_add(id as u16 - 1).ok_or_else(|| {
+                let beyond = std::io::Error::new(std::io::ErrorKind::InvalidInput, "past port 65535");
+                Error::io("giving the servers client ports from ServerOptions::client_port", beyond)
+            })?,
+            None => free_port()?,
+        };
         let secure_port = if options.secure.is_some() { Some(free_port()?) } else { None };
         let peer = if quorum {
             Some(Peer { id, quorum_port: free_port()?, election_port: free_port()? })

@@ -42,6 +42,7 @@ pub struct ServerOptions {
     pub(crate) secure: Option<crate::tls::TestCertificates>,
     pub(crate) ttl_nodes: bool,
     pub(crate) partitionable: bool,
+    pub(crate) client_port: Option<u16>,
 }
 
 impl Default for ServerOptions {
@@ -56,6 +57,7 @@ impl Default for ServerOptions {
             jvm_options: Vec::new(),
             ttl_nodes: true,
             partitionable: false,
+            client_port: None,
         }
     }
 }
@@ -110,6 +112,22 @@ impl ServerOptions {
     /// ```
     pub fn partitionable(mut self, partitionable: bool) -> Self {
         self.partitionable = partitionable;
+        self
+    }
+
+    /// The client port: for a [`TestingServer`](crate::TestingServer), this port (2181 for a
+    /// local development server whose address every snippet uses); for a
+    /// [`TestingCluster`](crate::TestingCluster), the first server's, the others' following it.
+    /// Defaults to a free port (what tests want: they run at once).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let options = zkr_testing::ServerOptions::default().client_port(2181);
+    /// # let _ = options;
+    /// ```
+    pub fn client_port(mut self, port: u16) -> Self {
+        self.client_port = Some(port);
         self
     }
 
