@@ -444,7 +444,8 @@ impl<C: Consumer> Watch<C> {
             }
         }
         if !nodes.is_empty() {
-            // A writer that never pauses: publish what is applied; the rest is the next burst.
+            // Still more behind the last round (a writer that never pauses): apply what was
+            // taken and publish; whatever arrives from now on is the next burst.
             if self.consumer.apply(client, nodes).await?.is_break() {
                 self.consumer.burst_done();
                 return Ok(Flow::Break(()));
