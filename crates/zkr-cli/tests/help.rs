@@ -98,3 +98,16 @@ async fn server_takes_a_port() {
     send_signal(&server, nix::sys::signal::Signal::SIGTERM);
     assert!(exit_status(&mut server).await.success());
 }
+
+/// A port that is taken is a clear error at once (it used to wait on a server that could not
+/// bind, without a word).
+#[tokio::test]
+async fn server_on_a_taken_port_fails_at_once_and_says_why() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let run = zkr("127.0.0.1:1").args(["server", "--port", &port]).output();
+    let out = tokio::time::timeout(Timing::from_env().wait(), run).await.expect("no answer in time").unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("client port {port} is free")), "{stderr}");
+}

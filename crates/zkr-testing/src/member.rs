@@ -42,10 +42,7 @@ impl Member {
     ) -> Result<Self> {
         let paths = MemberPaths::new(root, id)?;
         let client_port = match options.client_port {
-            Some(first) => first.checked_add(id as u16 - 1).ok_or_else(|| {
-                let beyond = std::io::Error::new(std::io::ErrorKind::InvalidInput, "past port 65535");
-                Error::io("giving the servers client ports from ServerOptions::client_port", beyond)
-            })?,
+            Some(first) => asked_port(first, id)?,
             None => free_port()?,
         };
         let secure_port = if options.secure.is_some() { Some(free_port()?) } else { None };
@@ -192,13 +189,27 @@ impl Member {
 
     /// Was the last start lost to a port race?
     pub(crate) fn lost_port_race(&self) -> bool {
-        log_tail(&self.paths.log, 200).contains("Address already in use")
+        // A port that was asked for is no race to retry: it is taken (see `asked_port`).
+        self.options.client_port.is_none()
+            && log_tail(&self.paths.log, 200).contains("Address already in use")
     }
 
     /// Clears the log (before a retried start).
     pub(crate) fn reset_log(&self) {
         let _ = std::fs::remove_file(&self.paths.log);
     }
+}
+
+/// Server `id`'s client port when the first was asked for (`ServerOptions::client_port`),
+/// checked free now: a taken port is a clear error at once, not a server that cannot start.
+fn asked_port(first: u16, id: u32) -> Result<u16> {
+    let beyond = || std::io::Error::new(std::io::ErrorKind::InvalidInput, "past port 65535");
+    let port = u16::try_from(id - 1).ok().and_then(|i| first.checked_add(i)).ok_or_else(beyond);
+    let port =
+        port.map_err(|e| Error::io("giving the servers client ports from ServerOptions::client_port", e))?;
+    std::net::TcpListener::bind(("127.0.0.1", port))
+        .map_err(|e| Error::io(format!("checking that client port {port} is free"), e))?;
+    Ok(port)
 }
 
 impl Drop for Member {

@@ -430,25 +430,23 @@ impl<C: Consumer> Watch<C> {
         mut nodes: Vec<WatchedEvent>,
         mut watch: Option<(&mut PersistentWatcher, &mut Option<WatchedEvent>)>,
     ) -> ZkResult<Flow> {
-        for _ in 0..MAX_BURST_ROUNDS {
-            if self.consumer.apply(client, nodes).await?.is_break() {
+        let mut rounds = 0;
+        loop {
+            let applied = self.consumer.apply(client, nodes).await?;
+            rounds += 1;
+            if applied.is_break() {
                 self.consumer.burst_done();
                 return Ok(Flow::Break(()));
             }
+            // After the last round (a writer that never pauses), what arrives is the next burst.
             nodes = match watch.as_mut() {
-                Some((watcher, carried)) if carried.is_none() => behind(watcher, carried),
+                Some((watcher, carried)) if carried.is_none() && rounds <= MAX_BURST_ROUNDS => {
+                    behind(watcher, carried)
+                }
                 _ => Vec::new(),
             };
             if nodes.is_empty() {
                 break;
-            }
-        }
-        if !nodes.is_empty() {
-            // Still more behind the last round (a writer that never pauses): apply what was
-            // taken and publish; whatever arrives from now on is the next burst.
-            if self.consumer.apply(client, nodes).await?.is_break() {
-                self.consumer.burst_done();
-                return Ok(Flow::Break(()));
             }
         }
         self.consumer.burst_done();
