@@ -90,9 +90,9 @@ async fn leader_latch_start_lead_and_close() {
     let (zk, observer) = clients().await;
     let path = unique_root("cancel-latch");
     let cycle = || {
-        let latch = LeaderLatch::new(&zk, &path, "me").unwrap();
+        let (zk, path) = (zk.clone(), path.clone());
         async move {
-            latch.start().await?;
+            let latch = LeaderLatch::start(&zk, &path, "me").await?;
             latch.await_leadership().await?;
             latch.close().await;
             Ok::<_, zkr_recipes::locks::LockError>(())
@@ -151,10 +151,10 @@ async fn persistent_node_and_group_member_close() {
     let (zk, observer) = clients().await;
     let root = unique_root("cancel-nodes");
     let cycle = || {
-        let node = PersistentNode::builder(&zk, &format!("{root}/static"), CreateMode::Persistent).start();
+        let node = PersistentNode::builder(&zk, &format!("{root}/static"), CreateMode::Persistent).build();
         async move {
             let node = node?;
-            node.wait_for_initial_create(timing().wait()).await?;
+            node.wait_for_initial_create_timeout(timing().wait()).await?;
             node.close().await;
             Ok::<_, zkr_recipes::nodes::NodeError>(())
         }
@@ -166,7 +166,7 @@ async fn persistent_node_and_group_member_close() {
     let members = format!("{root}/members");
     let cycle = || async {
         let member = GroupMember::start(&zk, &members, "m-1", b"").await?;
-        member.wait_for_initial_create(timing().wait()).await?;
+        member.wait_for_initial_create_timeout(timing().wait()).await?;
         member.close().await;
         Ok::<_, zkr_recipes::nodes::NodeError>(())
     };

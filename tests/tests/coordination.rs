@@ -35,7 +35,7 @@ async fn a_barrier_holds_zkr_and_curator_waiters_until_it_is_removed() {
     let path = format!("{}/barrier", unique_root("barrier"));
     let barrier = DistributedBarrier::new(&zk, &path).unwrap();
     assert!(
-        barrier.wait_on_barrier_within(Duration::from_millis(1)).await.unwrap(),
+        barrier.wait_on_barrier_timeout(Duration::from_millis(1)).await.unwrap().is_some(),
         "not set: passes at once"
     );
     barrier.set_barrier().await.unwrap();
@@ -47,7 +47,10 @@ async fn a_barrier_holds_zkr_and_curator_waiters_until_it_is_removed() {
         let barrier = DistributedBarrier::new(&connect(&cs).await, &path).unwrap();
         tokio::spawn(async move { barrier.wait_on_barrier().await })
     };
-    assert!(!barrier.wait_on_barrier_within(Duration::from_millis(300)).await.unwrap(), "set: times out");
+    assert!(
+        barrier.wait_on_barrier_timeout(Duration::from_millis(300)).await.unwrap().is_none(),
+        "set: times out"
+    );
     assert!(!waiter.is_finished(), "a waiter passed a barrier that is set");
 
     barrier.remove_barrier().await.unwrap();
@@ -63,7 +66,7 @@ async fn a_barrier_holds_zkr_and_curator_waiters_until_it_is_removed() {
         .await
         .unwrap();
     let barrier = DistributedBarrier::new(&zk, &other).unwrap();
-    assert!(!barrier.wait_on_barrier_within(Duration::from_millis(200)).await.unwrap());
+    assert!(barrier.wait_on_barrier_timeout(Duration::from_millis(200)).await.unwrap().is_none());
     assert!(matches!(DistributedBarrier::new(&zk, "relative"), Err(BarrierError::InvalidArgument(_))));
 }
 
@@ -77,12 +80,14 @@ async fn double_barrier_members_start_together_and_one_that_gives_up_leaves_no_n
 
     let first = {
         let mut m = DistributedDoubleBarrier::new(&zk, &path, 3).unwrap();
-        tokio::spawn(async move { m.enter_within(timing().wait()).await.map(|entered| (entered, m)) })
+        tokio::spawn(
+            async move { m.enter_timeout(timing().wait()).await.map(|entered| (entered.is_some(), m)) },
+        )
     };
     // A second member gives up with two of three there: it does not pass, and its node goes,
     // so it does not count for the others.
     let mut quitter = DistributedDoubleBarrier::new(&zk, &path, 3).unwrap();
-    assert!(!quitter.enter_within(Duration::from_millis(500)).await.unwrap());
+    assert!(quitter.enter_timeout(Duration::from_millis(500)).await.unwrap().is_none());
     assert!(!quitter.is_entered());
     eventually("the quitter's node to go", || async {
         !children(&observer, &path).await.iter().any(|c| quitter.member_path().ends_with(c.as_str()))
@@ -94,7 +99,9 @@ async fn double_barrier_members_start_together_and_one_that_gives_up_leaves_no_n
     let mut others = Vec::new();
     for _ in 0..2 {
         let mut m = DistributedDoubleBarrier::new(&connect(&cs).await, &path, 3).unwrap();
-        others.push(tokio::spawn(async move { m.enter_within(timing().wait()).await.map(|e| (e, m)) }));
+        others.push(tokio::spawn(
+            async move { m.enter_timeout(timing().wait()).await.map(|e| (e.is_some(), m)) },
+        ));
     }
     let mut entered = vec![first.await.unwrap().unwrap()];
     for other in others {
@@ -109,7 +116,7 @@ async fn double_barrier_members_start_together_and_one_that_gives_up_leaves_no_n
 
     // Leaving: the first to leave waits for the others.
     let (_, mut a) = entered.remove(0);
-    let leaving = tokio::spawn(async move { a.leave_within(timing().wait()).await });
+    let leaving = tokio::spawn(async move { a.leave_timeout(timing().wait()).await });
     eventually("the first leaver's node to go", || async { members(&observer, &path).await.len() == 2 })
         .await;
     assert!(!leaving.is_finished(), "left before the others");
@@ -117,7 +124,7 @@ async fn double_barrier_members_start_together_and_one_that_gives_up_leaves_no_n
     for (_, mut m) in entered {
         rest.push(tokio::spawn(async move { m.leave().await }));
     }
-    assert!(leaving.await.unwrap().unwrap());
+    assert!(leaving.await.unwrap().unwrap().is_some());
     for r in rest {
         r.await.unwrap().unwrap();
     }
@@ -143,7 +150,7 @@ async fn zkr_and_curator_members_share_a_double_barrier_and_a_dead_member_wedges
     };
     eventually("both Curator members to be there", || async { members(&observer, &path).await.len() == 2 })
         .await;
-    zkr_member.enter_within(timing().wait()).await.unwrap().then_some(()).expect("zkr enters as the third");
+    zkr_member.enter_timeout(timing().wait()).await.unwrap().expect("zkr enters as the third");
     assert_eq!(curator.expect_line("ENTERED").await.unwrap(), "ENTERED true");
     assert_eq!(doomed.expect_line("ENTERED").await.unwrap(), "ENTERED true");
 
@@ -151,7 +158,7 @@ async fn zkr_and_curator_members_share_a_double_barrier_and_a_dead_member_wedges
         .unwrap();
     curator.send_line("leave").await.unwrap();
     assert!(
-        zkr_member.leave_within(timing().wait()).await.unwrap(),
+        zkr_member.leave_timeout(timing().wait()).await.unwrap().is_some(),
         "the dead member's node went with its session"
     );
     assert_eq!(curator.expect_line("LEFT").await.unwrap(), "LEFT true");
@@ -167,7 +174,7 @@ async fn a_member_whose_session_expires_keeps_its_place() {
     let path = format!("{}/b", unique_root("double-expiry"));
     let first = {
         let mut m = DistributedDoubleBarrier::new(&zk, &path, 2).unwrap();
-        tokio::spawn(async move { m.enter_within(timing().wait()).await.map(|e| (e, m)) })
+        tokio::spawn(async move { m.enter_timeout(timing().wait()).await.map(|e| (e.is_some(), m)) })
     };
     eventually("the first member's node", || async { members(&observer, &path).await.len() == 1 }).await;
     let session = zk.session().await.unwrap();
@@ -180,7 +187,7 @@ async fn a_member_whose_session_expires_keeps_its_place() {
     })
     .await;
     let mut second = DistributedDoubleBarrier::new(&connect(&cs).await, &path, 2).unwrap();
-    assert!(second.enter_within(timing().wait()).await.unwrap());
+    assert!(second.enter_timeout(timing().wait()).await.unwrap().is_some());
     let (entered, mut first) = first.await.unwrap().unwrap();
     assert!(entered);
     let leaving = tokio::spawn(async move { first.leave().await });
@@ -205,7 +212,10 @@ async fn a_stale_ready_lets_a_curator_member_in_alone_but_not_a_zkr_one() {
     curator.close_stdin();
     curator.wait().await.unwrap();
     let mut zkr_member = DistributedDoubleBarrier::new(&zk, &path, 2).unwrap();
-    assert!(!zkr_member.enter_within(Duration::from_millis(500)).await.unwrap(), "zkr waits for the quota");
+    assert!(
+        zkr_member.enter_timeout(Duration::from_millis(500)).await.unwrap().is_none(),
+        "zkr waits for the quota"
+    );
 
     // A Curator member whose enter times out leaves its node behind, and it counts: a zkr
     // member of the next round would start with a ghost. zkr's timed-out member deletes its own.
@@ -218,7 +228,7 @@ async fn a_stale_ready_lets_a_curator_member_in_alone_but_not_a_zkr_one() {
     eventually("the ghost to go with its session", || async { members(&observer, &path).await.is_empty() })
         .await;
     let mut quitter = DistributedDoubleBarrier::new(&zk, &path, 2).unwrap();
-    assert!(!quitter.enter_within(Duration::from_millis(300)).await.unwrap());
+    assert!(quitter.enter_timeout(Duration::from_millis(300)).await.unwrap().is_none());
     eventually("zkr's timed-out member to delete its node", || async {
         members(&observer, &path).await.is_empty()
     })

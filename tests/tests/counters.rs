@@ -49,8 +49,7 @@ async fn until_count(
 }
 
 async fn started_count(zk: &ZkClient, path: &str, seed: i32) -> SharedCount {
-    let count = SharedCount::new(zk, path, seed).unwrap();
-    count.start().await.unwrap();
+    let count = SharedCount::start(zk, path, seed).await.unwrap();
     count
 }
 
@@ -93,24 +92,22 @@ async fn shared_values_refuse_bad_input_and_use_before_start() {
     let server = shared_server().await.unwrap();
     let zk = connect(&server.connect_string()).await;
     for bad in ["", "relative", "/trailing/", "/", "/zookeeper/quota"] {
-        let refused = SharedValue::new(&zk, bad, b"x".to_vec()).unwrap_err();
+        let refused = SharedValue::start(&zk, bad, b"x".to_vec()).await.unwrap_err();
         assert!(matches!(refused, CounterError::InvalidArgument(_)), "{bad:?}: {refused}");
         assert!(DistributedAtomicLong::new(&zk, bad, busy_retry()).is_err(), "{bad:?}");
     }
-    let too_big = SharedValue::new(&zk, "/big", vec![0; zkr_connection::MAX_DATA_LEN + 1]).unwrap_err();
+    let too_big =
+        SharedValue::start(&zk, "/big", vec![0; zkr_connection::MAX_DATA_LEN + 1]).await.unwrap_err();
     assert!(matches!(too_big, CounterError::InvalidArgument(_)), "{too_big}");
     let path = format!("{}/value", unique_root("shared-value"));
-    let value = SharedValue::new(&zk, &path, b"seed".to_vec()).unwrap();
-    assert_eq!(value.get_versioned().version, -1);
-    let unread = value.get_versioned();
-    assert!(matches!(value.set(b"x").await, Err(CounterError::State { state: "not started", .. })));
-    value.start().await.unwrap();
-    assert!(matches!(value.start().await, Err(CounterError::State { state: "already started", .. })));
-    assert_eq!(value.get(), b"seed");
-    assert!(!value.try_set(&unread, b"x").await.unwrap(), "a value from before the start is stale");
+    let value = SharedValue::start(&zk, &path, b"seed".to_vec()).await.unwrap();
+    let seeded = value.get_versioned();
+    assert_eq!((seeded.value.as_slice(), seeded.version), (&b"seed"[..], 0), "started: created and read");
     value.set(b"next").await.unwrap();
     assert_eq!(value.get(), b"next", "its own write is seen at once");
+    assert!(!value.try_set(&seeded, b"x").await.unwrap(), "a value from before the write is stale");
     value.close().await;
+    assert!(matches!(value.set(b"x").await, Err(CounterError::State { state: "closed", .. })));
 }
 
 #[tokio::test]

@@ -101,8 +101,7 @@ async fn junk_under_an_election_and_an_id_path_is_ignored() {
 
     let latch_path = format!("{root}/latch");
     plant(&observer, &latch_path, &junk_names(), b"\xff").await;
-    let latch = LeaderLatch::new(&zk, &latch_path, "me").unwrap();
-    latch.start().await.unwrap();
+    let latch = LeaderLatch::start(&zk, &latch_path, "me").await.unwrap();
     tokio::time::timeout(timing().wait(), latch.await_leadership())
         .await
         .expect("junk must not block")

@@ -23,8 +23,7 @@ async fn one_leader_at_a_time_and_close_hands_over() {
     let mut clients = Vec::new();
     for i in 0..3 {
         let zk = connect(&server.connect_string()).await;
-        let latch = LeaderLatch::new(&zk, &path, &format!("node-{i}")).unwrap();
-        latch.start().await.unwrap();
+        let latch = LeaderLatch::start(&zk, &path, &format!("node-{i}")).await.unwrap();
         // Joined in this order: each is queued before the next starts.
         eventually("the latch to queue", || async { children(&observer, &path).await.len() == i + 1 }).await;
         latches.push(latch);
@@ -51,7 +50,6 @@ async fn one_leader_at_a_time_and_close_hands_over() {
         matches!(&closed, Err(LockError::IllegalState { reason: "the latch was closed", .. })),
         "{closed:?}"
     );
-    assert!(matches!(latches[0].start().await, Err(LockError::IllegalState { .. })));
 
     latches[1].close().await;
     latches[2].close().await;
@@ -65,11 +63,9 @@ async fn after_a_session_expiry_the_old_leader_rejoins_behind_the_new_one() {
     let server = shared_server().await.unwrap();
     let path = unique_root("latch-expiry");
     let (zk_a, zk_b) = (connect(&server.connect_string()).await, connect(&server.connect_string()).await);
-    let a = LeaderLatch::new(&zk_a, &path, "a").unwrap();
-    let b = LeaderLatch::new(&zk_b, &path, "b").unwrap();
-    a.start().await.unwrap();
+    let a = LeaderLatch::start(&zk_a, &path, "a").await.unwrap();
     a.await_leadership().await.unwrap();
-    b.start().await.unwrap();
+    let b = LeaderLatch::start(&zk_b, &path, "b").await.unwrap();
     let observer = Client::connect(&server.connect_string()).await.unwrap();
     eventually("both to be queued", || async { children(&observer, &path).await.len() == 2 }).await;
 
@@ -98,8 +94,7 @@ async fn a_zookeeper_leader_kill_leaves_exactly_one_latch_leader() {
     let mut clients = Vec::new();
     for i in 0..3 {
         let zk = connect(&cluster.connect_string()).await;
-        let latch = LeaderLatch::new(&zk, path, &format!("p{i}")).unwrap();
-        latch.start().await.unwrap();
+        let latch = LeaderLatch::start(&zk, path, &format!("p{i}")).await.unwrap();
         latches.push(latch);
         clients.push(zk);
     }
@@ -133,14 +128,7 @@ async fn dropping_every_handle_leaves_the_election() {
     let server = shared_server().await.unwrap();
     let path = unique_root("latch-drop");
     let zk = connect(&server.connect_string()).await;
-    let never_started = LeaderLatch::new(&zk, &path, "idle").unwrap();
-    let idle = never_started.await_leadership().await;
-    assert!(
-        matches!(&idle, Err(LockError::IllegalState { reason: "the latch was not started", .. })),
-        "{idle:?}"
-    );
-    let latch = LeaderLatch::new(&zk, &path, "x").unwrap();
-    latch.start().await.unwrap();
+    let latch = LeaderLatch::start(&zk, &path, "x").await.unwrap();
     let copy = latch.clone();
     copy.await_leadership().await.unwrap();
     drop(latch);
@@ -149,8 +137,8 @@ async fn dropping_every_handle_leaves_the_election() {
     let observer = Client::connect(&server.connect_string()).await.unwrap();
     eventually("the node of a dropped latch to go", || async { children(&observer, &path).await.is_empty() })
         .await;
-    assert!(LeaderLatch::new(&zk, "/", "x").is_err());
-    assert!(LeaderLatch::new(&zk, "no-slash", "x").is_err());
+    assert!(LeaderLatch::start(&zk, "/", "x").await.is_err());
+    assert!(LeaderLatch::start(&zk, "no-slash", "x").await.is_err());
 }
 
 /// zkr and Curator latches on one path take part in one election.
@@ -160,8 +148,7 @@ async fn curator_and_zkr_latches_share_one_election() {
     let cs = server.connect_string();
     let path = unique_root("latch-curator");
     let zk = connect(&cs).await;
-    let ours = LeaderLatch::new(&zk, &path, "zkr-1").unwrap();
-    ours.start().await.unwrap();
+    let ours = LeaderLatch::start(&zk, &path, "zkr-1").await.unwrap();
     ours.await_leadership().await.unwrap();
 
     let tool = zkr_testing::peers::CuratorTool::locate().unwrap();
@@ -177,8 +164,7 @@ async fn curator_and_zkr_latches_share_one_election() {
     let line = java.expect_line("LEADER").await.unwrap();
     assert!(line.starts_with("LEADER "), "{line}");
 
-    let second = LeaderLatch::new(&zk, &path, "zkr-2").unwrap();
-    second.start().await.unwrap();
+    let second = LeaderLatch::start(&zk, &path, "zkr-2").await.unwrap();
     assert!(
         second.await_leadership_timeout(Duration::from_millis(500)).await.unwrap().is_none(),
         "Curator leads"
@@ -194,8 +180,7 @@ async fn closing_the_connection_manager_closes_the_latch() {
     let server = shared_server().await.unwrap();
     let path = unique_root("latch-zk-closed");
     let zk = connect(&server.connect_string()).await;
-    let latch = LeaderLatch::new(&zk, &path, "x").unwrap();
-    latch.start().await.unwrap();
+    let latch = LeaderLatch::start(&zk, &path, "x").await.unwrap();
     latch.await_leadership().await.unwrap();
     zk.close().await;
     let mut states = latch.state_changes();
@@ -248,7 +233,7 @@ async fn selectors_take_turns_running_the_work_one_at_a_time() {
     for i in 0..3 {
         let zk = connect(&server.connect_string()).await;
         let (inside, overlaps, terms) = (inside.clone(), overlaps.clone(), terms.clone());
-        let selector = LeaderSelector::new(&zk, &path, &format!("s{i}"), move |term| {
+        let selector = LeaderSelector::builder(&zk, &path, &format!("s{i}"), move |term| {
             let (inside, overlaps, terms) = (inside.clone(), overlaps.clone(), terms.clone());
             async move {
                 if inside.fetch_add(1, Ordering::SeqCst) != 0 {
@@ -261,9 +246,10 @@ async fn selectors_take_turns_running_the_work_one_at_a_time() {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })
-        .unwrap()
-        .auto_requeue(true);
-        selector.start().await.unwrap();
+        .auto_requeue(true)
+        .start()
+        .await
+        .unwrap();
         selectors.push(selector);
         clients.push(zk);
     }
@@ -304,13 +290,15 @@ async fn losing_leadership_cancels_the_work_and_close_hands_over() {
     };
     let (zk_a, zk_b) = (connect(&server.connect_string()).await, connect(&server.connect_string()).await);
     let cancelled_a = Arc::new(AtomicBool::new(false));
-    let a = LeaderSelector::new(&zk_a, &path, "a", forever(cancelled_a.clone())).unwrap().auto_requeue(true);
-    a.start().await.unwrap();
+    let a = LeaderSelector::builder(&zk_a, &path, "a", forever(cancelled_a.clone()))
+        .auto_requeue(true)
+        .start()
+        .await
+        .unwrap();
     let mut leading_a = a.leadership();
     tokio::time::timeout(timing().wait(), leading_a.wait_for(Option::is_some)).await.unwrap().unwrap();
     let cancelled_b = Arc::new(AtomicBool::new(false));
-    let b = LeaderSelector::new(&zk_b, &path, "b", forever(cancelled_b.clone())).unwrap();
-    b.start().await.unwrap();
+    let b = LeaderSelector::builder(&zk_b, &path, "b", forever(cancelled_b.clone())).start().await.unwrap();
     eventually("b to queue", || async { children(&observer, &path).await.len() == 2 }).await;
 
     // a's session expires: its work is cancelled, b leads, a queues again behind b.
@@ -333,7 +321,6 @@ async fn losing_leadership_cancels_the_work_and_close_hands_over() {
     assert!(cancelled_b.load(Ordering::SeqCst));
     tokio::time::timeout(timing().wait(), leading_a.wait_for(Option::is_some)).await.unwrap().unwrap();
     a.close().await;
-    assert!(matches!(a.start().await, Err(LockError::IllegalState { .. })));
     eventually("no node left", || async { children(&observer, &path).await.is_empty() }).await;
 }
 
@@ -352,8 +339,10 @@ async fn curator_and_zkr_selectors_share_one_election() {
     java.expect_line("LEADER").await.unwrap();
 
     let zk = connect(&cs).await;
-    let ours = LeaderSelector::new(&zk, &path, "zkr", |_term| std::future::pending::<()>()).unwrap();
-    ours.start().await.unwrap();
+    let ours = LeaderSelector::builder(&zk, &path, "zkr", |_term| std::future::pending::<()>())
+        .start()
+        .await
+        .unwrap();
     eventually("zkr's selector to queue behind Curator's", || async {
         children(&observer, &path).await.len() == 2
     })

@@ -501,13 +501,11 @@ async fn planted_nodes_never_become_the_holder() {
 async fn bad_input_gives_typed_errors() {
     let server = shared_server().await.unwrap();
     let zk = connect(&server.connect_string()).await;
-    assert!(matches!(InterProcessMutex::new(&zk, "/"), Err(LockError::InvalidLockPath { .. })));
+    assert!(matches!(InterProcessMutex::new(&zk, "/"), Err(LockError::InvalidArgument(_))));
     for bad in ["", "relative", "/a/", "/a//b", "/a/../b"] {
         let err = InterProcessMutex::new(&zk, bad).unwrap_err();
-        assert!(
-            matches!(err, LockError::Connection(zkr_connection::Error::InvalidPath { .. })),
-            "{bad:?}: {err}"
-        );
+        assert!(matches!(err, LockError::InvalidArgument(_)), "{bad:?}: {err}");
+        assert_eq!(err.kind(), zkr_connection::ErrorKind::Usage);
     }
 }
 

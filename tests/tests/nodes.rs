@@ -30,8 +30,8 @@ async fn an_ephemeral_node_deleted_by_another_client_is_created_again_with_its_l
     let zk = connect(&server.connect_string()).await;
     let other = raw(&server.connect_string()).await;
     let path = format!("{}/member", unique_root("pn-delete"));
-    let node = PersistentNode::builder(&zk, &path, CreateMode::Ephemeral).data(b"v1").start().unwrap();
-    assert_eq!(node.wait_for_initial_create(timing().wait()).await.unwrap(), path);
+    let node = PersistentNode::builder(&zk, &path, CreateMode::Ephemeral).data(b"v1").build().unwrap();
+    assert_eq!(node.wait_for_initial_create_timeout(timing().wait()).await.unwrap(), Some(path.clone()));
     assert_eq!(other.get_data(&path).await.unwrap().0, b"v1");
     node.set_data(b"v2".to_vec()).await.unwrap();
     assert_eq!(other.get_data(&path).await.unwrap().0, b"v2");
@@ -51,8 +51,8 @@ async fn an_ephemeral_node_is_back_on_the_new_session_after_an_expiry() {
     let zk = connect(&server.connect_string()).await;
     let other = raw(&server.connect_string()).await;
     let path = format!("{}/member", unique_root("pn-expiry"));
-    let node = PersistentNode::builder(&zk, &path, CreateMode::Ephemeral).data(b"me").start().unwrap();
-    node.wait_for_initial_create(timing().wait()).await.unwrap();
+    let node = PersistentNode::builder(&zk, &path, CreateMode::Ephemeral).data(b"me").build().unwrap();
+    node.wait_for_initial_create_timeout(timing().wait()).await.unwrap().expect("created in time");
     let first = zk.session().await.unwrap();
     expire_session(first.client(), &server.connect_string()).await.unwrap();
     eventually("the node on a new session", || async {
@@ -72,9 +72,10 @@ async fn a_protected_sequential_node_gets_a_new_name_when_created_again_and_clos
     let other = raw(&server.connect_string()).await;
     let parent = unique_root("pn-seq");
     let node = PersistentNode::builder(&zk, &format!("{parent}/worker-"), CreateMode::EphemeralSequential)
-        .start()
+        .build()
         .unwrap();
-    let first = node.wait_for_initial_create(timing().wait()).await.unwrap();
+    let first =
+        node.wait_for_initial_create_timeout(timing().wait()).await.unwrap().expect("created in time");
     let name = first.rsplit('/').next().unwrap();
     assert!(name.starts_with("_c_") && name.contains("-worker-"), "{name}");
     other.delete(&first, None).await.unwrap();
@@ -101,14 +102,15 @@ async fn another_sessions_ephemeral_node_is_not_taken_over_but_waited_for() {
         .await
         .unwrap();
     squatter.create(&path, b"theirs", &mode).await.unwrap();
-    let node = PersistentNode::builder(&zk, &path, CreateMode::Ephemeral).data(b"ours").start().unwrap();
-    let waited = node.wait_for_initial_create(Duration::from_millis(500)).await;
-    let Err(NodeError::NotCreated { held_by: Some(owner), .. }) = &waited else { panic!("{waited:?}") };
+    let node = PersistentNode::builder(&zk, &path, CreateMode::Ephemeral).data(b"ours").build().unwrap();
+    assert_eq!(node.wait_for_initial_create_timeout(Duration::from_millis(500)).await.unwrap(), None);
+    let why = node.creation_error();
+    let Some(NodeError::NotCreated { held_by: Some(owner), .. }) = &why else { panic!("{why:?}") };
     assert_eq!(*owner, squatter.session_id().0);
-    assert!(waited.unwrap_err().to_string().contains("held by session"));
+    assert!(why.unwrap().to_string().contains("held by session"));
     assert_eq!(squatter.get_data(&path).await.unwrap().0, b"theirs", "their data is left alone");
     drop(squatter);
-    node.wait_for_initial_create(timing().wait()).await.unwrap();
+    node.wait_for_initial_create_timeout(timing().wait()).await.unwrap().expect("created in time");
     let observer = raw(&server.connect_string()).await;
     assert_eq!(observer.get_data(&path).await.unwrap().0, b"ours");
     node.close().await;
@@ -118,13 +120,13 @@ async fn another_sessions_ephemeral_node_is_not_taken_over_but_waited_for() {
 async fn bad_input_is_refused_before_anything_is_sent() {
     let server = shared_server().await.unwrap();
     let zk = connect(&server.connect_string()).await;
-    let bad_path = PersistentNode::builder(&zk, "no-slash", CreateMode::Ephemeral).start();
+    let bad_path = PersistentNode::builder(&zk, "no-slash", CreateMode::Ephemeral).build();
     assert!(matches!(bad_path, Err(NodeError::InvalidArgument(_))), "{bad_path:?}");
     let ttl_ephemeral =
-        PersistentNode::builder(&zk, "/x/y", CreateMode::Ephemeral).ttl(Duration::from_secs(1)).start();
+        PersistentNode::builder(&zk, "/x/y", CreateMode::Ephemeral).ttl(Duration::from_secs(1)).build();
     let Err(error) = ttl_ephemeral else { panic!("{ttl_ephemeral:?}") };
     assert_eq!(error.to_string(), "invalid argument: a TTL node must be Persistent or PersistentSequential");
-    let reserved = PersistentNode::builder(&zk, "/zookeeper/x", CreateMode::Persistent).start();
+    let reserved = PersistentNode::builder(&zk, "/zookeeper/x", CreateMode::Persistent).build();
     assert!(matches!(reserved, Err(NodeError::InvalidArgument(_))), "{reserved:?}");
     let bad_id = GroupMember::start(&zk, "/group", "a/b", b"").await;
     assert!(matches!(bad_id, Err(NodeError::InvalidArgument(_))), "{bad_id:?}");
@@ -144,9 +146,10 @@ async fn ttl_nodes_are_created_and_a_server_with_them_off_says_so() {
     let refused = zk_off.create_with_ttl("/ttl", b"", CreateMode::Persistent, Duration::from_secs(30)).await;
     assert!(matches!(&refused, Err(ZkError::TtlDisabled { path }) if path == "/ttl"), "{refused:?}");
     let node = PersistentTtlNode::new(&zk_off, "/kept", Duration::from_secs(30), b"").unwrap();
-    let waited = node.wait_for_initial_create(Duration::from_secs(2)).await;
-    let Err(NodeError::NotCreated { last: Some(last), .. }) = &waited else { panic!("{waited:?}") };
-    let ZkError::TtlDisabled { .. } = **last else { panic!("{waited:?}") };
+    assert_eq!(node.wait_for_initial_create_timeout(Duration::from_secs(2)).await.unwrap(), None);
+    let why = node.node().creation_error();
+    let Some(NodeError::NotCreated { last: Some(last), .. }) = &why else { panic!("{why:?}") };
+    let ZkError::TtlDisabled { .. } = **last else { panic!("{why:?}") };
     node.close().await;
 }
 
@@ -158,7 +161,7 @@ async fn a_ttl_node_lives_while_touched_and_expires_after_close() {
     let observer = raw(&server.connect_string()).await;
     let ttl = Duration::from_millis(600);
     let node = PersistentTtlNode::new(&zk, "/job/running", ttl, b"host-1").unwrap();
-    node.wait_for_initial_create(timing().wait()).await.unwrap();
+    node.wait_for_initial_create_timeout(timing().wait()).await.unwrap().expect("created in time");
     eventually("the touch child", || async {
         observer.check_stat("/job/running/touch").await.unwrap().is_some()
     })
@@ -180,9 +183,10 @@ async fn a_ttl_node_lives_while_touched_and_expires_after_close() {
     let sequential = PersistentNode::builder(&zk, "/job/seq-", CreateMode::PersistentSequential)
         .ttl(ttl)
         .delete_on_close(false)
-        .start()
+        .build()
         .unwrap();
-    let path = sequential.wait_for_initial_create(timing().wait()).await.unwrap();
+    let path =
+        sequential.wait_for_initial_create_timeout(timing().wait()).await.unwrap().expect("created in time");
     sequential.close().await;
     for expiring in ["/job/control", path.as_str()] {
         eventually(&format!("{expiring} to expire"), || async {
@@ -199,9 +203,9 @@ async fn group_members_see_each_other_join_change_and_leave() {
     let (zk_a, zk_b) = (connect(&server.connect_string()).await, connect(&server.connect_string()).await);
     let a = GroupMember::start(&zk_a, &group, "a", b"10.0.0.1").await.unwrap();
     let b = GroupMember::start(&zk_b, &group, "b", b"10.0.0.2").await.unwrap();
-    a.wait_for_initial_create(timing().wait()).await.unwrap();
+    a.wait_for_initial_create_timeout(timing().wait()).await.unwrap().expect("created in time");
     assert!(a.current_members().contains_key("a"), "a member sees itself once created");
-    b.wait_for_initial_create(timing().wait()).await.unwrap();
+    b.wait_for_initial_create_timeout(timing().wait()).await.unwrap().expect("created in time");
     let both = [("a".to_owned(), b"10.0.0.1".to_vec()), ("b".to_owned(), b"10.0.0.2".to_vec())];
     eventually("a sees both", || async { a.current_members().into_iter().eq(both.clone()) }).await;
     b.set_payload(b"10.0.0.3".to_vec()).await.unwrap();
@@ -224,7 +228,7 @@ async fn a_group_is_shared_with_a_curator_group_member() {
     java.expect_line("READY").await.unwrap();
     let zk = connect(&cs).await;
     let rust = GroupMember::start(&zk, &group, "rust", b"rust-payload").await.unwrap();
-    rust.wait_for_initial_create(timing().wait()).await.unwrap();
+    rust.wait_for_initial_create_timeout(timing().wait()).await.unwrap().expect("created in time");
     eventually("zkr sees Curator's member", || async {
         rust.current_members().get("java").map(Vec::as_slice) == Some(b"jvm-payload")
     })

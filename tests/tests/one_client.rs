@@ -90,7 +90,7 @@ async fn a_release_dropped_after_its_first_poll_still_gives_the_item_back() {
     queue.put(&"x".to_string()).await.unwrap();
     let item = queue.take().await.unwrap();
     poll_once_and_drop(item.release()).await;
-    let again = other.take_within(Duration::from_secs(5)).await.unwrap().expect("the item back in 5 s");
+    let again = other.take_timeout(Duration::from_secs(5)).await.unwrap().expect("the item back in 5 s");
     assert_eq!(again.ack().await.unwrap(), ["x"]);
 }
 
@@ -103,15 +103,15 @@ async fn a_close_dropped_after_its_first_poll_still_deletes_the_node_and_the_mem
     let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
     let root = unique_root("close-dropped");
     let path = format!("{root}/static-instance");
-    let node = PersistentNode::builder(&zk, &path, CreateMode::Persistent).data("up").start().unwrap();
-    node.wait_for_initial_create(timing().wait()).await.unwrap();
+    let node = PersistentNode::builder(&zk, &path, CreateMode::Persistent).data("up").build().unwrap();
+    node.wait_for_initial_create_timeout(timing().wait()).await.unwrap().expect("created in time");
     poll_once_and_drop(node.close()).await;
     let gone = || async { observer.check_stat(&path).await.unwrap().is_none() };
     eventually("the persistent node deleted", gone).await;
 
     let members = format!("{root}/members");
     let member = GroupMember::start(&zk, &members, "m-1", b"").await.unwrap();
-    member.wait_for_initial_create(timing().wait()).await.unwrap();
+    member.wait_for_initial_create_timeout(timing().wait()).await.unwrap().expect("created in time");
     poll_once_and_drop(member.close()).await;
     eventually("the member gone", || async { children(&observer, &members).await.is_empty() }).await;
 }
@@ -202,11 +202,11 @@ async fn two_double_barrier_members_on_one_client_pass_and_leave_together() {
     let path = format!("{}/b", unique_root("one-client-barrier"));
     let member = |zk: &ZkClient| DistributedDoubleBarrier::new(zk, &path, 2).unwrap();
     let (mut a, mut b) = (member(&zk), member(&zk.clone()));
-    assert!(!a.enter_within(Duration::from_millis(200)).await.unwrap(), "one member is not two");
-    let (a_in, b_in) = tokio::join!(a.enter_within(timing().wait()), b.enter_within(timing().wait()));
-    assert!(a_in.unwrap() && b_in.unwrap());
-    let (a_out, b_out) = tokio::join!(a.leave_within(timing().wait()), b.leave_within(timing().wait()));
-    assert!(a_out.unwrap() && b_out.unwrap());
+    assert!(a.enter_timeout(Duration::from_millis(200)).await.unwrap().is_none(), "one member is not two");
+    let (a_in, b_in) = tokio::join!(a.enter_timeout(timing().wait()), b.enter_timeout(timing().wait()));
+    assert!(a_in.unwrap().is_some() && b_in.unwrap().is_some());
+    let (a_out, b_out) = tokio::join!(a.leave_timeout(timing().wait()), b.leave_timeout(timing().wait()));
+    assert!(a_out.unwrap().is_some() && b_out.unwrap().is_some());
     assert!(children(&observer, &path).await.iter().all(|c| c == "ready"));
 }
 
@@ -239,10 +239,8 @@ async fn two_leader_latches_on_one_client_lead_one_at_a_time() {
     let cs = server.connect_string();
     let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
     let path = unique_root("one-client-latch");
-    let (a, b) =
-        (LeaderLatch::new(&zk, &path, "a").unwrap(), LeaderLatch::new(&zk.clone(), &path, "b").unwrap());
-    a.start().await.unwrap();
-    b.start().await.unwrap();
+    let a = LeaderLatch::start(&zk, &path, "a").await.unwrap();
+    let b = LeaderLatch::start(&zk.clone(), &path, "b").await.unwrap();
     let first = tokio::select! {
         led = a.await_leadership() => { led.unwrap(); &a }
         led = b.await_leadership() => { led.unwrap(); &b }

@@ -155,9 +155,8 @@ async fn a_semaphore_lease_released_during_an_outage_returns_when_the_loss_is_se
 #[tokio::test]
 async fn a_leader_latch_closed_after_loss_returns_at_once_and_says_closed_once() {
     let v = Victim::new("latch-close").await;
-    let latch = LeaderLatch::new(&v.zk, &v.path, "p1").unwrap();
+    let latch = LeaderLatch::start(&v.zk, &v.path, "p1").await.unwrap();
     let mut states = latch.state_changes();
-    latch.start().await.unwrap();
     latch.await_leadership().await.unwrap();
     v.kill();
     while !matches!(states.next().await, Some(LatchState::Waiting)) {}
@@ -172,9 +171,11 @@ async fn a_leader_latch_closed_after_loss_returns_at_once_and_says_closed_once()
 #[tokio::test]
 async fn a_leader_selector_closed_after_loss_returns_at_once() {
     let v = Victim::new("selector-close").await;
-    let selector = LeaderSelector::new(&v.zk, &v.path, "p1", |_term| std::future::pending::<()>()).unwrap();
+    let selector = LeaderSelector::builder(&v.zk, &v.path, "p1", |_term| std::future::pending::<()>())
+        .start()
+        .await
+        .unwrap();
     let mut leading = selector.leadership();
-    selector.start().await.unwrap();
     leading.wait_for(Option::is_some).await.unwrap();
     v.kill();
     leading.wait_for(Option::is_none).await.unwrap();
@@ -189,8 +190,7 @@ async fn close_ends_the_session_on_the_server_while_a_guard_holds_it() {
     let zk = builder(&server.connect_string()).connect().await.unwrap();
     let mutex = InterProcessMutex::new(&zk, &path).unwrap();
     let guard = mutex.acquire().await.unwrap();
-    let latch = LeaderLatch::new(&zk, &format!("{path}-latch"), "p1").unwrap();
-    latch.start().await.unwrap();
+    let latch = LeaderLatch::start(&zk, &format!("{path}-latch"), "p1").await.unwrap();
     latch.await_leadership().await.unwrap();
     returns_at_once("close", zk.close()).await;
     // Gone when close returns, though the guard and the latch still hold session handles.
@@ -277,11 +277,9 @@ async fn a_guarded_write_whose_reply_is_lost_is_ambiguous_and_applied_once() {
     v.heal_and_expect_empty(&[""]).await;
 }
 
-fn is_reserved_path_error(error: &zkr_connection::Error) -> bool {
-    matches!(
-        error,
-        zkr_connection::Error::InvalidPath { source: zkr_connection::path::PathError::Reserved, .. }
-    )
+/// Bad input is every family's `InvalidArgument`, of kind `Usage`, and says why.
+fn is_reserved_path_error(text: &str, kind: zkr_connection::ErrorKind) -> bool {
+    kind == zkr_connection::ErrorKind::Usage && text.contains("reserved for ZooKeeper itself")
 }
 
 #[tokio::test]
@@ -292,15 +290,19 @@ async fn every_recipe_refuses_the_reserved_zookeeper_tree() {
     let zk = builder(&server.connect_string()).connect().await.unwrap();
     let observer = zookeeper_client::Client::connect(&server.connect_string()).await.unwrap();
     let before = children(&observer, "/zookeeper").await;
-    let lock = |e: LockError| matches!(e, LockError::Connection(ref c) if is_reserved_path_error(c));
-    let id = |e: IdError| matches!(e, IdError::Connection(ref c) if is_reserved_path_error(c));
-    let config = |e: ConfigError| matches!(e, ConfigError::Connection(ref c) if is_reserved_path_error(c));
+    let lock =
+        |e: LockError| matches!(e, LockError::InvalidArgument(ref t) if is_reserved_path_error(t, e.kind()));
+    let id = |e: IdError| matches!(e, IdError::InvalidArgument(ref t) if is_reserved_path_error(t, e.kind()));
+    let config = |e: ConfigError| matches!(e, ConfigError::InvalidArgument(ref t) if is_reserved_path_error(t, e.kind()));
     for path in ["/zookeeper", "/zookeeper/x", "/zookeeper/quota/x"] {
         assert!(lock(InterProcessMutex::new(&zk, path).unwrap_err()), "{path}");
         assert!(lock(InterProcessReadWriteLock::new(&zk, path).unwrap_err()), "{path}");
         assert!(lock(InterProcessSemaphoreV2::new(&zk, path, MaxLeases::Fixed(1)).unwrap_err()), "{path}");
-        assert!(lock(LeaderLatch::new(&zk, path, "p1").unwrap_err()), "{path}");
-        assert!(lock(LeaderSelector::new(&zk, path, "p1", |_| async {}).unwrap_err()), "{path}");
+        assert!(lock(LeaderLatch::start(&zk, path, "p1").await.unwrap_err()), "{path}");
+        assert!(
+            lock(LeaderSelector::builder(&zk, path, "p1", |_| async {}).start().await.unwrap_err()),
+            "{path}"
+        );
         assert!(id(SequentialIdGenerator::new(&zk, path).unwrap_err()), "{path}");
         assert!(id(SegmentIdGenerator::new(&zk, path).unwrap_err()), "{path}");
         assert!(id(SnowflakeIdGenerator::builder(&zk, path).start().await.unwrap_err()), "{path}");
@@ -332,8 +334,11 @@ async fn a_participant_needs_an_id() {
     let server = shared_server().await.unwrap();
     let zk = builder(&server.connect_string()).connect().await.unwrap();
     let path = unique_root("empty-id");
-    assert!(matches!(LeaderLatch::new(&zk, &path, ""), Err(LockError::InvalidArgument(_))));
-    assert!(matches!(LeaderSelector::new(&zk, &path, "", |_| async {}), Err(LockError::InvalidArgument(_))));
+    assert!(matches!(LeaderLatch::start(&zk, &path, "").await, Err(LockError::InvalidArgument(_))));
+    assert!(matches!(
+        LeaderSelector::builder(&zk, &path, "", |_| async {}).start().await,
+        Err(LockError::InvalidArgument(_))
+    ));
 }
 
 /// A port on loopback where nothing listens.

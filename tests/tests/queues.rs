@@ -31,7 +31,7 @@ fn strings(prefix: &str, n: usize) -> Vec<String> {
 async fn take_n(queue: &DistributedQueue<String>, n: usize) -> Vec<String> {
     let mut values = Vec::new();
     while values.len() < n {
-        let item = queue.take_within(timing().wait()).await.unwrap().expect("an item in time");
+        let item = queue.take_timeout(timing().wait()).await.unwrap().expect("an item in time");
         values.extend(item.ack().await.unwrap());
     }
     values
@@ -60,7 +60,7 @@ async fn simple_queue_is_fifo_and_several_consumers_take_every_item_once() {
     assert_eq!(queue.poll().await.unwrap(), None, "an empty queue polls nothing");
     assert_eq!(queue.peek().await.unwrap(), None);
     assert!(queue.element().await.is_err());
-    assert_eq!(queue.take_within(Duration::from_millis(50)).await.unwrap(), None);
+    assert_eq!(queue.take_timeout(Duration::from_millis(50)).await.unwrap(), None);
 
     for value in strings("a", 5) {
         queue.offer(value.as_bytes()).await.unwrap();
@@ -85,7 +85,7 @@ async fn simple_queue_is_fifo_and_several_consumers_take_every_item_once() {
         consumers.push(tokio::spawn(async move {
             let mut got = Vec::new();
             while taken.load(Ordering::SeqCst) < total {
-                if let Some(data) = queue.take_within(Duration::from_millis(100)).await.unwrap() {
+                if let Some(data) = queue.take_timeout(Duration::from_millis(100)).await.unwrap() {
                     taken.fetch_add(1, Ordering::SeqCst);
                     got.push(String::from_utf8(data).unwrap());
                 }
@@ -188,7 +188,10 @@ async fn a_bounded_put_waits_for_room_and_its_timeout_leaves_nothing() {
         queue.put(&value).await.unwrap();
     }
     let started = tokio::time::Instant::now();
-    assert!(!queue.put_within(&"late".to_string(), Duration::from_millis(300)).await.unwrap(), "full");
+    assert!(
+        queue.put_timeout(&"late".to_string(), Duration::from_millis(300)).await.unwrap().is_none(),
+        "full"
+    );
     assert!(started.elapsed() >= Duration::from_millis(300), "it waited");
     assert_eq!(children(&observer, &path).await.len(), 3, "the timed-out put created nothing");
 
@@ -226,9 +229,9 @@ async fn a_lock_safe_item_comes_back_when_dropped_and_ack_removes_it_with_its_lo
     assert_eq!(children(&observer, &locks).await, [name], "Curator's lock node: <lockPath>/<item>");
     // The other consumer skips the locked head.
     assert_eq!(other.take().await.unwrap().ack().await.unwrap(), ["y"]);
-    assert!(other.take_within(Duration::from_millis(200)).await.unwrap().is_none(), "x is locked");
+    assert!(other.take_timeout(Duration::from_millis(200)).await.unwrap().is_none(), "x is locked");
     drop(held); // released in the background: x comes back
-    let again = other.take_within(timing().wait()).await.unwrap().expect("x again");
+    let again = other.take_timeout(timing().wait()).await.unwrap().expect("x again");
     assert_eq!(again.values(), ["x"]);
     again.release().await.unwrap();
     let last = queue.take().await.unwrap();
@@ -269,7 +272,7 @@ async fn a_consumer_whose_session_expired_mid_item_cannot_ack_it_after_another_t
     let held_by_a = a.take().await.unwrap();
     expire_session(&zk_a.client().await.unwrap(), &cs).await.unwrap();
     // A's lock went with its session: B gets the item and completes it.
-    let taken_by_b = b.take_within(timing().wait()).await.unwrap().expect("the item for B");
+    let taken_by_b = b.take_timeout(timing().wait()).await.unwrap().expect("the item for B");
     taken_by_b.ack_and_create(&format!("{done}/job-b"), b"").await.unwrap();
     // A finishes late: its ack must not count (Curator's consumer would delete the item again).
     let late = held_by_a.ack_and_create(&format!("{done}/job-a"), b"").await;
@@ -380,7 +383,7 @@ async fn priority_delay_and_id_queues_order_as_curator_names_say() {
     delay.put(&"now".to_string(), now).await.unwrap();
     let mut got = Vec::new();
     for _ in 0..3 {
-        let item = delay.take_within(timing().wait()).await.unwrap().expect("due in time");
+        let item = delay.take_timeout(timing().wait()).await.unwrap().expect("due in time");
         let due = zkr_recipes::queues::DistributedDelayQueue::<String>::due_of(item.node());
         assert!(SystemTime::now() >= due, "handed out before its time");
         got.extend(item.ack().await.unwrap());
@@ -620,7 +623,7 @@ async fn curators_delay_and_id_queue_nodes_read_as_zkr_expects() {
         .unwrap();
     let mut got = Vec::new();
     for _ in 0..3 {
-        let item = delay.take_within(timing().wait()).await.unwrap().expect("due in time");
+        let item = delay.take_timeout(timing().wait()).await.unwrap().expect("due in time");
         let due = zkr_recipes::queues::DistributedDelayQueue::<String>::due_of(item.node());
         assert!(due > SystemTime::UNIX_EPOCH, "Curator's due time parsed from {}", item.node());
         assert!(SystemTime::now() >= due, "handed out before its time");

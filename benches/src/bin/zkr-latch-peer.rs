@@ -24,9 +24,8 @@ async fn main() -> anyhow::Result<()> {
         .session_timeout(Duration::from_millis(session_ms.parse()?))
         .connect()
         .await?;
-    let latch = LeaderLatch::new(&zk, path, &std::process::id().to_string())?;
+    let latch = LeaderLatch::start(&zk, path, &std::process::id().to_string()).await?;
     let mut states = latch.state_changes();
-    latch.start().await?;
     let printer = tokio::spawn(async move {
         let mut leading = false;
         while let Some(state) = states.next().await {

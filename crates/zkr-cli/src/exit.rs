@@ -1,6 +1,6 @@
 //! zkr's exit codes, one table for every subcommand, and how an error becomes one.
 
-use zkr_connection::Error as ConnectionError;
+use zkr_connection::{Error as ConnectionError, ErrorKind};
 use zkr_recipes::config::ConfigError;
 use zkr_recipes::id::IdError;
 use zkr_recipes::locks::LockError;
@@ -16,9 +16,9 @@ pub(crate) enum Exit {
     Usage = 2,
     /// `zkr lock`: the lock was not acquired within `--timeout` (or is held, with `--try`).
     NotAcquired = 3,
-    /// `zkr lock`: the lock was lost while the command ran (the command was stopped).
+    /// What the command held was lost (`zkr lock`: the lock, and the command was stopped).
     Lost = 4,
-    /// `zkr config`: the node does not exist.
+    /// The node does not exist.
     Absent = 5,
     /// ZooKeeper holds something else than asked for: `config set --if-version` found another
     /// version, or `id next` found a path laid out for another `--kind`.
@@ -52,8 +52,9 @@ Exit codes (every subcommand):
   1    an error with no code of its own (for example NoAuth, an I/O error)
   2    usage: bad arguments, a malformed path or duration
   3    lock: not acquired within --timeout, or held (--try)
-  4    lock: lost while the command ran (the command was stopped)
-  5    config: the node does not exist
+  4    lost: the lock (or the session) was lost while the command ran (the command was
+       stopped)
+  5    absent: the node does not exist
   6    conflict: config set --if-version found another version; id next found a path
        laid out for another --kind; service register: another session holds the id
   7    cannot reach ZooKeeper within --connect-timeout (or lock --timeout)
@@ -88,74 +89,56 @@ impl Failure {
     }
 }
 
-/// The exit code for an error: a [`Failure`]'s own, or the library error's class.
+/// The exit code for an error: a [`Failure`]'s own, or the library error's kind.
 pub(crate) fn classify(error: &anyhow::Error) -> Exit {
     for cause in error.chain() {
         if let Some(failure) = cause.downcast_ref::<Failure>() {
             return failure.exit;
         }
-        let class = if let Some(e) = cause.downcast_ref::<ConnectionError>() {
-            Some(connection_class(e))
-        } else if let Some(e) = cause.downcast_ref::<LockError>() {
-            lock_class(e)
-        } else if let Some(e) = cause.downcast_ref::<ConfigError>() {
-            config_class(e)
-        } else if let Some(e) = cause.downcast_ref::<IdError>() {
-            id_class(e)
-        } else if let Some(e) = cause.downcast_ref::<zkr_recipes::discovery::DiscoveryError>() {
-            crate::service::discovery_class(e)
-        } else if let Some(e) = cause.downcast_ref::<zkr_recipes::nodes::NodeError>() {
-            crate::service::node_class(e)
-        } else if cause.downcast_ref::<clap::Error>().is_some() {
-            Some(Exit::Usage)
-        } else {
-            None
-        };
-        if let Some(class) = class {
-            return class;
+        if cause.downcast_ref::<clap::Error>().is_some() {
+            return Exit::Usage;
+        }
+        if let Some(kind) = kind_of(cause) {
+            return exit_for(kind);
         }
     }
     Exit::Failure
 }
 
-pub(crate) fn connection_class(error: &ConnectionError) -> Exit {
-    match error {
-        ConnectionError::InvalidPath { .. }
-        | ConnectionError::InvalidConnectString { .. }
-        | ConnectionError::InvalidSetting { .. }
-        | ConnectionError::InvalidArgument(_)
-        | ConnectionError::DataTooLarge { .. } => Exit::Usage,
-        ConnectionError::ConnectTimeout { .. } | ConnectionError::Tls { .. } => Exit::Unreachable,
-        e if e.zk().is_some_and(zkr_connection::is_retryable) => Exit::Unreachable,
+/// The [`ErrorKind`] of a zkr error of any family (every family answers `kind()`).
+fn kind_of(cause: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
+    use zkr_recipes::{barriers, counters, discovery, nodes, partition, queues};
+    macro_rules! first_kind {
+        ($($family:ty),*) => {
+            $(if let Some(e) = cause.downcast_ref::<$family>() {
+                return Some(e.kind());
+            })*
+        };
+    }
+    first_kind!(
+        ConnectionError,
+        LockError,
+        ConfigError,
+        IdError,
+        discovery::DiscoveryError,
+        nodes::NodeError,
+        counters::CounterError,
+        queues::QueueError,
+        barriers::BarrierError,
+        partition::PartitionError
+    );
+    None
+}
+
+/// The exit code of an error kind: one table for every family.
+fn exit_for(kind: ErrorKind) -> Exit {
+    match kind {
+        ErrorKind::Usage => Exit::Usage,
+        ErrorKind::Unreachable => Exit::Unreachable,
+        ErrorKind::Conflict => Exit::Conflict,
+        ErrorKind::Absent => Exit::Absent,
+        ErrorKind::Lost => Exit::Lost,
         _ => Exit::Failure,
-    }
-}
-
-fn lock_class(error: &LockError) -> Option<Exit> {
-    match error {
-        LockError::Connection(e) => Some(connection_class(e)),
-        LockError::InvalidLockPath { .. } | LockError::InvalidArgument(_) => Some(Exit::Usage),
-        LockError::Lost { .. } => Some(Exit::Lost),
-        _ => None,
-    }
-}
-
-fn config_class(error: &ConfigError) -> Option<Exit> {
-    match error {
-        ConfigError::Connection(e) => Some(connection_class(e)),
-        ConfigError::VersionConflict { .. } => Some(Exit::Conflict),
-        ConfigError::NotFound { .. } => Some(Exit::Absent),
-        ConfigError::Unavailable { .. } => Some(Exit::Unreachable),
-        ConfigError::InvalidArgument(_) => Some(Exit::Usage),
-        _ => None,
-    }
-}
-
-fn id_class(error: &IdError) -> Option<Exit> {
-    match error {
-        IdError::Connection(e) => Some(connection_class(e)),
-        IdError::InvalidArgument(_) => Some(Exit::Usage),
-        _ => None,
     }
 }
 
@@ -236,7 +219,10 @@ mod tests {
 
     #[tokio::test]
     async fn library_errors_map_to_their_codes() {
+        assert_eq!(classify(&ConfigError::from(invalid_path()).into()), Exit::Usage);
         assert_eq!(classify(&ConfigError::Connection(invalid_path()).into()), Exit::Usage);
+        let gone = zkr_recipes::queues::QueueError::ItemGone { node: "/q/x".into() };
+        assert_eq!(classify(&anyhow::Error::new(gone)), Exit::Absent, "every family maps through kind()");
         let zk = zkr_connection::ZkClient::builder("127.0.0.1:1").build().unwrap();
         let timeout = zk.wait_connected(std::time::Duration::from_millis(50)).await.unwrap_err();
         zk.close().await;

@@ -9,7 +9,7 @@ use zkr_recipes::discovery::{ServiceDiscovery, ServiceInstance, UriSpec, DEFAULT
 use crate::child::{shell_status, Child};
 use crate::config::output::{encode_value, print_line};
 use crate::connect::{parse_path, ConnectArgs};
-use crate::exit::{Code, Exit};
+use crate::exit::Code;
 use crate::signals::{status_after, Signals};
 
 /// `zkr members PATH`
@@ -198,29 +198,5 @@ async fn registered(
             status = child.process.wait() => return Ok(Code::Status(shell_status(status?))),
             signal = signals.recv() => child.forward(signal),
         }
-    }
-}
-
-/// The exit code of a discovery or node error.
-pub(crate) fn discovery_class(error: &zkr_recipes::discovery::DiscoveryError) -> Option<Exit> {
-    use zkr_recipes::discovery::DiscoveryError;
-    match error {
-        DiscoveryError::InvalidArgument(_) => Some(Exit::Usage),
-        DiscoveryError::Connection(e) => Some(crate::exit::connection_class(e)),
-        DiscoveryError::Node(e) => node_class(e),
-        _ => None,
-    }
-}
-
-/// The exit code of a node error: a node not created in time means ZooKeeper was not there.
-pub(crate) fn node_class(error: &zkr_recipes::nodes::NodeError) -> Option<Exit> {
-    use zkr_recipes::nodes::NodeError;
-    match error {
-        NodeError::InvalidArgument(_) => Some(Exit::Usage),
-        NodeError::Connection(e) => Some(crate::exit::connection_class(e)),
-        NodeError::NotCreated { held_by: Some(_), .. } => Some(Exit::Conflict),
-        NodeError::NotCreated { last: Some(e), .. } => Some(crate::exit::connection_class(e)),
-        NodeError::NotCreated { .. } => Some(Exit::Unreachable),
-        _ => None,
     }
 }

@@ -237,7 +237,7 @@ fn with_trusted_ca(mut config: Config) -> Result<Config> {
 }
 
 fn validate(config: &Config) -> Result<()> {
-    validate_connect_string(&config.connect_string)?;
+    crate::connect_string::validate(&config.connect_string)?;
     if config.session_timeout.is_zero() || config.session_timeout > Duration::from_millis(i32::MAX as u64) {
         return Err(Error::InvalidSetting {
             setting: "session_timeout",
@@ -267,54 +267,6 @@ fn validate(config: &Config) -> Result<()> {
     Ok(())
 }
 
-/// Splits a connect string into its hosts and its chroot (`""` when there is none): the chroot
-/// starts at the first '/' that is not part of a "scheme://".
-pub(crate) fn split_chroot(connect_string: &str) -> (&str, &str) {
-    let mut search_from = 0;
-    while let Some(i) = connect_string[search_from..].find('/') {
-        let at = search_from + i;
-        if connect_string[at..].starts_with("//") && connect_string[..at].ends_with(':') {
-            search_from = at + 2;
-            continue;
-        }
-        return connect_string.split_at(at);
-    }
-    (connect_string, "")
-}
-
-/// Checks `host:port[,host:port...][/chroot]`, with optional `tcp://` or `tcp+tls://` per host.
-pub(crate) fn validate_connect_string(connect_string: &str) -> Result<()> {
-    let invalid =
-        |reason: String| Error::InvalidConnectString { connect_string: connect_string.to_string(), reason };
-    let trimmed = connect_string.trim();
-    if trimmed.is_empty() {
-        return Err(invalid("it is empty".into()));
-    }
-    let (hosts, chroot) = split_chroot(trimmed);
-    if !chroot.is_empty() {
-        path::check_path(chroot).map_err(|e| invalid(format!("chroot {chroot:?}: {e}")))?;
-    }
-    for host in hosts.split(',') {
-        let host = host.trim();
-        let host = host.strip_prefix("tcp+tls://").or_else(|| host.strip_prefix("tcp://")).unwrap_or(host);
-        if host.is_empty() {
-            return Err(invalid("an empty host".into()));
-        }
-        let (name, port) = match host.rsplit_once(':') {
-            Some((name, port)) if !name.is_empty() => (name, port),
-            _ => return Err(invalid(format!("{host:?} is not host:port"))),
-        };
-        if name.contains(['/', ' ']) {
-            return Err(invalid(format!("bad host name {name:?}")));
-        }
-        match port.parse::<u16>() {
-            Ok(p) if p > 0 => {}
-            _ => return Err(invalid(format!("bad port {port:?} in {host:?}"))),
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -328,17 +280,5 @@ mod tests {
             "{:?}",
             built.err()
         );
-    }
-
-    #[test]
-    fn connect_strings() {
-        for good in
-            ["127.0.0.1:2181", "a:1,b:2/chroot/x", "tcp://a:1,tcp+tls://b:2", " a:1 , b:2 ", "[::1]:2181"]
-        {
-            assert!(validate_connect_string(good).is_ok(), "{good}");
-        }
-        for bad in ["", "localhost", "a:0", "a:99999", "a:1,", ":2181", "a:1/chroot/", "a:1//x", "a:x"] {
-            assert!(matches!(validate_connect_string(bad), Err(Error::InvalidConnectString { .. })), "{bad}");
-        }
     }
 }

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::path;
 use crate::retry::RetryPolicy;
 use crate::state::{ConnectionState, ConnectionStateErrorPolicy};
+use crate::Deadline;
 
 /// One ZooKeeper session of a [`ZkClient`]: the `zookeeper-client` handle (already rooted at the
 /// namespace) and the session's generation, which grows by one with every session the manager
@@ -182,10 +183,12 @@ impl ZkClient {
     /// The session for an operation with an optional overall deadline (when it falls, and the
     /// duration the caller gave): waits at most the connection timeout, or to the deadline if
     /// that comes first, and the error names whichever bound it hit.
-    pub(crate) async fn session_for(&self, deadline: Option<(Instant, Duration)>) -> Result<Session> {
+    pub(crate) async fn session_for(&self, deadline: Option<Deadline>) -> Result<Session> {
         let timeout = self.shared.config.connection_timeout;
         match deadline {
-            Some((at, total)) if at < Instant::now() + timeout => self.session_until(at, total).await,
+            Some(d) if d.instant() < Instant::now() + timeout => {
+                self.session_until(d.instant(), d.timeout()).await
+            }
             _ => self.session_until(Instant::now() + timeout, timeout).await,
         }
     }
@@ -360,7 +363,7 @@ impl ZkClient {
     /// ```
     pub fn validate_recipe_path(&self, path: &str) -> Result<()> {
         path::validate_path(path)?;
-        let chroot = crate::builder::split_chroot(self.connect_string().trim()).1;
+        let chroot = crate::connect_string::split_chroot(self.connect_string().trim()).1;
         let rooted = self.namespace().is_some() || !matches!(chroot, "" | "/");
         if !rooted && path::is_reserved(path) {
             return Err(Error::InvalidPath { path: path.to_owned(), source: path::PathError::Reserved });

@@ -1,8 +1,76 @@
-//! [`within`]: the one home of "bounded by the caller's deadline".
+//! [`Deadline`] and [`within`]: the one home of "bounded by the caller's deadline".
 
 use std::future::Future;
+use std::time::Duration;
 
 use tokio::time::Instant;
+
+/// When a call must end, and the timeout its caller asked for (ordered by when it ends). One value goes down a whole
+/// call (a lock's `acquire_timeout`, a queue's `take_timeout`, a retry loop, the waits and
+/// requests inside them), so that every step ends with the call and every error names the
+/// caller's timeout, not what was left of it.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use std::time::Duration;
+/// use zkr_connection::Deadline;
+///
+/// let deadline = Deadline::after(Duration::from_secs(2));
+/// assert_eq!(deadline.timeout(), Duration::from_secs(2));
+/// assert!(deadline.remaining() <= Duration::from_secs(2));
+/// assert!(!deadline.has_passed());
+/// // A timeout too long for the clock is a deadline that never comes, not a panic.
+/// assert!(!Deadline::after(Duration::MAX).has_passed());
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Deadline {
+    at: Instant,
+    timeout: Duration,
+}
+
+/// How far ahead a deadline too long for the clock is put (about thirty years).
+const FAR: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
+
+impl Deadline {
+    /// `timeout` from now.
+    pub fn after(timeout: Duration) -> Deadline {
+        Deadline::since(Instant::now(), timeout)
+    }
+
+    /// `timeout` after `start` (the start of the caller's call, which may lie in the past).
+    pub fn since(start: Instant, timeout: Duration) -> Deadline {
+        let at = start.checked_add(timeout).unwrap_or_else(|| start + FAR);
+        Deadline { at, timeout }
+    }
+
+    /// The instant the call must end by.
+    pub fn instant(&self) -> Instant {
+        self.at
+    }
+
+    /// The timeout the caller asked for (what errors name).
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The time left (zero once it passed).
+    pub fn remaining(&self) -> Duration {
+        self.at.saturating_duration_since(Instant::now())
+    }
+
+    /// Whether it passed.
+    pub fn has_passed(&self) -> bool {
+        Instant::now() >= self.at
+    }
+
+    /// The earlier of this deadline and `bound`.
+    pub fn or_sooner(&self, bound: Instant) -> Instant {
+        self.at.min(bound)
+    }
+}
 
 /// Runs `future` to completion, or until `deadline` when there is one: `None` when the
 /// deadline came first (the future is dropped then). Every recipe bounds its waits and
@@ -13,19 +81,36 @@ use tokio::time::Instant;
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// use std::time::Duration;
-/// use tokio::time::Instant;
+/// use zkr_connection::{within, Deadline};
 ///
-/// let soon = Some(Instant::now() + Duration::from_millis(10));
-/// assert_eq!(zkr_connection::within(soon, std::future::pending::<()>()).await, None);
-/// assert_eq!(zkr_connection::within(None, async { 7 }).await, Some(7));
+/// let soon = Some(Deadline::after(Duration::from_millis(10)));
+/// assert_eq!(within(soon, std::future::pending::<()>()).await, None);
+/// assert_eq!(within(None, async { 7 }).await, Some(7));
 /// # }
 /// ```
 ///
 /// # Cancel safety
 /// As cancel safe as `future`.
-pub async fn within<T>(deadline: Option<Instant>, future: impl Future<Output = T>) -> Option<T> {
+pub async fn within<T>(deadline: Option<Deadline>, future: impl Future<Output = T>) -> Option<T> {
     match deadline {
-        Some(deadline) => tokio::time::timeout_at(deadline, future).await.ok(),
+        Some(deadline) => tokio::time::timeout_at(deadline.instant(), future).await.ok(),
         None => Some(future.await),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deadline_from_a_past_start_names_the_callers_timeout_and_ends_with_the_call() {
+        let began = Instant::now();
+        tokio::time::advance(Duration::from_millis(150)).await;
+        let deadline = Deadline::since(began, Duration::from_millis(250));
+        assert_eq!(deadline.timeout(), Duration::from_millis(250));
+        assert_eq!(deadline.remaining(), Duration::from_millis(100));
+        tokio::time::advance(Duration::from_millis(100)).await;
+        assert!(deadline.has_passed());
+        assert_eq!(deadline.remaining(), Duration::ZERO);
     }
 }

@@ -2,7 +2,44 @@
 
 use std::time::Duration;
 
-use crate::path::PathError;
+/// What is wrong with a path.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// The path is empty.
+    #[error("the path is empty")]
+    Empty,
+    /// The path does not start with `/`.
+    #[error("the path must start with '/'")]
+    NotAbsolute,
+    /// The path ends with `/`.
+    #[error("the path must not end with '/'")]
+    TrailingSlash,
+    /// Two slashes in a row.
+    #[error("empty segment at byte {0} ('//')")]
+    EmptySegment(usize),
+    /// A `.` or `..` segment.
+    #[error("relative segment {0:?} is not allowed")]
+    RelativeSegment(&'static str),
+    /// A character ZooKeeper rejects.
+    #[error("character {ch:?} at byte {index} is not allowed")]
+    InvalidCharacter {
+        /// The character.
+        ch: char,
+        /// Its byte offset.
+        index: usize,
+    },
+    /// The root `/` where a node below it is needed.
+    #[error("the root node cannot be used here")]
+    Root,
+    /// A node name (one segment) contains `/` or is otherwise unusable.
+    #[error("invalid node name")]
+    InvalidName,
+    /// A path in ZooKeeper's own `/zookeeper` tree (quotas, the ensemble config), which no
+    /// recipe may use.
+    #[error("the /zookeeper tree is reserved for ZooKeeper itself")]
+    Reserved,
+}
 
 /// Result alias for zkr-connection.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -199,6 +236,29 @@ impl Error {
             Error::TransactionFailed { retried, .. } => *retried,
             Error::SessionExpired { .. } => true,
             other => other.zk().is_some_and(|z| is_retryable(z) || is_session_error(z)),
+        }
+    }
+
+    /// What the error means to the caller ([`ErrorKind`](crate::ErrorKind)): bad input
+    /// (usage), no connection in time (unreachable), ZooKeeper's answers by what they say,
+    /// the session's end (lost), the manager closed.
+    pub fn kind(&self) -> crate::ErrorKind {
+        use crate::ErrorKind as K;
+        match self {
+            Error::InvalidPath { .. }
+            | Error::DataTooLarge { .. }
+            | Error::InvalidConnectString { .. }
+            | Error::InvalidSetting { .. }
+            | Error::InvalidArgument(_) => K::Usage,
+            Error::ConnectTimeout { .. } | Error::Tls { .. } | Error::DeadlineExceeded { .. } => {
+                K::Unreachable
+            }
+            Error::RetriesExhausted { .. } => K::Unreachable,
+            Error::SessionExpired { .. } => K::Lost,
+            Error::Closed => K::Closed,
+            Error::TtlDisabled { .. } => K::Other,
+            Error::TransactionFailed { retried: true, .. } => K::Indeterminate,
+            Error::TransactionFailed { source, .. } | Error::Zk(source) => K::of_zk(source),
         }
     }
 

@@ -4,50 +4,12 @@
 //! `/`), no empty, `.` or `..` segments, no NUL, and none of the characters the server rejects
 //! (`U+0001`–`U+001F`, `U+007F`–`U+009F`, `U+E000`–`U+F8FF`, `U+FFF0`–`U+FFFF`).
 
+pub use crate::error::PathError;
 use crate::error::{Error, Result};
 
 /// The most data zkr writes into one node: ZooKeeper's default `jute.maxbuffer` is `0xfffff`
 /// bytes for a whole packet, and 1 KiB of it is left for the path and headers.
 pub const MAX_DATA_LEN: usize = 0xfffff - 1024;
-
-/// What is wrong with a path.
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PathError {
-    /// The path is empty.
-    #[error("the path is empty")]
-    Empty,
-    /// The path does not start with `/`.
-    #[error("the path must start with '/'")]
-    NotAbsolute,
-    /// The path ends with `/`.
-    #[error("the path must not end with '/'")]
-    TrailingSlash,
-    /// Two slashes in a row.
-    #[error("empty segment at byte {0} ('//')")]
-    EmptySegment(usize),
-    /// A `.` or `..` segment.
-    #[error("relative segment {0:?} is not allowed")]
-    RelativeSegment(&'static str),
-    /// A character ZooKeeper rejects.
-    #[error("character {ch:?} at byte {index} is not allowed")]
-    InvalidCharacter {
-        /// The character.
-        ch: char,
-        /// Its byte offset.
-        index: usize,
-    },
-    /// The root `/` where a node below it is needed.
-    #[error("the root node cannot be used here")]
-    Root,
-    /// A node name (one segment) contains `/` or is otherwise unusable.
-    #[error("invalid node name")]
-    InvalidName,
-    /// A path in ZooKeeper's own `/zookeeper` tree (quotas, the ensemble config), which no
-    /// recipe may use.
-    #[error("the /zookeeper tree is reserved for ZooKeeper itself")]
-    Reserved,
-}
 
 fn is_invalid_char(c: char) -> bool {
     matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{e000}'..='\u{f8ff}' | '\u{fff0}'..='\u{ffff}')

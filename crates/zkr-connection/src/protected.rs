@@ -431,7 +431,7 @@ impl ZkClient {
         let node_path = path::join(parent, &node_prefix);
         path::validate_data(&node_path, data)?;
         let mut budget = options.budget(self.retry_policy());
-        let deadline = budget.deadline_instant();
+        let deadline = budget.deadline();
         // Deletes whatever the create left behind if it is dropped or gives up while its
         // outcome is unknown.
         let mut guard = {
@@ -452,14 +452,12 @@ impl ZkClient {
         };
         let mut attempted = false;
         loop {
-            let session = self.session_for(deadline.zip(options.deadline)).await?;
+            let session = self.session_for(deadline).await?;
             let look_first = std::mem::replace(&mut attempted, true);
             let step = self.create_once(&session, &attempt, look_first);
             let Some(outcome) = crate::within(deadline, step).await else {
-                return Err(Error::DeadlineExceeded {
-                    deadline: options.deadline.unwrap_or_default(),
-                    last: None,
-                });
+                let deadline = deadline.map(|d| d.timeout()).unwrap_or_default();
+                return Err(Error::DeadlineExceeded { deadline, last: None });
             };
             let error = match outcome {
                 Ok((node_name, stat, sequence, siblings)) => {

@@ -6,23 +6,11 @@
 use std::io::ErrorKind;
 use std::time::Duration;
 
-/// The hosts of a connect string, without chroot or scheme prefixes.
-pub(crate) fn hosts(connect_string: &str) -> Vec<String> {
-    let (hosts, _) = crate::builder::split_chroot(connect_string.trim());
-    hosts
-        .split(',')
-        .map(|h| h.trim())
-        .map(|h| h.strip_prefix("tcp+tls://").or_else(|| h.strip_prefix("tcp://")).unwrap_or(h))
-        .filter(|h| !h.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
 /// Connects to every host of `connect_string` at once, each within `timeout`. `None` when one
 /// of them accepts (the cause is not the network: a TLS mismatch, a server that is not
 /// serving); else every host's reason, as `host: reason; host: reason`.
 pub(crate) async fn diagnose(connect_string: &str, timeout: Duration) -> Option<String> {
-    let probes = hosts(connect_string).into_iter().map(|host| async move {
+    let probes = crate::connect_string::hosts(connect_string).into_iter().map(|host| async move {
         let reason = probe(&host, timeout).await.err()?;
         Some(format!("{host}: {reason}"))
     });
@@ -66,13 +54,6 @@ fn describe(error: &std::io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hosts_drop_chroot_and_schemes() {
-        assert_eq!(hosts("tcp+tls://a:1, b:2/chroot"), vec!["a:1", "b:2"]);
-        assert_eq!(hosts("[::1]:2181"), vec!["[::1]:2181"]);
-        assert_eq!(hosts("tcp://a:1/x/y"), vec!["a:1"]);
-    }
 
     #[tokio::test]
     async fn a_closed_port_is_named_refused_and_an_open_one_is_no_diagnosis() {

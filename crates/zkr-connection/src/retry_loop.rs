@@ -9,6 +9,7 @@ use tokio::time::Instant;
 use crate::client::{Session, ZkClient};
 use crate::error::{is_retryable, is_session_error, Error, Result};
 use crate::retry::{RetryBudget, RetryPolicy};
+use crate::Deadline;
 
 /// Options for [`ZkClient::retry_with`].
 ///
@@ -18,57 +19,62 @@ use crate::retry::{RetryBudget, RetryPolicy};
 /// use std::time::Duration;
 /// use zkr_connection::RetryOptions;
 ///
-/// let options = RetryOptions::default().deadline(Duration::from_secs(5)).across_sessions(true);
+/// let options = RetryOptions::default().timeout(Duration::from_secs(5)).across_sessions(true);
 /// ```
 #[derive(Debug, Clone, Default)]
 #[must_use]
 pub struct RetryOptions {
-    pub(crate) deadline: Option<Duration>,
-    pub(crate) started: Option<Instant>,
+    pub(crate) bound: Option<Bound>,
     pub(crate) across_sessions: bool,
     pub(crate) policy: Option<Arc<dyn RetryPolicy>>,
 }
 
+/// What bounds a loop: a timeout from its start, or a caller's deadline.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Bound {
+    Timeout(Duration),
+    Deadline(Deadline),
+}
+
 impl RetryOptions {
-    /// A bound on the whole loop, sleeps and waits for a connection included. Defaults to none:
-    /// the policy alone decides.
-    pub fn deadline(mut self, deadline: Duration) -> Self {
-        self.deadline = Some(deadline);
+    /// A bound on the whole loop from its start, sleeps and waits for a connection included.
+    /// Defaults to none: the policy alone decides.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.bound = Some(Bound::Timeout(timeout));
         self
     }
 
-    /// Counts the [`deadline`](Self::deadline) from `since` instead of the loop's start: for a
-    /// loop that is one step of a call whose timeout began earlier (a lock's
-    /// `acquire_timeout` creating its node), so that the loop ends with the call and its errors
-    /// name the caller's timeout, not what was left of it.
+    /// Bounds the loop by the caller's `deadline` instead: for a loop that is one step of a
+    /// call whose timeout began earlier (a lock's `acquire_timeout` creating its node), so that
+    /// the loop ends with the call and its errors name the caller's timeout, not what was left
+    /// of it. `None` takes the bound away.
     ///
     /// # Examples
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
     /// use std::time::Duration;
-    /// use tokio::time::Instant;
-    /// use zkr_connection::RetryOptions;
+    /// use zkr_connection::{Deadline, RetryOptions};
     ///
-    /// let call_began = Instant::now();
+    /// let deadline = Deadline::after(Duration::from_secs(2));
     /// // … some of the call's time goes by …
-    /// let options = RetryOptions::default().deadline(Duration::from_secs(2)).started_at(call_began);
+    /// let options = RetryOptions::default().deadline(Some(deadline));
     /// # }
     /// ```
-    pub fn started_at(mut self, since: Instant) -> Self {
-        self.started = Some(since);
+    pub fn deadline(mut self, deadline: Option<Deadline>) -> Self {
+        self.bound = deadline.map(Bound::Deadline);
         self
     }
 
     /// The loop's budget under this policy (the manager's unless [`policy`](Self::policy)
-    /// gave one) and deadline.
+    /// gave one) and bound.
     pub(crate) fn budget(&self, default_policy: &Arc<dyn RetryPolicy>) -> RetryBudget {
         let policy = self.policy.clone().unwrap_or_else(|| default_policy.clone());
-        let budget = RetryBudget::new(policy);
-        match self.started {
-            Some(since) => budget.deadline_since(since, self.deadline),
-            None => budget.deadline(self.deadline),
-        }
+        let deadline = self.bound.map(|bound| match bound {
+            Bound::Timeout(timeout) => Deadline::after(timeout),
+            Bound::Deadline(deadline) => deadline,
+        });
+        RetryBudget::new(policy).until(deadline)
     }
 
     /// Whether an attempt may run on a session other than the first attempt's. Defaults to
@@ -139,11 +145,11 @@ impl ZkClient {
         Fut: Future<Output = std::result::Result<T, zookeeper_client::Error>>,
     {
         let mut budget = options.budget(self.retry_policy());
-        let deadline = budget.deadline_instant();
+        let deadline = budget.deadline();
         let mut first_session: Option<Session> = None;
         let mut last_error: Option<zookeeper_client::Error> = None;
         loop {
-            let session = self.session_for(deadline.zip(options.deadline)).await?;
+            let session = self.session_for(deadline).await?;
             match &first_session {
                 Some(first) if first.generation() != session.generation() && !options.across_sessions => {
                     return Err(Error::SessionExpired { session: first.id() });
@@ -155,15 +161,14 @@ impl ZkClient {
                 // Curator waits for the connection (at most the connection timeout) before
                 // trying again; requests sent while disconnected would queue anyway.
                 let bound = Instant::now() + self.connection_timeout();
-                let wait = deadline.map_or(bound, |d| d.min(bound)).saturating_duration_since(Instant::now());
+                let wait =
+                    deadline.map_or(bound, |d| d.or_sooner(bound)).saturating_duration_since(Instant::now());
                 let _ = self.wait_connected(wait).await;
             }
             let (generation, session_id) = (session.generation(), session.id());
             let Some(outcome) = crate::within(deadline, op(session)).await else {
-                return Err(Error::DeadlineExceeded {
-                    deadline: options.deadline.unwrap_or_default(),
-                    last: last_error,
-                });
+                let deadline = deadline.map(|d| d.timeout()).unwrap_or_default();
+                return Err(Error::DeadlineExceeded { deadline, last: last_error });
             };
             let error = match outcome {
                 Ok(value) => return Ok(value),
@@ -202,7 +207,8 @@ impl ZkClient {
         let mut sessions = self.session_watch();
         let replaced = sessions.wait_for(|s| s.as_ref().is_some_and(|s| s.generation() > generation));
         let bound = budget
-            .deadline_instant()
+            .deadline()
+            .map(|d| d.instant())
             .unwrap_or_else(|| Instant::now() + self.session_timeout() + self.connection_timeout());
         let replaced = tokio::time::timeout_at(bound, replaced).await.map(|r| r.is_ok());
         match replaced {

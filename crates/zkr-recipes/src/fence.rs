@@ -31,9 +31,10 @@ impl SessionFence {
         self.session.generation()
     }
 
-    /// Is the fenced session still the manager's current one?
+    /// Is the fenced session still the manager's current one? Not once the manager gave it up
+    /// (it has no session until the next one, which `ZkClient::session_replaced` tells too).
     pub(crate) fn is_current(&self, zk: &ZkClient) -> bool {
-        zk.generation() == self.session.generation()
+        zk.try_session().is_some_and(|current| current.generation() == self.session.generation())
     }
 
     /// Has the session ended (replaced, given up, or the manager closed)? Connection trouble

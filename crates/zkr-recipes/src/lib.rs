@@ -22,6 +22,7 @@ pub mod cache;
 pub mod config;
 pub mod counters;
 pub mod discovery;
+mod errors;
 mod fence;
 mod host;
 pub mod id;

@@ -7,6 +7,7 @@ use tokio::time::Instant;
 
 use super::RetryPolicy;
 use crate::error::Error;
+use crate::Deadline;
 
 /// One retry loop's account: its policy, when it started, how many retries it took, and the
 /// caller's deadline. It says how long to sleep before the next try, or why to stop; the loop
@@ -32,8 +33,7 @@ pub struct RetryBudget {
     policy: Arc<dyn RetryPolicy>,
     start: Instant,
     retries: u32,
-    /// The instant, and how long after the start it is (for the error).
-    deadline: Option<(Instant, Duration)>,
+    deadline: Option<Deadline>,
 }
 
 /// Why a [`RetryBudget`] says stop.
@@ -52,31 +52,16 @@ impl RetryBudget {
     }
 
     /// Bounds the loop by `deadline` (none: the policy alone decides): a sleep that would end
-    /// at or past it stops the loop instead.
+    /// at or past it stops the loop instead, and the error names the deadline's timeout.
     #[must_use]
-    pub fn deadline_at(mut self, deadline: Option<Instant>) -> Self {
-        self.deadline = deadline.map(|d| (d, d.saturating_duration_since(self.start)));
-        self
-    }
-
-    /// [`deadline_at`](Self::deadline_at) `timeout` after the start.
-    #[must_use]
-    pub fn deadline(self, timeout: Option<Duration>) -> Self {
-        let start = self.start;
-        self.deadline_since(start, timeout)
-    }
-
-    /// [`deadline_at`](Self::deadline_at) `timeout` after `since` (the start of the caller's
-    /// call, which may be before this loop's): the errors name `timeout`.
-    #[must_use]
-    pub fn deadline_since(mut self, since: Instant, timeout: Option<Duration>) -> Self {
-        self.deadline = timeout.map(|t| (since + t, t));
+    pub fn until(mut self, deadline: Option<Deadline>) -> Self {
+        self.deadline = deadline;
         self
     }
 
     /// The deadline, if there is one.
-    pub fn deadline_instant(&self) -> Option<Instant> {
-        self.deadline.map(|(d, _)| d)
+    pub fn deadline(&self) -> Option<Deadline> {
+        self.deadline
     }
 
     /// Whether the policy retries this kind of error at all.
@@ -103,9 +88,9 @@ impl RetryBudget {
         let elapsed = self.start.elapsed();
         let stop = |deadline| Stop { attempts: self.retries + 1, elapsed, deadline };
         let Some(sleep) = self.policy.allow_retry(self.retries, elapsed) else { return Err(stop(None)) };
-        if let Some((deadline, length)) = self.deadline {
-            if Instant::now() + sleep >= deadline {
-                return Err(stop(Some(length)));
+        if let Some(deadline) = self.deadline {
+            if sleep >= deadline.remaining() {
+                return Err(stop(Some(deadline.timeout())));
             }
         }
         self.retries += 1;
@@ -210,7 +195,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_sleep_past_the_deadline_stops_the_loop_and_says_so() {
         let policy = Arc::new(RetryForever::new(Duration::from_millis(100)).unwrap());
-        let mut budget = RetryBudget::new(policy).deadline(Some(Duration::from_millis(250)));
+        let mut budget = RetryBudget::new(policy).until(Some(Deadline::after(Duration::from_millis(250))));
         budget.pause().await.unwrap();
         budget.pause().await.unwrap();
         let stop = budget.next_sleep().unwrap_err();
@@ -226,9 +211,9 @@ mod tests {
         let call_began = Instant::now();
         tokio::time::advance(Duration::from_millis(150)).await;
         let policy = Arc::new(RetryForever::new(Duration::from_millis(100)).unwrap());
-        let mut budget =
-            RetryBudget::new(policy).deadline_since(call_began, Some(Duration::from_millis(250)));
-        assert_eq!(budget.deadline_instant(), Some(call_began + Duration::from_millis(250)));
+        let deadline = Deadline::since(call_began, Duration::from_millis(250));
+        let mut budget = RetryBudget::new(policy).until(Some(deadline));
+        assert_eq!(budget.deadline(), Some(deadline));
         let stop = budget.next_sleep().unwrap_err();
         let error = stop.into_error(None);
         assert!(

@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
+use zkr_connection::Deadline;
 use zkr_connection::ZkClient;
 use zookeeper_client::CreateMode;
 
-use super::{cache, deadline_in, finished, validate, wait_for, BarrierError};
+use super::{cache, finished, validate, wait_for, BarrierError};
 use crate::cache::CacheMode;
 
 /// Curator's `DistributedBarrier`: [`set_barrier`](Self::set_barrier) creates the node,
@@ -25,7 +25,7 @@ use crate::cache::CacheMode;
 /// let barrier = DistributedBarrier::new(&zk, "/deploys/freeze")?;
 /// barrier.set_barrier().await?;
 /// // elsewhere: workers wait until the freeze is lifted
-/// if !barrier.wait_on_barrier_within(Duration::from_secs(30)).await? {
+/// if barrier.wait_on_barrier_timeout(Duration::from_secs(30)).await?.is_none() {
 ///     println!("still frozen after 30 s");
 /// }
 /// barrier.remove_barrier().await?;
@@ -88,7 +88,7 @@ impl DistributedBarrier {
         self.wait(None).await.map(drop)
     }
 
-    /// [`wait_on_barrier`](Self::wait_on_barrier) for at most `timeout` in all: `false` when the
+    /// [`wait_on_barrier`](Self::wait_on_barrier) for at most `timeout` in all: `Ok(None)` when the
     /// barrier is still set then (Curator's `waitOnBarrier(maxWait, unit)`).
     ///
     /// # Errors
@@ -96,11 +96,11 @@ impl DistributedBarrier {
     ///
     /// # Cancel safety
     /// Cancel safe: waiting creates nothing.
-    pub async fn wait_on_barrier_within(&self, timeout: Duration) -> Result<bool, BarrierError> {
-        self.wait(Some(deadline_in(timeout))).await
+    pub async fn wait_on_barrier_timeout(&self, timeout: Duration) -> Result<Option<()>, BarrierError> {
+        self.wait(Some(Deadline::after(timeout))).await.map(|done| done.then_some(()))
     }
 
-    async fn wait(&self, deadline: Option<Instant>) -> Result<bool, BarrierError> {
+    async fn wait(&self, deadline: Option<Deadline>) -> Result<bool, BarrierError> {
         let Some(cache) = cache(&self.zk, &self.path, CacheMode::Node, deadline).await? else {
             return Ok(false);
         };

@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
+use zkr_connection::Deadline;
 use zkr_connection::{path, ZkClient};
 use zookeeper_client::CreateMode;
 
-use super::{cache, deadline_in, finished, validate, wait_for, BarrierError};
+use super::{cache, finished, validate, wait_for, BarrierError};
 use crate::cache::{CacheMode, CacheSnapshot, CuratorCache};
 use crate::nodes::PersistentNode;
 
@@ -30,7 +30,7 @@ const READY: &str = "ready";
 /// use zkr_recipes::barriers::DistributedDoubleBarrier;
 ///
 /// let mut barrier = DistributedDoubleBarrier::new(&zk, "/jobs/reindex/barrier", 3)?;
-/// if !barrier.enter_within(Duration::from_secs(60)).await? {
+/// if barrier.enter_timeout(Duration::from_secs(60)).await?.is_none() {
 ///     return Ok(()); // the others did not come; our node is gone
 /// }
 /// // ... all three work ...
@@ -103,7 +103,7 @@ impl DistributedDoubleBarrier {
         self.enter_by(None).await.map(drop)
     }
 
-    /// [`enter`](Self::enter) for at most `timeout` in all: `false` when the quota was not met
+    /// [`enter`](Self::enter) for at most `timeout` in all: `Ok(None)` when the quota was not met
     /// in time, and then this member's node is deleted, so it does not count for the others.
     /// (A member that gives up in the instant the last one counts it is started without it.)
     ///
@@ -112,8 +112,8 @@ impl DistributedDoubleBarrier {
     ///
     /// # Cancel safety
     /// As [`enter`](Self::enter).
-    pub async fn enter_within(&mut self, timeout: Duration) -> Result<bool, BarrierError> {
-        self.enter_by(Some(deadline_in(timeout))).await
+    pub async fn enter_timeout(&mut self, timeout: Duration) -> Result<Option<()>, BarrierError> {
+        self.enter_by(Some(Deadline::after(timeout))).await.map(|done| done.then_some(()))
     }
 
     /// Leaves: deletes this member's node and waits until every member has left.
@@ -128,7 +128,7 @@ impl DistributedDoubleBarrier {
         self.leave_by(None).await.map(drop)
     }
 
-    /// [`leave`](Self::leave) for at most `timeout` in all: `false` when members were still
+    /// [`leave`](Self::leave) for at most `timeout` in all: `Ok(None)` when members were still
     /// there then (this member has left all the same).
     ///
     /// # Errors
@@ -136,15 +136,15 @@ impl DistributedDoubleBarrier {
     ///
     /// # Cancel safety
     /// As [`leave`](Self::leave).
-    pub async fn leave_within(&mut self, timeout: Duration) -> Result<bool, BarrierError> {
-        self.leave_by(Some(deadline_in(timeout))).await
+    pub async fn leave_timeout(&mut self, timeout: Duration) -> Result<Option<()>, BarrierError> {
+        self.leave_by(Some(Deadline::after(timeout))).await.map(|done| done.then_some(()))
     }
 
-    async fn enter_by(&mut self, deadline: Option<Instant>) -> Result<bool, BarrierError> {
+    async fn enter_by(&mut self, deadline: Option<Deadline>) -> Result<bool, BarrierError> {
         if self.entered.is_some() {
             return Err(BarrierError::InvalidArgument("entered already: leave() first".into()));
         }
-        let node = PersistentNode::builder(&self.zk, &self.member, CreateMode::Ephemeral).start()?;
+        let node = PersistentNode::builder(&self.zk, &self.member, CreateMode::Ephemeral).build()?;
         let Some(cache) = cache(&self.zk, &self.path, CacheMode::Children, deadline).await? else {
             return Ok(false);
         };
@@ -201,7 +201,7 @@ impl DistributedDoubleBarrier {
         }
     }
 
-    async fn leave_by(&mut self, deadline: Option<Instant>) -> Result<bool, BarrierError> {
+    async fn leave_by(&mut self, deadline: Option<Deadline>) -> Result<bool, BarrierError> {
         let Entered { node, cache } = self.entered.take().ok_or(BarrierError::NotEntered)?;
         drop(node); // deleted in the background; the wait below sees it go
         let mut snapshots = cache.snapshots();

@@ -36,10 +36,9 @@ mod barrier;
 mod double;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::watch;
-use tokio::time::Instant;
+use zkr_connection::Deadline;
 
 pub use barrier::DistributedBarrier;
 pub use double::DistributedDoubleBarrier;
@@ -61,7 +60,30 @@ pub enum BarrierError {
     Node(#[from] crate::nodes::NodeError),
     /// A ZooKeeper operation failed.
     #[error(transparent)]
-    Connection(#[from] zkr_connection::Error),
+    Connection(zkr_connection::Error),
+}
+
+crate::errors::from_connection!(BarrierError);
+
+impl BarrierError {
+    /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family.
+    pub fn kind(&self) -> zkr_connection::ErrorKind {
+        match self {
+            BarrierError::Connection(e) => e.kind(),
+            BarrierError::Node(e) => e.kind(),
+            BarrierError::InvalidArgument(_) | BarrierError::NotEntered => zkr_connection::ErrorKind::Usage,
+        }
+    }
+
+    /// Might the failed write have been applied all the same
+    /// ([`zkr_connection::Error::is_ambiguous`])?
+    pub fn is_ambiguous(&self) -> bool {
+        match self {
+            BarrierError::Connection(e) => e.is_ambiguous(),
+            BarrierError::Node(e) => e.is_ambiguous(),
+            _ => false,
+        }
+    }
 }
 
 /// Checks a barrier path, with the error every barrier gives.
@@ -76,11 +98,11 @@ async fn cache(
     zk: &zkr_connection::ZkClient,
     path: &str,
     mode: CacheMode,
-    deadline: Option<Instant>,
+    deadline: Option<Deadline>,
 ) -> Result<Option<CuratorCache>, BarrierError> {
     let mut builder = CuratorCache::builder(zk, path).mode(mode);
     if let Some(deadline) = deadline {
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = deadline.remaining();
         if left.is_zero() {
             return Ok(None);
         }
@@ -88,7 +110,7 @@ async fn cache(
     }
     match builder.start().await {
         Ok(cache) => Ok(Some(cache)),
-        Err(_) if deadline.is_some_and(|d| Instant::now() >= d) => Ok(None),
+        Err(_) if deadline.is_some_and(|d| d.has_passed()) => Ok(None),
         Err(e) => Err(e.into()),
     }
 }
@@ -97,7 +119,7 @@ async fn cache(
 /// which `check` answers `Some`; `None` when the deadline passes first.
 pub(crate) async fn wait_for<T>(
     snapshots: &mut watch::Receiver<Arc<CacheSnapshot>>,
-    deadline: Option<Instant>,
+    deadline: Option<Deadline>,
     mut check: impl FnMut(&CacheSnapshot) -> Option<T>,
 ) -> Option<T> {
     let wait = async {
@@ -120,14 +142,9 @@ pub(crate) async fn wait_for<T>(
 
 /// What a [`wait_for`] that answered `None` means: the deadline passed (`Ok(None)`), or the
 /// cache stopped following ZooKeeper because the manager was closed.
-fn finished<T>(found: Option<T>, deadline: Option<Instant>) -> Result<Option<T>, BarrierError> {
+fn finished<T>(found: Option<T>, deadline: Option<Deadline>) -> Result<Option<T>, BarrierError> {
     match found {
-        None if deadline.is_none_or(|d| Instant::now() < d) => Err(zkr_connection::Error::Closed.into()),
+        None if deadline.is_none_or(|d| !d.has_passed()) => Err(zkr_connection::Error::Closed.into()),
         other => Ok(other),
     }
-}
-
-/// The deadline of a wait of `timeout` from now.
-fn deadline_in(timeout: Duration) -> Instant {
-    Instant::now() + timeout
 }

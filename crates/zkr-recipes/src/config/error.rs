@@ -11,7 +11,7 @@ pub enum ConfigError {
     /// that gave up, a deadline, an expired session, a closed manager, or a ZooKeeper answer
     /// such as `NoAuth`.
     #[error(transparent)]
-    Connection(#[from] zkr_connection::Error),
+    Connection(zkr_connection::Error),
     /// `set_if_version` (or a delete with a version) found another version: someone else
     /// published in between.
     #[error("{path} is not at version {expected} (someone else published in between)")]
@@ -63,6 +63,29 @@ pub enum ConfigError {
     /// An argument is out of range (an empty batch, a capacity of 0).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+}
+
+crate::errors::from_connection!(ConfigError);
+
+impl ConfigError {
+    /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family.
+    pub fn kind(&self) -> zkr_connection::ErrorKind {
+        match self {
+            ConfigError::Connection(e) => e.kind(),
+            ConfigError::VersionConflict { .. } => zkr_connection::ErrorKind::Conflict,
+            ConfigError::NotFound { .. } => zkr_connection::ErrorKind::Absent,
+            ConfigError::Encode { .. } | ConfigError::InvalidArgument(_) => zkr_connection::ErrorKind::Usage,
+            ConfigError::Decode { .. } => zkr_connection::ErrorKind::Corrupt,
+            ConfigError::Unavailable { .. } => zkr_connection::ErrorKind::Unreachable,
+            ConfigError::CacheFile { .. } => zkr_connection::ErrorKind::Other,
+        }
+    }
+
+    /// Might the failed write have been applied all the same
+    /// ([`zkr_connection::Error::is_ambiguous`])?
+    pub fn is_ambiguous(&self) -> bool {
+        matches!(self, ConfigError::Connection(e) if e.is_ambiguous())
+    }
 }
 
 impl From<zookeeper_client::Error> for ConfigError {

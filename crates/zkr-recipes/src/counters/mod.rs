@@ -135,10 +135,25 @@ pub enum CounterError {
     /// A ZooKeeper operation failed: the retry policy gave up, a deadline passed, the session
     /// expired, the manager is closed, or an answer such as `NoAuth`.
     #[error(transparent)]
-    Connection(#[from] zkr_connection::Error),
+    Connection(zkr_connection::Error),
 }
 
+crate::errors::from_connection!(CounterError);
+
 impl CounterError {
+    /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family.
+    pub fn kind(&self) -> zkr_connection::ErrorKind {
+        match self {
+            CounterError::Connection(e) => e.kind(),
+            CounterError::Lock { source, .. } => source.kind(),
+            CounterError::InvalidArgument(_) => zkr_connection::ErrorKind::Usage,
+            CounterError::CorruptValue { .. } => zkr_connection::ErrorKind::Corrupt,
+            CounterError::Indeterminate { .. } => zkr_connection::ErrorKind::Indeterminate,
+            CounterError::State { .. } => zkr_connection::ErrorKind::Closed,
+            CounterError::Overflow { .. } => zkr_connection::ErrorKind::Other,
+        }
+    }
+
     /// May the failed operation have been applied? True for
     /// [`Indeterminate`](Self::Indeterminate) (and a connection failure that leaves a write
     /// unknown): the one rule queues, lock guards and counters share, so that a caller never

@@ -20,8 +20,7 @@ use super::{CounterError, SharedValue, VersionedValue};
 /// use futures::StreamExt;
 /// use zkr_recipes::counters::SharedCount;
 ///
-/// let max_workers = SharedCount::new(&zk, "/app/max-workers", 4)?;
-/// max_workers.start().await?;
+/// let max_workers = SharedCount::start(&zk, "/app/max-workers", 4).await?;
 /// let seen = max_workers.get_versioned()?;
 /// if max_workers.try_set(&seen, seen.value + 1).await? {
 ///     println!("raised to {}", seen.value + 1);
@@ -38,21 +37,24 @@ pub struct SharedCount {
 }
 
 impl SharedCount {
-    /// A shared count at node `path`, created with `seed` by [`start`](Self::start) if it does
-    /// not exist. Nothing is sent.
+    /// A shared count at node `path`: creates the node with `seed` unless it exists, reads it,
+    /// starts watching it and returns the running count.
     ///
     /// # Errors
-    /// [`CounterError::InvalidArgument`] for an invalid path.
+    /// As [`SharedValue::start`].
+    ///
+    /// # Cancel safety
+    /// As [`SharedValue::start`].
     ///
     /// # Examples
     ///
     /// ```no_run
-    /// # fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::counters::CounterError> {
-    /// let count = zkr_recipes::counters::SharedCount::new(&zk, "/app/max-workers", 4)?;
+    /// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::counters::CounterError> {
+    /// let count = zkr_recipes::counters::SharedCount::start(&zk, "/app/max-workers", 4).await?;
     /// # Ok(()) }
     /// ```
-    pub fn new(zk: &ZkClient, path: &str, seed: i32) -> Result<Self, CounterError> {
-        Ok(SharedCount { value: SharedValue::new(zk, path, seed.to_bytes())? })
+    pub async fn start(zk: &ZkClient, path: &str, seed: i32) -> Result<Self, CounterError> {
+        Ok(SharedCount { value: SharedValue::start(zk, path, seed.to_bytes()).await? })
     }
 
     /// The node's path.
@@ -68,26 +70,7 @@ impl SharedCount {
         self.value.path()
     }
 
-    /// Creates the node with the seed unless it exists, reads it and starts watching it.
-    ///
-    /// # Errors
-    /// As [`SharedValue::start`].
-    ///
-    /// # Cancel safety
-    /// As [`SharedValue::start`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn f(count: zkr_recipes::counters::SharedCount) -> Result<(), zkr_recipes::counters::CounterError> {
-    /// count.start().await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn start(&self) -> Result<(), CounterError> {
-        self.value.start().await
-    }
-
-    /// The latest count this instance saw (the seed before [`start`](Self::start)).
+    /// The latest count this instance saw.
     ///
     /// # Errors
     /// [`CounterError::CorruptValue`] when the node does not hold 4 bytes.

@@ -18,8 +18,8 @@ use crate::watch::{Consumer, Flow, Sessions, Watch, WatchMode, ZkResult};
 /// kept current by a watch (resynced after a reconnect and on a new session after an expiry),
 /// and offers its changes as a stream.
 ///
-/// [`start`](Self::start) creates the node with the seed if it does not exist, then reads and
-/// watches it. [`set`](Self::set) writes unconditionally; [`try_set`](Self::try_set) only if the
+/// [`start`](Self::start) creates the node with the seed if it does not exist, reads and
+/// watches it, and returns the running value. [`set`](Self::set) writes unconditionally; [`try_set`](Self::try_set) only if the
 /// node is still at the version this instance last saw (Curator's `trySetValue`). A deleted
 /// node keeps its last value here, as in Curator. For a small setting that processes share (a
 /// size, a level), not for a hot counter: use [`DistributedAtomicLong`](super::DistributedAtomicLong).
@@ -31,8 +31,7 @@ use crate::watch::{Consumer, Flow, Sessions, Watch, WatchMode, ZkResult};
 /// use futures::StreamExt;
 /// use zkr_recipes::counters::SharedValue;
 ///
-/// let mode = SharedValue::new(&zk, "/app/mode", b"normal".to_vec())?;
-/// mode.start().await?;
+/// let mode = SharedValue::start(&zk, "/app/mode", b"normal".to_vec()).await?;
 /// let mut changes = mode.changes();
 /// mode.set(b"maintenance").await?;
 /// while let Some(value) = changes.next().await {
@@ -43,15 +42,8 @@ use crate::watch::{Consumer, Flow, Sessions, Watch, WatchMode, ZkResult};
 #[derive(Debug)]
 pub struct SharedValue {
     shared: Arc<Shared>,
-    seed: Vec<u8>,
-    lifecycle: Mutex<Lifecycle>,
-}
-
-#[derive(Debug)]
-enum Lifecycle {
-    Latent,
-    Started { stop: oneshot::Sender<()>, task: JoinHandle<()> },
-    Closed,
+    /// The engine's stop and task; `None` once closed.
+    running: Mutex<Option<(oneshot::Sender<()>, JoinHandle<()>)>>,
 }
 
 /// What the handle and the engine share: the latest value.
@@ -87,28 +79,42 @@ impl Shared {
 }
 
 impl SharedValue {
-    /// A shared value at node `path`, created with `seed` by [`start`](Self::start) if it does
-    /// not exist. Until then [`get`](Self::get) returns the seed (at version -1). Nothing is
-    /// sent.
+    /// A shared value at node `path`: creates the node with `seed` unless it exists (missing
+    /// parents as containers), reads it, starts watching it and returns the running value
+    /// (Curator's constructor and `start()`).
     ///
     /// # Errors
-    /// [`CounterError::InvalidArgument`] for an invalid path or a seed over ZooKeeper's limit.
+    /// [`CounterError::InvalidArgument`] for an invalid path or a seed over ZooKeeper's limit;
+    /// [`CounterError::Connection`] when ZooKeeper cannot be reached in the connection timeout
+    /// or answers an error.
+    ///
+    /// # Cancel safety
+    /// Dropped, it leaves no watch or task running; the node may have been created with the
+    /// seed (as a finished start would have).
     ///
     /// # Examples
     ///
     /// ```no_run
-    /// # fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::counters::CounterError> {
-    /// let value = zkr_recipes::counters::SharedValue::new(&zk, "/app/mode", b"normal".to_vec())?;
+    /// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::counters::CounterError> {
+    /// let value = zkr_recipes::counters::SharedValue::start(&zk, "/app/mode", b"normal".to_vec()).await?;
     /// # Ok(()) }
     /// ```
-    pub fn new(zk: &ZkClient, path: &str, seed: impl Into<Vec<u8>>) -> Result<Self, CounterError> {
+    pub async fn start(zk: &ZkClient, path: &str, seed: impl Into<Vec<u8>>) -> Result<Self, CounterError> {
         let seed = seed.into();
         check_path(zk, path)?;
         path::validate_data(path, &seed).map_err(CounterError::invalid)?;
         let unread = VersionedValue { value: seed.clone(), version: -1, zxid: -1 };
         let shared =
             Arc::new(Shared { zk: zk.clone(), path: path.to_owned(), current: watch::channel(unread).0 });
-        Ok(SharedValue { shared, seed, lifecycle: Mutex::new(Lifecycle::Latent) })
+        zk.create_if_absent(path, &seed, CreateMode::Persistent).await?;
+        let follower = Follower { shared: shared.clone() };
+        let mut engine = Watch::new(zk, path, false, WatchMode::Auto, follower);
+        let established = engine.first_sync(zk.connection_timeout()).await?;
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(engine.run(Sessions::Follow, Some(established), async move {
+            let _ = stopped.await;
+        }));
+        Ok(SharedValue { shared, running: Mutex::new(Some((stop, task))) })
     }
 
     /// The node's path.
@@ -124,44 +130,7 @@ impl SharedValue {
         &self.shared.path
     }
 
-    /// Creates the node with the seed unless it exists (missing parents as containers), reads
-    /// it and starts watching it.
-    ///
-    /// # Errors
-    /// [`CounterError::State`] when started before or closed; [`CounterError::Connection`]
-    /// when ZooKeeper cannot be reached in the connection timeout or answers an error.
-    ///
-    /// # Cancel safety
-    /// Dropped, it leaves no watch or task running; the node may have been created with the
-    /// seed (as a finished start would have), and the value can be started again.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn f(value: zkr_recipes::counters::SharedValue) -> Result<(), zkr_recipes::counters::CounterError> {
-    /// value.start().await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn start(&self) -> Result<(), CounterError> {
-        self.expect(|l| matches!(l, Lifecycle::Latent), "already started")?;
-        let zk = &self.shared.zk;
-        zk.create_if_absent(&self.shared.path, &self.seed, CreateMode::Persistent).await?;
-        let follower = Follower { shared: self.shared.clone() };
-        let mut engine = Watch::new(zk, &self.shared.path, false, WatchMode::Auto, follower);
-        let established = engine.first_sync(zk.connection_timeout()).await?;
-        let mut lifecycle = self.lifecycle.lock();
-        if !matches!(*lifecycle, Lifecycle::Latent) {
-            return Err(self.state_error("already started"));
-        }
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(engine.run(Sessions::Follow, Some(established), async move {
-            let _ = stopped.await;
-        }));
-        *lifecycle = Lifecycle::Started { stop, task };
-        Ok(())
-    }
-
-    /// The latest value this instance saw (the seed before [`start`](Self::start)).
+    /// The latest value this instance saw.
     ///
     /// # Examples
     ///
@@ -210,7 +179,7 @@ impl SharedValue {
     /// Writes `value` whatever the node holds: Curator's `setValue`.
     ///
     /// # Errors
-    /// [`CounterError::State`] before [`start`](Self::start) or after [`close`](Self::close);
+    /// [`CounterError::State`] after [`close`](Self::close);
     /// [`CounterError::InvalidArgument`] for a value over ZooKeeper's limit;
     /// [`CounterError::Connection`] when ZooKeeper cannot be written (`NoNode` when the node
     /// was deleted).
@@ -226,7 +195,7 @@ impl SharedValue {
     /// # Ok(()) }
     /// ```
     pub async fn set(&self, value: &[u8]) -> Result<(), CounterError> {
-        self.expect_started()?;
+        self.expect_open()?;
         path::validate_data(&self.shared.path, value).map_err(CounterError::invalid)?;
         let path = self.shared.path.as_str();
         let written = self.shared.zk.retry(|s| async move { s.client().set_data(path, value, None).await });
@@ -241,8 +210,8 @@ impl SharedValue {
     /// read again).
     ///
     /// # Errors
-    /// [`CounterError::State`] before [`start`](Self::start) (or with a `previous` taken
-    /// before it); [`CounterError::InvalidArgument`] for a value over ZooKeeper's limit;
+    /// [`CounterError::State`] after [`close`](Self::close) (or with a `previous` that was
+    /// never read); [`CounterError::InvalidArgument`] for a value over ZooKeeper's limit;
     /// [`CounterError::Indeterminate`] when the write's reply was lost and its retry lost the
     /// race; [`CounterError::Connection`] when ZooKeeper cannot be reached.
     ///
@@ -265,14 +234,14 @@ impl SharedValue {
         previous: &VersionedValue<Vec<u8>>,
         value: &[u8],
     ) -> Result<bool, CounterError> {
-        self.expect_started()?;
+        self.expect_open()?;
         path::validate_data(&self.shared.path, value).map_err(CounterError::invalid)?;
         let current = self.get_versioned();
         if previous.zxid != current.zxid || previous.value != current.value {
             return Ok(false);
         }
         if previous.version < 0 {
-            return Err(self.state_error("not started"));
+            return Err(self.state_error("never read"));
         }
         match self.write_versioned(value, previous.version).await? {
             Some(stat) => {
@@ -315,30 +284,17 @@ impl SharedValue {
     /// # }
     /// ```
     pub async fn close(&self) {
-        let previous = std::mem::replace(&mut *self.lifecycle.lock(), Lifecycle::Closed);
-        if let Lifecycle::Started { stop, task } = previous {
+        let running = self.running.lock().take();
+        if let Some((stop, task)) = running {
             let _ = stop.send(());
             let _ = task.await;
         }
     }
 
-    fn expect_started(&self) -> Result<(), CounterError> {
-        self.expect(|l| matches!(l, Lifecycle::Started { .. }), "not started")
-    }
-
-    fn expect(
-        &self,
-        ok: impl FnOnce(&Lifecycle) -> bool,
-        otherwise: &'static str,
-    ) -> Result<(), CounterError> {
-        let lifecycle = self.lifecycle.lock();
-        if matches!(*lifecycle, Lifecycle::Closed) {
-            return Err(self.state_error("closed"));
-        }
-        if ok(&lifecycle) {
-            Ok(())
-        } else {
-            Err(self.state_error(otherwise))
+    fn expect_open(&self) -> Result<(), CounterError> {
+        match *self.running.lock() {
+            Some(_) => Ok(()),
+            None => Err(self.state_error("closed")),
         }
     }
 

@@ -56,5 +56,31 @@ pub enum DiscoveryError {
     Node(#[from] NodeError),
     /// A ZooKeeper operation failed.
     #[error(transparent)]
-    Connection(#[from] zkr_connection::Error),
+    Connection(zkr_connection::Error),
+}
+
+crate::errors::from_connection!(DiscoveryError);
+
+impl DiscoveryError {
+    /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family.
+    pub fn kind(&self) -> zkr_connection::ErrorKind {
+        match self {
+            DiscoveryError::Connection(e) => e.kind(),
+            DiscoveryError::Node(e) => e.kind(),
+            DiscoveryError::InvalidArgument(_) | DiscoveryError::NotRegistered { .. } => {
+                zkr_connection::ErrorKind::Usage
+            }
+            DiscoveryError::Payload(_) => zkr_connection::ErrorKind::Corrupt,
+        }
+    }
+
+    /// Might the failed write have been applied all the same
+    /// ([`zkr_connection::Error::is_ambiguous`])?
+    pub fn is_ambiguous(&self) -> bool {
+        match self {
+            DiscoveryError::Connection(e) => e.is_ambiguous(),
+            DiscoveryError::Node(e) => e.is_ambiguous(),
+            _ => false,
+        }
+    }
 }

@@ -11,7 +11,7 @@ use zkr_connection::{path, ZkClient};
 use zookeeper_client::CreateMode;
 
 use super::{DiscoveryError, ServiceCache, ServiceInstance, ServiceType};
-use crate::nodes::PersistentNode;
+use crate::nodes::{NodeError, PersistentNode};
 
 /// The base path Curator's users and Spring Cloud Zookeeper use unless told otherwise.
 pub const DEFAULT_BASE_PATH: &str = "/services";
@@ -105,11 +105,13 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
             }
             Entry::Vacant(entry) => {
                 let builder = PersistentNode::builder(&self.zk, &node_path, mode);
-                entry.insert(Arc::new(builder.data(data).delete_on_close(!keep).start()?)).clone()
+                entry.insert(Arc::new(builder.data(data).delete_on_close(!keep).build()?)).clone()
             }
         };
-        node.wait_for_initial_create(self.zk.connection_timeout()).await?;
-        Ok(())
+        match node.wait_for_initial_create_timeout(self.zk.connection_timeout()).await? {
+            Some(_) => Ok(()),
+            None => Err(node.creation_error().unwrap_or(NodeError::Closed).into()),
+        }
     }
 
     /// Writes `instance`'s new data to its node (Curator's `updateService`).

@@ -9,7 +9,7 @@ pub enum IdError {
     /// The connection layer failed: an invalid path, a retry policy that gave up, a deadline,
     /// an expired session, a closed manager, or a ZooKeeper answer such as `NoAuth`.
     #[error(transparent)]
-    Connection(#[from] zkr_connection::Error),
+    Connection(zkr_connection::Error),
     /// An argument is out of range (a zero step, a batch over the limit, a bit layout that
     /// does not fit 63 bits, an empty worker identity).
     #[error("invalid argument: {0}")]
@@ -68,6 +68,31 @@ pub enum IdError {
     /// The generator was closed.
     #[error("the ID generator was closed")]
     Closed,
+}
+
+crate::errors::from_connection!(IdError);
+
+impl IdError {
+    /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family.
+    pub fn kind(&self) -> zkr_connection::ErrorKind {
+        match self {
+            IdError::Connection(e) => e.kind(),
+            IdError::InvalidArgument(_) => zkr_connection::ErrorKind::Usage,
+            IdError::CorruptState { .. } => zkr_connection::ErrorKind::Corrupt,
+            IdError::WatermarkStalled { .. } => zkr_connection::ErrorKind::Unreachable,
+            IdError::Closed => zkr_connection::ErrorKind::Closed,
+            IdError::Exhausted { .. }
+            | IdError::ClockMovedBackwards { .. }
+            | IdError::ClockBehindRecord { .. }
+            | IdError::NoWorkerId { .. } => zkr_connection::ErrorKind::Other,
+        }
+    }
+
+    /// Might the failed write have been applied all the same
+    /// ([`zkr_connection::Error::is_ambiguous`])?
+    pub fn is_ambiguous(&self) -> bool {
+        matches!(self, IdError::Connection(e) if e.is_ambiguous())
+    }
 }
 
 impl From<zookeeper_client::Error> for IdError {

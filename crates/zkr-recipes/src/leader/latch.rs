@@ -19,8 +19,6 @@ pub const LATCH_NAME: &str = "latch-";
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LatchState {
-    /// Not started yet.
-    Latent,
     /// In the queue (or joining it), not the leader.
     Waiting,
     /// The leader.
@@ -74,8 +72,7 @@ pub struct Participant {
 /// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::locks::LockError> {
 /// use zkr_recipes::leader::LeaderLatch;
 ///
-/// let latch = LeaderLatch::new(&zk, "/services/billing/leader", "billing-1")?;
-/// latch.start().await?;
+/// let latch = LeaderLatch::start(&zk, "/services/billing/leader", "billing-1").await?;
 /// let term = latch.await_leadership().await?;
 /// println!("leading with fencing token {}", term.fencing_token);
 /// // ... act as the primary until latch.has_leadership() turns false ...
@@ -120,45 +117,30 @@ impl Inner {
 }
 
 impl LeaderLatch {
-    /// A latch for the election at `path`, joining as `id` (stored in our node, shown by
-    /// [`participants`](Self::participants)). Nothing happens until [`start`](Self::start).
+    /// Joins the election at `path` as `id` (stored in our node, shown by
+    /// [`participants`](Self::participants)) and returns the running latch (Curator's
+    /// constructor and `start()`): it takes part in the background until
+    /// [`close`](Self::close).
     ///
     /// # Errors
-    /// [`LockError::InvalidLockPath`] or [`LockError::Connection`] for an invalid path (or one
-    /// in the reserved `/zookeeper` tree) or an id over ZooKeeper's data limit;
-    /// [`LockError::InvalidArgument`] for an empty id.
-    pub fn new(zk: &ZkClient, path: &str, id: &str) -> Result<Self, LockError> {
+    /// [`LockError::InvalidArgument`] for an invalid path (or one in the reserved `/zookeeper`
+    /// tree), an empty id or one over ZooKeeper's data limit.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it sends nothing itself; a dropped call started nothing.
+    pub async fn start(zk: &ZkClient, path: &str, id: &str) -> Result<Self, LockError> {
         check_participant_id(id)?;
         let internals = LockInternals::new(zk, path, LATCH_NAME, StandardLockInternalsDriver, 1)?
             .with_node_data(id.as_bytes().to_vec())?;
         let inner = Arc::new(Inner {
             internals,
             id: id.to_owned(),
-            state: watch::channel(LatchState::Latent).0,
+            state: watch::channel(LatchState::Waiting).0,
             closing: Notify::new(),
             task: Mutex::new(None),
         });
+        *inner.task.lock() = Some(tokio::spawn(participate(inner.clone())));
         Ok(LeaderLatch { _owner: Arc::new(Owner(inner.clone())), inner })
-    }
-
-    /// Joins the election (in the background).
-    ///
-    /// # Errors
-    /// [`LockError::IllegalState`] if the latch was already started or closed.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only spawns the participation task.
-    pub async fn start(&self) -> Result<(), LockError> {
-        let mut task = self.inner.task.lock();
-        if task.is_some() || *self.inner.state.borrow() != LatchState::Latent {
-            return Err(LockError::IllegalState {
-                path: self.path().to_owned(),
-                reason: "the latch was already started (a closed latch cannot start again)",
-            });
-        }
-        self.inner.state.send_replace(LatchState::Waiting);
-        *task = Some(tokio::spawn(participate(self.inner.clone())));
-        Ok(())
     }
 
     /// The election path.
@@ -190,7 +172,7 @@ impl LeaderLatch {
     ///
     /// # Errors
     /// [`LockError::IllegalState`] if the latch is (or gets) closed first ("the latch was
-    /// closed"), or was never started ("the latch was not started"): a follower that never led
+    /// closed"): a follower that never led
     /// lost nothing.
     ///
     /// # Cancel safety
@@ -201,7 +183,6 @@ impl LeaderLatch {
             match &*states.borrow_and_update() {
                 LatchState::Leader(term) => return Ok(term.clone()),
                 LatchState::Closed => return Err(self.not_running("the latch was closed")),
-                LatchState::Latent => return Err(self.not_running("the latch was not started")),
                 LatchState::Waiting => {}
             }
             if states.changed().await.is_err() {

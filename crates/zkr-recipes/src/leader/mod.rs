@@ -10,8 +10,7 @@
 //! # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::locks::LockError> {
 //! use zkr_recipes::leader::LeaderLatch;
 //!
-//! let latch = LeaderLatch::new(&zk, "/services/billing/leader", "billing-1")?;
-//! latch.start().await?;
+//! let latch = LeaderLatch::start(&zk, "/services/billing/leader", "billing-1").await?;
 //! latch.await_leadership().await?;
 //! # Ok(()) }
 //! ```
@@ -20,7 +19,7 @@ pub mod latch;
 pub mod selector;
 
 pub use latch::{LatchState, LeaderLatch, Leadership, Participant, LATCH_NAME};
-pub use selector::LeaderSelector;
+pub use selector::{LeaderSelector, LeaderSelectorBuilder};
 
 /// After a failed join of the election: logs it and waits `pause`; `false` when `closing` came
 /// first. Shared by the latch's and the selector's participation loops.

@@ -24,8 +24,8 @@ type Work = Arc<dyn Fn(Leadership) -> Pin<Box<dyn Future<Output = ()> + Send>> +
 /// runs the work closure; leadership ends when the work returns, or when the lock is lost (the
 /// error policy's connection state, the session's end, or the node's deletion), in which case
 /// the work's future is dropped: cancelled at its next await, as Curator interrupts
-/// `takeLeadership`. With [`auto_requeue`](Self::auto_requeue) the participant queues again
-/// after each term.
+/// `takeLeadership`. With [`auto_requeue`](LeaderSelectorBuilder::auto_requeue) the participant
+/// queues again after each term.
 ///
 /// # Examples
 ///
@@ -33,12 +33,13 @@ type Work = Arc<dyn Fn(Leadership) -> Pin<Box<dyn Future<Output = ()> + Send>> +
 /// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::locks::LockError> {
 /// use zkr_recipes::leader::LeaderSelector;
 ///
-/// let selector = LeaderSelector::new(&zk, "/services/scheduler/leader", "scheduler-1", |term| async move {
+/// let selector = LeaderSelector::builder(&zk, "/services/scheduler/leader", "scheduler-1", |term| async move {
 ///     println!("leading with fencing token {}", term.fencing_token);
 ///     // ... run the schedule; return to give leadership up ...
-/// })?
-/// .auto_requeue(true);
-/// selector.start().await?;
+/// })
+/// .auto_requeue(true)
+/// .start()
+/// .await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -57,7 +58,7 @@ struct Inner {
     mutex: InterProcessMutex,
     id: String,
     work: Work,
-    auto_requeue: std::sync::atomic::AtomicBool,
+    auto_requeue: bool,
     /// `Some(term)` while leading.
     leading: watch::Sender<Option<Leadership>>,
     /// How many terms have ended.
@@ -76,61 +77,73 @@ impl Drop for Owner {
     }
 }
 
-impl LeaderSelector {
-    /// A selector at `path` joining as `id`, running `work` while leader. Nothing happens until
-    /// [`start`](Self::start).
+/// Builds a [`LeaderSelector`]: [`LeaderSelector::builder`].
+#[must_use = "a selector joins the election only at start()"]
+pub struct LeaderSelectorBuilder {
+    zk: ZkClient,
+    path: String,
+    id: String,
+    work: Work,
+    auto_requeue: bool,
+}
+
+impl std::fmt::Debug for LeaderSelectorBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderSelectorBuilder").field("path", &self.path).field("id", &self.id).finish()
+    }
+}
+
+impl LeaderSelectorBuilder {
+    /// Queue again after each term (default: one term only).
+    pub fn auto_requeue(mut self, requeue: bool) -> Self {
+        self.auto_requeue = requeue;
+        self
+    }
+
+    /// Joins the election and returns the running selector (Curator's `start()`): it takes
+    /// part in the background until [`close`](LeaderSelector::close).
     ///
     /// # Errors
-    /// [`LockError::InvalidLockPath`] or [`LockError::Connection`] for an invalid path (or one
-    /// in the reserved `/zookeeper` tree) or an id over the data limit;
-    /// [`LockError::InvalidArgument`] for an empty id.
-    pub fn new<F, Fut>(zk: &ZkClient, path: &str, id: &str, work: F) -> Result<Self, LockError>
-    where
-        F: Fn(Leadership) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ()> + Send + 'static,
-    {
-        super::latch::check_participant_id(id)?;
-        let internals = LockInternals::new(zk, path, LOCK_NAME, StandardLockInternalsDriver, 1)?
-            .with_node_data(id.as_bytes().to_vec())?;
-        let work: Work = Arc::new(move |term| Box::pin(work(term)));
+    /// [`LockError::InvalidArgument`] for an invalid path (or one in the reserved `/zookeeper`
+    /// tree), an empty id or one over the data limit.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it sends nothing itself; a dropped call started nothing.
+    pub async fn start(self) -> Result<LeaderSelector, LockError> {
+        super::latch::check_participant_id(&self.id)?;
+        let internals = LockInternals::new(&self.zk, &self.path, LOCK_NAME, StandardLockInternalsDriver, 1)?
+            .with_node_data(self.id.as_bytes().to_vec())?;
         let inner = Arc::new(Inner {
             mutex: InterProcessMutex::from_internals(internals)?,
-            id: id.to_owned(),
-            work,
-            auto_requeue: std::sync::atomic::AtomicBool::new(false),
+            id: self.id,
+            work: self.work,
+            auto_requeue: self.auto_requeue,
             leading: watch::channel(None).0,
             terms: watch::channel(0).0,
             closing: Notify::new(),
             closed: std::sync::atomic::AtomicBool::new(false),
             task: Mutex::new(None),
         });
+        *inner.task.lock() = Some(tokio::spawn(participate(inner.clone())));
         Ok(LeaderSelector { _owner: Arc::new(Owner(inner.clone())), inner })
     }
+}
 
-    /// Queue again after each term (default: one term only). Takes effect at the end of the
-    /// current term when changed later.
-    pub fn auto_requeue(self, requeue: bool) -> Self {
-        self.inner.auto_requeue.store(requeue, std::sync::atomic::Ordering::SeqCst);
-        self
-    }
-
-    /// Joins the election (in the background).
-    ///
-    /// # Errors
-    /// [`LockError::IllegalState`] if already started or closed.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only spawns the participation task.
-    pub async fn start(&self) -> Result<(), LockError> {
-        let mut task = self.inner.task.lock();
-        if task.is_some() || self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(LockError::IllegalState {
-                path: self.path().to_owned(),
-                reason: "the selector was already started (a closed selector cannot start again)",
-            });
+impl LeaderSelector {
+    /// A selector at `path` joining as `id`, running `work` while leader; it joins at
+    /// [`start`](LeaderSelectorBuilder::start).
+    pub fn builder<F, Fut>(zk: &ZkClient, path: &str, id: &str, work: F) -> LeaderSelectorBuilder
+    where
+        F: Fn(Leadership) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        LeaderSelectorBuilder {
+            zk: zk.clone(),
+            path: path.to_owned(),
+            id: id.to_owned(),
+            work: Arc::new(move |term| Box::pin(work(term))),
+            auto_requeue: false,
         }
-        *task = Some(tokio::spawn(participate(self.inner.clone())));
-        Ok(())
     }
 
     /// The election path.
@@ -216,7 +229,7 @@ async fn participate(inner: Arc<Inner>) {
             tracing::debug!(%path, error = %e, "releasing leadership");
         }
         inner.terms.send_modify(|n| *n += 1);
-        if !inner.auto_requeue.load(std::sync::atomic::Ordering::SeqCst) {
+        if !inner.auto_requeue {
             return;
         }
     }

@@ -48,7 +48,7 @@ pub enum LockError {
     /// The connection layer failed: an invalid path, a retry policy that gave up, a deadline,
     /// an expired session, a closed manager, or a ZooKeeper answer such as `NoAuth`.
     #[error(transparent)]
-    Connection(#[from] zkr_connection::Error),
+    Connection(zkr_connection::Error),
     /// Our contender node disappeared while we waited (the session expired, or someone deleted
     /// it) and the retry policy did not allow starting over with a new one.
     #[error("our lock node {node} under {path} vanished while waiting")]
@@ -83,20 +83,28 @@ pub enum LockError {
         /// What is wrong.
         reason: &'static str,
     },
-    /// An argument cannot be used (an empty participant id).
+    /// An argument cannot be used: an invalid path (or `/`, or one in the reserved
+    /// `/zookeeper` tree), an empty participant id, data over ZooKeeper's limit.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// The lock path cannot be used (for example `/`).
-    #[error("invalid lock path {path:?}: {reason}")]
-    InvalidLockPath {
-        /// The path.
-        path: String,
-        /// What is wrong.
-        reason: &'static str,
-    },
 }
 
+crate::errors::from_connection!(LockError);
+
 impl LockError {
+    /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family.
+    pub fn kind(&self) -> zkr_connection::ErrorKind {
+        match self {
+            LockError::Connection(e) => e.kind(),
+            LockError::NodeVanished { .. } | LockError::NotAContender { .. } | LockError::Lost { .. } => {
+                zkr_connection::ErrorKind::Lost
+            }
+            LockError::IllegalState { .. } | LockError::InvalidArgument(_) => {
+                zkr_connection::ErrorKind::Usage
+            }
+        }
+    }
+
     pub(crate) fn zk(error: zookeeper_client::Error) -> Self {
         LockError::Connection(zkr_connection::Error::Zk(error))
     }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
+use zkr_connection::Deadline;
 
 use super::{
     InterProcessMutex, InterProcessMutexGuard, InterProcessSemaphoreMutex, Lease, LockError,
@@ -21,7 +21,7 @@ pub trait Lockable: Send + Sync + std::fmt::Debug {
     ///
     /// # Cancel safety
     /// Cancel safe for every implementation in zkr.
-    async fn lock_until(&self, deadline: Option<Instant>) -> Result<Option<Box<dyn Held>>, LockError>;
+    async fn lock_until(&self, deadline: Option<Deadline>) -> Result<Option<Box<dyn Held>>, LockError>;
 }
 
 /// A held lock inside an [`InterProcessMultiLock`].
@@ -49,11 +49,8 @@ pub trait Held: Send + Sync + std::fmt::Debug {
 
 #[async_trait::async_trait]
 impl<D: LockInternalsDriver> Lockable for InterProcessMutex<D> {
-    async fn lock_until(&self, deadline: Option<Instant>) -> Result<Option<Box<dyn Held>>, LockError> {
-        let guard = match deadline {
-            None => Some(self.acquire().await?),
-            Some(d) => self.acquire_timeout(d.saturating_duration_since(Instant::now())).await?,
-        };
+    async fn lock_until(&self, deadline: Option<Deadline>) -> Result<Option<Box<dyn Held>>, LockError> {
+        let guard = self.acquire_until(deadline).await?;
         Ok(guard.map(|g| Box::new(g) as Box<dyn Held>))
     }
 }
@@ -75,11 +72,8 @@ impl<D: LockInternalsDriver> Held for InterProcessMutexGuard<D> {
 
 #[async_trait::async_trait]
 impl Lockable for InterProcessSemaphoreMutex {
-    async fn lock_until(&self, deadline: Option<Instant>) -> Result<Option<Box<dyn Held>>, LockError> {
-        let lease = match deadline {
-            None => Some(self.acquire().await?),
-            Some(d) => self.acquire_timeout(d.saturating_duration_since(Instant::now())).await?,
-        };
+    async fn lock_until(&self, deadline: Option<Deadline>) -> Result<Option<Box<dyn Held>>, LockError> {
+        let lease = self.acquire_until(deadline).await?;
         Ok(lease.map(|l| Box::new(l) as Box<dyn Held>))
     }
 }
@@ -163,10 +157,10 @@ impl InterProcessMultiLock {
     /// # Cancel safety
     /// As [`acquire`](Self::acquire).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<MultiLockGuard>, LockError> {
-        self.acquire_until(Some(Instant::now() + timeout)).await
+        self.acquire_until(Some(Deadline::after(timeout))).await
     }
 
-    async fn acquire_until(&self, deadline: Option<Instant>) -> Result<Option<MultiLockGuard>, LockError> {
+    async fn acquire_until(&self, deadline: Option<Deadline>) -> Result<Option<MultiLockGuard>, LockError> {
         let mut guard = MultiLockGuard { held: Vec::with_capacity(self.locks.len()) };
         for lock in &self.locks {
             match lock.lock_until(deadline).await {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use parking_lot::Mutex as SyncMutex;
-use zkr_connection::{DropGuard, Session, Transaction, ZkClient};
+use zkr_connection::{Deadline, DropGuard, Session, Transaction, ZkClient};
 use zookeeper_client::{CreateMode, MultiWriteResult, Stat};
 
 use super::driver::{LockInternalsDriver, StandardLockInternalsDriver};
@@ -115,8 +115,8 @@ impl InterProcessMutex {
     /// A mutex at `path` with Curator's naming.
     ///
     /// # Errors
-    /// [`LockError::InvalidLockPath`] for `/`; [`LockError::Connection`] with
-    /// [`InvalidPath`](zkr_connection::Error::InvalidPath) for an invalid path.
+    /// [`LockError::InvalidArgument`] for `/`, an invalid path (or one in the reserved `/zookeeper`
+    /// tree).
     pub fn new(zk: &ZkClient, path: &str) -> Result<Self, LockError> {
         Self::with_driver(zk, path, StandardLockInternalsDriver)
     }
@@ -169,7 +169,16 @@ impl<D: LockInternalsDriver> InterProcessMutex<D> {
         &self,
         timeout: Duration,
     ) -> Result<Option<InterProcessMutexGuard<D>>, LockError> {
-        self.acquire_inner(Wait::within(timeout)).await
+        self.acquire_inner(Wait::timeout(timeout)).await
+    }
+
+    /// Acquires the lock before `deadline` (forever without one): a step of a caller's call
+    /// whose timeout began earlier, so that errors name the caller's timeout.
+    pub(crate) async fn acquire_until(
+        &self,
+        deadline: Option<Deadline>,
+    ) -> Result<Option<InterProcessMutexGuard<D>>, LockError> {
+        self.acquire_inner(Wait::until(deadline)).await
     }
 
     /// Takes the lock only if nobody holds it: creates our node and, unless it is first,

@@ -144,7 +144,8 @@ impl InterProcessReadWriteLock {
     /// A read-write lock at `path`.
     ///
     /// # Errors
-    /// [`LockError::InvalidLockPath`] for `/`; [`LockError::Connection`] for an invalid path.
+    /// [`LockError::InvalidArgument`] for `/`, an invalid path (or one in the reserved `/zookeeper`
+    /// tree).
     pub fn new(zk: &ZkClient, path: &str) -> Result<Self, LockError> {
         let write = InterProcessMutex::from_internals(LockInternals::new(
             zk,

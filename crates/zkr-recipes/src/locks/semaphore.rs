@@ -3,10 +3,9 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
 use zkr_connection::protected::ProtectedCreate;
 use zkr_connection::retry::SessionPause;
-use zkr_connection::{path, within, RetryOptions, ZkClient};
+use zkr_connection::{path, within, Deadline, RetryOptions, ZkClient};
 use zookeeper_client::CreateMode;
 
 use super::internals::{node_gone, TIMEOUT_CLEANUP_GRACE};
@@ -170,14 +169,11 @@ impl InterProcessSemaphoreV2 {
     /// A semaphore at `path` handing out `max` leases.
     ///
     /// # Errors
-    /// [`LockError::InvalidLockPath`] or [`LockError::Connection`] for an invalid path;
-    /// [`LockError::IllegalState`] for `MaxLeases::Fixed(0)`.
+    /// [`LockError::InvalidArgument`] for `/`, an invalid path (or one in the reserved `/zookeeper`
+    /// tree), or `MaxLeases::Fixed(0)`.
     pub fn new(zk: &ZkClient, path: &str, max: MaxLeases) -> Result<Self, LockError> {
         if max == MaxLeases::Fixed(0) {
-            return Err(LockError::IllegalState {
-                path: path.to_owned(),
-                reason: "a semaphore needs at least one lease",
-            });
+            return Err(LockError::InvalidArgument(format!("{path}: a semaphore needs at least one lease")));
         }
         if let MaxLeases::Shared(count) = &max {
             path::validate_node_path(count)?;
@@ -222,7 +218,7 @@ impl InterProcessSemaphoreV2 {
     /// # Cancel safety
     /// As [`acquire`](Self::acquire).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Lease>, LockError> {
-        self.acquire_until(Some(Instant::now() + timeout)).await
+        self.acquire_until(Some(Deadline::after(timeout))).await
     }
 
     /// Every lease node's name (the holders).
@@ -264,21 +260,11 @@ impl InterProcessSemaphoreV2 {
         }
     }
 
-    async fn acquire_until(&self, deadline: Option<Instant>) -> Result<Option<Lease>, LockError> {
+    async fn acquire_until(&self, deadline: Option<Deadline>) -> Result<Option<Lease>, LockError> {
         // Queue for the acquirers' mutex first (Curator's `lock`), then create our lease.
-        let guard = match deadline {
-            None => self.mutex.acquire().await?,
-            Some(d) => match self.mutex.acquire_timeout(d.saturating_duration_since(Instant::now())).await? {
-                Some(guard) => guard,
-                None => return Ok(None),
-            },
-        };
-        let mut request =
-            ProtectedCreate::new(&self.leases_path, LEASE_NAME, CreateMode::EphemeralSequential);
-        if let Some(d) = deadline {
-            request = request
-                .retry_options(RetryOptions::default().deadline(d.saturating_duration_since(Instant::now())));
-        }
+        let Some(guard) = self.mutex.acquire_until(deadline).await? else { return Ok(None) };
+        let request = ProtectedCreate::new(&self.leases_path, LEASE_NAME, CreateMode::EphemeralSequential)
+            .retry_options(RetryOptions::default().deadline(deadline));
         let created = match self.zk.create_protected_ext(request).await {
             Ok(created) => created,
             Err(zkr_connection::Error::DeadlineExceeded { .. }) => return Ok(None),
@@ -311,7 +297,7 @@ impl InterProcessSemaphoreV2 {
     }
 
     /// Waits until there are no more lease nodes than the maximum; `false` at the deadline.
-    async fn wait_for_room(&self, lease: &Lease, deadline: Option<Instant>) -> Result<bool, LockError> {
+    async fn wait_for_room(&self, lease: &Lease, deadline: Option<Deadline>) -> Result<bool, LockError> {
         let client = lease.fence.session().client();
         let mut pause = SessionPause::default();
         loop {
@@ -323,11 +309,10 @@ impl InterProcessSemaphoreV2 {
                 // connection, bounded by the deadline, and look again. The session, and with
                 // it our lease, survives unless it expires.
                 Err(e) if zkr_connection::is_retryable(&e) => {
-                    let wait = deadline.map_or(self.zk.connection_timeout(), |d| {
-                        d.saturating_duration_since(Instant::now()).min(self.zk.connection_timeout())
-                    });
-                    let _ = self.zk.wait_connected(wait).await;
-                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                    let bound = self.zk.connection_timeout();
+                    let _ =
+                        self.zk.wait_connected(deadline.map_or(bound, |d| d.remaining().min(bound))).await;
+                    if deadline.is_some_and(|d| d.has_passed()) {
                         return Ok(false);
                     }
                     // Connected again, or the wait ran out: look again shortly.
@@ -431,6 +416,11 @@ impl InterProcessSemaphoreMutex {
     /// Cancel safe.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Lease>, LockError> {
         self.semaphore.acquire_timeout(timeout).await
+    }
+
+    /// Takes the mutex before `deadline` (forever without one).
+    pub(crate) async fn acquire_until(&self, deadline: Option<Deadline>) -> Result<Option<Lease>, LockError> {
+        self.semaphore.acquire_until(deadline).await
     }
 }
 

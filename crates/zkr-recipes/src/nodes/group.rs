@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use zkr_connection::{path, ZkClient};
+use zkr_connection::{path, Deadline, ZkClient};
 use zookeeper_client::CreateMode;
 
 use super::{NodeError, PersistentNode};
@@ -22,7 +22,7 @@ use crate::cache::{CacheMode, CuratorCache};
 /// use zkr_recipes::nodes::GroupMember;
 ///
 /// let member = GroupMember::start(&zk, "/app/members", "host-1", b"10.0.0.1:8080").await?;
-/// member.wait_for_initial_create(Duration::from_secs(5)).await?;
+/// member.wait_for_initial_create_timeout(Duration::from_secs(5)).await?;
 /// for (id, payload) in member.current_members() {
 ///     println!("{id}: {}", String::from_utf8_lossy(&payload));
 /// }
@@ -58,7 +58,7 @@ impl GroupMember {
         path::validate_node_path(membership_path)
             .map_err(|e| NodeError::InvalidArgument(super::invalid_argument(e)))?;
         let node_path = path::join(membership_path, id);
-        let node = PersistentNode::builder(zk, &node_path, CreateMode::Ephemeral).data(payload).start()?;
+        let node = PersistentNode::builder(zk, &node_path, CreateMode::Ephemeral).data(payload).build()?;
         let cache = CuratorCache::builder(zk, membership_path).mode(CacheMode::Children).start().await?;
         Ok(GroupMember { membership_path: membership_path.to_owned(), id: id.to_owned(), node, cache })
     }
@@ -92,20 +92,28 @@ impl GroupMember {
     /// Waits until the member node exists and the group's cache shows it, so that
     /// [`current_members`](Self::current_members) includes this member; the node's path.
     ///
+    /// `Ok(None)` when `timeout` passed first ([`PersistentNode::creation_error`] on
+    /// [`node`](Self::node) says why when the node is missing).
+    ///
     /// # Errors
-    /// As [`PersistentNode::wait_for_initial_create`].
+    /// As [`PersistentNode::wait_for_initial_create_timeout`].
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn wait_for_initial_create(&self, timeout: Duration) -> Result<String, NodeError> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        let path = self.node.wait_for_initial_create(timeout).await?;
+    pub async fn wait_for_initial_create_timeout(
+        &self,
+        timeout: Duration,
+    ) -> Result<Option<String>, NodeError> {
+        let deadline = Some(Deadline::after(timeout));
+        let Some(path) = self.node.wait_for_initial_create_timeout(timeout).await? else { return Ok(None) };
         let mut snapshots = self.cache.snapshots();
-        let seen = tokio::time::timeout_at(deadline, snapshots.wait_for(|s| s.get(&path).is_some())).await;
+        let seen = zkr_connection::within(deadline, snapshots.wait_for(|s| s.get(&path).is_some()))
+            .await
+            .map(|seen| seen.is_ok());
         match seen {
-            Ok(Ok(_)) => Ok(path),
-            Ok(Err(_)) => Err(NodeError::Closed),
-            Err(_) => Err(NodeError::NotCreated { path, timeout, held_by: None, last: None }),
+            Some(true) => Ok(Some(path)),
+            Some(false) => Err(NodeError::Closed),
+            None => Ok(None),
         }
     }
 

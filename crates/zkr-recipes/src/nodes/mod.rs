@@ -18,9 +18,9 @@
 //! use zkr_recipes::nodes::PersistentNode;
 //! use zookeeper_client::CreateMode;
 //!
-//! let node = PersistentNode::builder(&zk, "/workers/w-1", CreateMode::Ephemeral).data(b"ready").start()?;
-//! let path = node.wait_for_initial_create(Duration::from_secs(5)).await?;
-//! println!("registered at {path}");
+//! let node = PersistentNode::builder(&zk, "/workers/w-1", CreateMode::Ephemeral).data(b"ready").build()?;
+//! let path = node.wait_for_initial_create_timeout(Duration::from_secs(5)).await?;
+//! println!("registered at {path:?}");
 //! node.close().await;
 //! # Ok(()) }
 //! ```
@@ -29,8 +29,6 @@ mod group;
 mod keeper;
 mod persistent;
 mod ttl;
-
-use std::time::Duration;
 
 pub use group::GroupMember;
 pub use persistent::{PersistentNode, PersistentNodeBuilder};
@@ -43,15 +41,15 @@ pub enum NodeError {
     /// A bad path, name, mode or TTL: nothing was sent.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// The node was not created within the wait. `last` is why the last try failed (the
-    /// server has TTL nodes off, `NoAuth`, no connection); `held_by` the session of another
-    /// client's ephemeral node at the path, which this one waits to see deleted.
-    #[error("{path} was not created within {timeout:?}{}", held_by.map(|s| format!(": the path is held by session {s:#x}")).unwrap_or_default())]
+    /// The node does not exist (yet): what [`PersistentNode::creation_error`] says after a
+    /// [`wait_for_initial_create_timeout`](PersistentNode::wait_for_initial_create_timeout)
+    /// ran out. `last` is why the last try failed (the server has TTL nodes off, `NoAuth`, no
+    /// connection); `held_by` the session of another client's ephemeral node at the path,
+    /// which this one waits to see deleted.
+    #[error("{path} is not created{}", held_by.map(|s| format!(": the path is held by session {s:#x}")).unwrap_or_default())]
     NotCreated {
         /// The node's path (for sequential modes, the path it is created under).
         path: String,
-        /// How long the call waited.
-        timeout: Duration,
         /// Another session's ephemeral node at the path.
         held_by: Option<i64>,
         /// Why the last try failed.
@@ -63,7 +61,31 @@ pub enum NodeError {
     Closed,
     /// A ZooKeeper operation failed.
     #[error(transparent)]
-    Connection(#[from] zkr_connection::Error),
+    Connection(zkr_connection::Error),
+}
+
+crate::errors::from_connection!(NodeError);
+
+impl NodeError {
+    /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family: a node
+    /// not created is a conflict while another session holds its path, else its last failure's
+    /// kind (unreachable when there was none).
+    pub fn kind(&self) -> zkr_connection::ErrorKind {
+        match self {
+            NodeError::Connection(e) => e.kind(),
+            NodeError::InvalidArgument(_) => zkr_connection::ErrorKind::Usage,
+            NodeError::NotCreated { held_by: Some(_), .. } => zkr_connection::ErrorKind::Conflict,
+            NodeError::NotCreated { last: Some(e), .. } => e.kind(),
+            NodeError::NotCreated { .. } => zkr_connection::ErrorKind::Unreachable,
+            NodeError::Closed => zkr_connection::ErrorKind::Closed,
+        }
+    }
+
+    /// Might the failed write have been applied all the same
+    /// ([`zkr_connection::Error::is_ambiguous`])?
+    pub fn is_ambiguous(&self) -> bool {
+        matches!(self, NodeError::Connection(e) if e.is_ambiguous())
+    }
 }
 
 /// What a bad argument's error says, with its causes (`invalid path "a/b": ...`) and without

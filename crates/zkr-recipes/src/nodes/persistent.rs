@@ -47,7 +47,7 @@ impl PersistentNodeBuilder {
     }
 
     /// Checks the settings and starts keeping the node in the background (Curator's
-    /// `start()`); [`wait_for_initial_create`](PersistentNode::wait_for_initial_create)
+    /// `start()`); [`wait_for_initial_create_timeout`](PersistentNode::wait_for_initial_create_timeout)
     /// waits for the first create.
     ///
     /// # Errors
@@ -56,7 +56,7 @@ impl PersistentNodeBuilder {
     ///
     /// # Panics
     /// Outside a tokio runtime.
-    pub fn start(self) -> Result<PersistentNode, NodeError> {
+    pub fn build(self) -> Result<PersistentNode, NodeError> {
         let invalid = |e| NodeError::InvalidArgument(super::invalid_argument(e));
         path::validate_node_path(&self.path).map_err(invalid)?;
         self.zk.validate_recipe_path(&self.path).map_err(invalid)?;
@@ -103,8 +103,8 @@ impl PersistentNodeBuilder {
 /// use zkr_recipes::nodes::PersistentNode;
 /// use zookeeper_client::CreateMode;
 ///
-/// let node = PersistentNode::builder(&zk, "/jobs/worker-", CreateMode::EphemeralSequential).start()?;
-/// node.wait_for_initial_create(Duration::from_secs(5)).await?;
+/// let node = PersistentNode::builder(&zk, "/jobs/worker-", CreateMode::EphemeralSequential).build()?;
+/// node.wait_for_initial_create_timeout(Duration::from_secs(5)).await?;
 /// let mut paths = node.path_watch();
 /// while paths.changed().await.is_ok() {
 ///     println!("now at {:?}", *paths.borrow());
@@ -134,27 +134,36 @@ impl PersistentNode {
         }
     }
 
-    /// Waits until the node has been created (Curator's `waitForInitialCreate`); its path.
+    /// Waits at most `timeout` until the node has been created (Curator's
+    /// `waitForInitialCreate`): its path, or `Ok(None)` when `timeout` passed first; then
+    /// [`creation_error`](Self::creation_error) says why.
     ///
     /// # Errors
-    /// [`NodeError::NotCreated`] with the last failure (or the session holding the path)
-    /// when `timeout` passes first; [`NodeError::Closed`] if the connection manager closed.
+    /// [`NodeError::Closed`] if the connection manager closed.
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn wait_for_initial_create(&self, timeout: Duration) -> Result<String, NodeError> {
+    pub async fn wait_for_initial_create_timeout(
+        &self,
+        timeout: Duration,
+    ) -> Result<Option<String>, NodeError> {
         let mut paths = self.paths.clone();
         let created = tokio::time::timeout(timeout, paths.wait_for(Option::is_some)).await;
         match created {
-            Ok(Ok(path)) => Ok(path.clone().unwrap_or_default()),
+            Ok(Ok(path)) => Ok(Some(path.clone().unwrap_or_default())),
             Ok(Err(_)) => Err(NodeError::Closed),
-            Err(_) => Err(NodeError::NotCreated {
-                path: self.shared.spec.path.clone(),
-                timeout,
-                held_by: self.shared.held_by(),
-                last: self.shared.last_error.lock().clone().map(Box::new),
-            }),
+            Err(_) => Ok(None),
         }
+    }
+
+    /// Why the node does not exist now ([`NodeError::NotCreated`] with the last failure or
+    /// the session holding the path); `None` while it exists.
+    pub fn creation_error(&self) -> Option<NodeError> {
+        self.shared.current().is_none().then(|| NodeError::NotCreated {
+            path: self.shared.spec.path.clone(),
+            held_by: self.shared.held_by(),
+            last: self.shared.last_error.lock().clone().map(Box::new),
+        })
     }
 
     /// The node's current path (Curator's `getActualPath`); `None` while it does not exist.

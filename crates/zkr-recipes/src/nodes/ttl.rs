@@ -18,8 +18,9 @@ pub const TOUCH_NODE_NAME: &str = "touch";
 ///
 /// [`close`](Self::close) stops touching and leaves the node to expire, as Curator's does. The
 /// server must have TTL nodes on (`zookeeper.extendedTypesEnabled=true`); otherwise
-/// [`wait_for_initial_create`](Self::wait_for_initial_create) fails with
-/// [`TtlDisabled`](zkr_connection::Error::TtlDisabled) as its cause.
+/// [`wait_for_initial_create_timeout`](Self::wait_for_initial_create_timeout) runs out and
+/// [`PersistentNode::creation_error`] names [`TtlDisabled`](zkr_connection::Error::TtlDisabled)
+/// as its cause.
 ///
 /// # Examples
 ///
@@ -29,7 +30,7 @@ pub const TOUCH_NODE_NAME: &str = "touch";
 /// use zkr_recipes::nodes::PersistentTtlNode;
 ///
 /// let node = PersistentTtlNode::new(&zk, "/jobs/nightly/running", Duration::from_secs(60), b"host-1")?;
-/// node.wait_for_initial_create(Duration::from_secs(5)).await?;
+/// node.wait_for_initial_create_timeout(Duration::from_secs(5)).await?;
 /// // ... the job runs; if this process dies, the node is gone a minute or two later ...
 /// node.close().await;
 /// # Ok(()) }
@@ -53,21 +54,24 @@ impl PersistentTtlNode {
             .ttl(ttl)
             .data(data)
             .delete_on_close(false)
-            .start()?;
+            .build()?;
         let toucher =
             tokio::spawn(touch(zk.clone(), node.path_watch(), path::join(path, TOUCH_NODE_NAME), ttl));
         Ok(PersistentTtlNode { node, _toucher: Toucher(toucher) })
     }
 
-    /// As [`PersistentNode::wait_for_initial_create`].
+    /// As [`PersistentNode::wait_for_initial_create_timeout`].
     ///
     /// # Errors
-    /// As [`PersistentNode::wait_for_initial_create`].
+    /// As [`PersistentNode::wait_for_initial_create_timeout`].
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn wait_for_initial_create(&self, timeout: Duration) -> Result<String, NodeError> {
-        self.node.wait_for_initial_create(timeout).await
+    pub async fn wait_for_initial_create_timeout(
+        &self,
+        timeout: Duration,
+    ) -> Result<Option<String>, NodeError> {
+        self.node.wait_for_initial_create_timeout(timeout).await
     }
 
     /// The node itself.

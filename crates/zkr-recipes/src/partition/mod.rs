@@ -48,7 +48,32 @@ pub enum PartitionError {
     Lock(#[from] crate::locks::LockError),
     /// A ZooKeeper operation failed, or the manager was closed.
     #[error(transparent)]
-    Connection(#[from] zkr_connection::Error),
+    Connection(zkr_connection::Error),
+}
+
+crate::errors::from_connection!(PartitionError);
+
+impl PartitionError {
+    /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family.
+    pub fn kind(&self) -> zkr_connection::ErrorKind {
+        match self {
+            PartitionError::Connection(e) => e.kind(),
+            PartitionError::Node(e) => e.kind(),
+            PartitionError::Lock(e) => e.kind(),
+            PartitionError::InvalidArgument(_) => zkr_connection::ErrorKind::Usage,
+        }
+    }
+
+    /// Might the failed write have been applied all the same
+    /// ([`zkr_connection::Error::is_ambiguous`])?
+    pub fn is_ambiguous(&self) -> bool {
+        match self {
+            PartitionError::Connection(e) => e.is_ambiguous(),
+            PartitionError::Node(e) => e.is_ambiguous(),
+            PartitionError::Lock(e) => e.is_ambiguous(),
+            PartitionError::InvalidArgument(_) => false,
+        }
+    }
 }
 
 /// kazoo's partition function: the items `identifier` gets among `members`, or none when it is

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{watch, OnceCell};
-use tokio::time::{Duration, Instant};
+use tokio::time::Duration;
+use zkr_connection::Deadline;
 use zkr_connection::{path, RetryOptions, ZkClient};
 use zookeeper_client::{Acls, CreateMode};
 
@@ -213,7 +214,7 @@ impl Core {
     }
 
     /// Takes the first node in queue order, waiting for one until `deadline`; `None` then.
-    pub(crate) async fn take_by(&self, deadline: Option<Instant>) -> Result<Option<Taken>, QueueError> {
+    pub(crate) async fn take_by(&self, deadline: Option<Deadline>) -> Result<Option<Taken>, QueueError> {
         let mut views = self.views().await?;
         let mut skip = HashSet::new();
         loop {
@@ -228,15 +229,12 @@ impl Core {
                 continue; // look again before waiting: later nodes may be ready
             }
             let due =
-                next_due.map(|ms| Instant::now() + Duration::from_millis(ms.saturating_sub(now_epoch_ms())));
-            let wake = match (due, deadline) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+                next_due.map(|ms| Deadline::after(Duration::from_millis(ms.saturating_sub(now_epoch_ms()))));
+            let wake = due.into_iter().chain(deadline).min();
             match zkr_connection::within(wake, changed(&mut views)).await {
                 Some(true) => skip.clear(),
                 Some(false) => return Err(zkr_connection::Error::Closed.into()),
-                None if deadline.is_some_and(|d| Instant::now() >= d) => return Ok(None),
+                None if deadline.is_some_and(|d| d.has_passed()) => return Ok(None),
                 None => {}
             }
         }
@@ -356,7 +354,7 @@ impl Core {
         &self,
         infix: &str,
         data: &[u8],
-        deadline: Option<Instant>,
+        deadline: Option<Deadline>,
     ) -> Result<bool, QueueError> {
         let node = path::join(&self.path, &format!("{}{infix}", self.prefix));
         zkr_connection::path::validate_data(&node, data)?;
@@ -372,7 +370,7 @@ impl Core {
     /// Waits until the queue holds fewer than `max` nodes, read from ZooKeeper (the cache may
     /// not show our own latest puts yet) and waiting on the cache for a change; `false` at
     /// `deadline`.
-    async fn wait_for_room(&self, max: usize, deadline: Option<Instant>) -> Result<bool, QueueError> {
+    async fn wait_for_room(&self, max: usize, deadline: Option<Deadline>) -> Result<bool, QueueError> {
         let mut items = self.cache(&self.items, &self.path).await?.snapshots();
         loop {
             items.borrow_and_update();

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::time::Instant;
+use zkr_connection::Deadline;
 
 use super::{framing, DistributedQueue, QueueError, QueueItem};
 
@@ -67,14 +67,17 @@ impl<T: Send + Sync + 'static> DistributedDelayQueue<T> {
     ///
     /// # Cancel safety
     /// As [`DistributedQueue::put`].
-    pub async fn put_within(
+    pub async fn put_timeout(
         &self,
         item: &T,
         until: SystemTime,
         timeout: Duration,
-    ) -> Result<bool, QueueError> {
+    ) -> Result<Option<()>, QueueError> {
         let infix = framing::delay_name(epoch_ms(until)?);
-        self.queue.put_node(&infix, std::slice::from_ref(item), Some(Instant::now() + timeout)).await
+        self.queue
+            .put_node(&infix, std::slice::from_ref(item), Some(Deadline::after(timeout)))
+            .await
+            .map(|done| done.then_some(()))
     }
 
     /// Puts several items in one node, to be taken at `until` or later.
@@ -106,8 +109,8 @@ impl<T: Send + Sync + 'static> DistributedDelayQueue<T> {
     ///
     /// # Cancel safety
     /// As [`DistributedQueue::take`].
-    pub async fn take_within(&self, timeout: Duration) -> Result<Option<QueueItem<T>>, QueueError> {
-        self.queue.take_within(timeout).await
+    pub async fn take_timeout(&self, timeout: Duration) -> Result<Option<QueueItem<T>>, QueueError> {
+        self.queue.take_timeout(timeout).await
     }
 
     /// When a node of this queue is due (from its name); the Unix epoch for a node without a

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::Stream;
-use tokio::time::Instant;
+use zkr_connection::Deadline;
 use zkr_connection::ZkClient;
 
 use super::core::{Core, Order, Taken};
@@ -185,7 +185,7 @@ impl<T: Send + Sync + 'static> DistributedQueue<T> {
         self.put_multi(std::slice::from_ref(item)).await
     }
 
-    /// [`put`](Self::put) waiting at most `timeout` for room in a bounded queue: `false` when
+    /// [`put`](Self::put) waiting at most `timeout` for room in a bounded queue: `Ok(None)` when
     /// there was none (nothing was put).
     ///
     /// # Errors
@@ -193,8 +193,10 @@ impl<T: Send + Sync + 'static> DistributedQueue<T> {
     ///
     /// # Cancel safety
     /// As [`put`](Self::put).
-    pub async fn put_within(&self, item: &T, timeout: Duration) -> Result<bool, QueueError> {
-        self.put_node("", std::slice::from_ref(item), Some(Instant::now() + timeout)).await
+    pub async fn put_timeout(&self, item: &T, timeout: Duration) -> Result<Option<()>, QueueError> {
+        self.put_node("", std::slice::from_ref(item), Some(Deadline::after(timeout)))
+            .await
+            .map(|done| done.then_some(()))
     }
 
     /// Puts several items in one node (Curator's `putMulti`): one write, and a consumer gets
@@ -233,8 +235,8 @@ impl<T: Send + Sync + 'static> DistributedQueue<T> {
     ///
     /// # Cancel safety
     /// As [`take`](Self::take).
-    pub async fn take_within(&self, timeout: Duration) -> Result<Option<QueueItem<T>>, QueueError> {
-        self.take_by(Some(Instant::now() + timeout)).await
+    pub async fn take_timeout(&self, timeout: Duration) -> Result<Option<QueueItem<T>>, QueueError> {
+        self.take_by(Some(Deadline::after(timeout))).await
     }
 
     /// Every item, taken one after the other as they come: a [`Stream`] that ends only after
@@ -264,7 +266,7 @@ impl<T: Send + Sync + 'static> DistributedQueue<T> {
         &self,
         infix: &str,
         items: &[T],
-        deadline: Option<Instant>,
+        deadline: Option<Deadline>,
     ) -> Result<bool, QueueError> {
         if items.is_empty() {
             return Err(QueueError::InvalidArgument("a put needs at least one item".into()));
@@ -276,7 +278,7 @@ impl<T: Send + Sync + 'static> DistributedQueue<T> {
 
     pub(crate) async fn take_by(
         &self,
-        deadline: Option<Instant>,
+        deadline: Option<Deadline>,
     ) -> Result<Option<QueueItem<T>>, QueueError> {
         match self.core.take_by(deadline).await? {
             Some(taken) => self.decode(taken).await.map(Some),

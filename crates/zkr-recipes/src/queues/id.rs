@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
+use zkr_connection::Deadline;
 
 use super::{framing, DistributedQueue, QueueError, QueueItem};
 
@@ -63,9 +63,12 @@ impl<T: Send + Sync + 'static> DistributedIdQueue<T> {
     ///
     /// # Cancel safety
     /// As [`DistributedQueue::put`].
-    pub async fn put_within(&self, item: &T, id: &str, timeout: Duration) -> Result<bool, QueueError> {
+    pub async fn put_timeout(&self, item: &T, id: &str, timeout: Duration) -> Result<Option<()>, QueueError> {
         let infix = framing::id_name(checked(id)?);
-        self.queue.put_node(&infix, std::slice::from_ref(item), Some(Instant::now() + timeout)).await
+        self.queue
+            .put_node(&infix, std::slice::from_ref(item), Some(Deadline::after(timeout)))
+            .await
+            .map(|done| done.then_some(()))
     }
 
     /// Removes every node put under `id` that no one has taken; how many were removed. In
@@ -115,8 +118,8 @@ impl<T: Send + Sync + 'static> DistributedIdQueue<T> {
     ///
     /// # Cancel safety
     /// As [`DistributedQueue::take`].
-    pub async fn take_within(&self, timeout: Duration) -> Result<Option<QueueItem<T>>, QueueError> {
-        self.queue.take_within(timeout).await
+    pub async fn take_timeout(&self, timeout: Duration) -> Result<Option<QueueItem<T>>, QueueError> {
+        self.queue.take_timeout(timeout).await
     }
 
     /// The id a node of this queue was put under (from its name, as fixed).

@@ -123,7 +123,34 @@ pub enum QueueError {
     },
     /// A ZooKeeper operation failed.
     #[error("a ZooKeeper operation on the queue failed")]
-    Connection(#[from] zkr_connection::Error),
+    Connection(zkr_connection::Error),
+}
+
+crate::errors::from_connection!(QueueError);
+
+impl QueueError {
+    /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family.
+    pub fn kind(&self) -> zkr_connection::ErrorKind {
+        match self {
+            QueueError::Connection(e) => e.kind(),
+            QueueError::InvalidArgument(_) | QueueError::Encode { .. } => zkr_connection::ErrorKind::Usage,
+            QueueError::Corrupt { .. } => zkr_connection::ErrorKind::Corrupt,
+            QueueError::LockLost { .. } => zkr_connection::ErrorKind::Lost,
+            QueueError::ItemGone { .. } => zkr_connection::ErrorKind::Absent,
+            QueueError::Indeterminate { .. } => zkr_connection::ErrorKind::Indeterminate,
+        }
+    }
+
+    /// Might the failed write have been applied all the same? True for
+    /// [`Indeterminate`](Self::Indeterminate) and for an ambiguous connection error
+    /// ([`zkr_connection::Error::is_ambiguous`]).
+    pub fn is_ambiguous(&self) -> bool {
+        match self {
+            QueueError::Indeterminate { .. } => true,
+            QueueError::Connection(e) => e.is_ambiguous(),
+            _ => false,
+        }
+    }
 }
 
 /// Checks a queue (or lock) path, with the error every queue gives.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
+use zkr_connection::Deadline;
 
 use super::{framing, DistributedQueue, QueueError, QueueItem};
 
@@ -60,9 +60,17 @@ impl<T: Send + Sync + 'static> DistributedPriorityQueue<T> {
     ///
     /// # Cancel safety
     /// As [`DistributedQueue::put`].
-    pub async fn put_within(&self, item: &T, priority: i32, timeout: Duration) -> Result<bool, QueueError> {
-        let deadline = Some(Instant::now() + timeout);
-        self.queue.put_node(&framing::priority_name(priority), std::slice::from_ref(item), deadline).await
+    pub async fn put_timeout(
+        &self,
+        item: &T,
+        priority: i32,
+        timeout: Duration,
+    ) -> Result<Option<()>, QueueError> {
+        let deadline = Some(Deadline::after(timeout));
+        self.queue
+            .put_node(&framing::priority_name(priority), std::slice::from_ref(item), deadline)
+            .await
+            .map(|done| done.then_some(()))
     }
 
     /// Puts several items in one node with `priority`.
@@ -94,8 +102,8 @@ impl<T: Send + Sync + 'static> DistributedPriorityQueue<T> {
     ///
     /// # Cancel safety
     /// As [`DistributedQueue::take`].
-    pub async fn take_within(&self, timeout: Duration) -> Result<Option<QueueItem<T>>, QueueError> {
-        self.queue.take_within(timeout).await
+    pub async fn take_timeout(&self, timeout: Duration) -> Result<Option<QueueItem<T>>, QueueError> {
+        self.queue.take_timeout(timeout).await
     }
 
     /// The priority a node of this queue was put with (from its name).

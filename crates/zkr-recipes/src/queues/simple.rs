@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
+use zkr_connection::Deadline;
 use zkr_connection::ZkClient;
 
 use super::core::{Core, Order};
@@ -129,8 +129,8 @@ impl SimpleDistributedQueue {
     ///
     /// # Cancel safety
     /// As [`take`](Self::take).
-    pub async fn take_within(&self, timeout: Duration) -> Result<Option<Vec<u8>>, QueueError> {
-        self.take_by(Some(Instant::now() + timeout)).await
+    pub async fn take_timeout(&self, timeout: Duration) -> Result<Option<Vec<u8>>, QueueError> {
+        self.take_by(Some(Deadline::after(timeout))).await
     }
 
     /// Removes and returns the head without waiting: `None` for an empty queue.
@@ -167,7 +167,7 @@ impl SimpleDistributedQueue {
         self.peek().await?.ok_or_else(|| zkr_connection::Error::Zk(zookeeper_client::Error::NoNode).into())
     }
 
-    async fn take_by(&self, deadline: Option<Instant>) -> Result<Option<Vec<u8>>, QueueError> {
+    async fn take_by(&self, deadline: Option<Deadline>) -> Result<Option<Vec<u8>>, QueueError> {
         Ok(self.core.take_by(deadline).await?.map(|t| t.data))
     }
 }

@@ -11,12 +11,11 @@ mod wait;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::time::Instant;
 use zkr_connection::protected::{ProtectedCreate, ProtectedNode};
 use zkr_connection::retry::RetryBudget;
-use zkr_connection::{is_retryable, is_session_error, path, RetryOptions, ZkClient};
+use zkr_connection::{is_retryable, is_session_error, path, Deadline, RetryOptions, ZkClient};
 
 use super::driver::LockInternalsDriver;
 use super::error::LockError;
@@ -38,14 +37,9 @@ use wait::{Look, WaitError};
 pub enum Wait {
     /// Until the lock is ours (or an error).
     Forever,
-    /// For `timeout` counted from `since` (the start of the caller's call); the time to
-    /// create our node counts, and an error that names the bound names `timeout`.
-    Within {
-        /// When the caller's call began.
-        since: Instant,
-        /// The caller's timeout.
-        timeout: Duration,
-    },
+    /// Until the caller's deadline: the time to create our node counts, and an error that
+    /// names the bound names the caller's timeout.
+    Until(Deadline),
     /// Not at all: take the lock if it is free after our node is created, else give up.
     NoWait,
 }
@@ -112,8 +106,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     /// Lock internals for contenders named by `driver` under `base_path`.
     ///
     /// # Errors
-    /// [`LockError::InvalidLockPath`] for `/`, [`LockError::Connection`] with
-    /// [`InvalidPath`](zkr_connection::Error::InvalidPath) for an invalid path or lock name.
+    /// [`LockError::InvalidArgument`] for `/`, an invalid path or lock name.
     pub fn new(
         zk: &ZkClient,
         base_path: &str,
@@ -123,10 +116,9 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     ) -> Result<Self, LockError> {
         zk.validate_recipe_path(base_path)?;
         if base_path == "/" {
-            return Err(LockError::InvalidLockPath {
-                path: base_path.to_string(),
-                reason: "a lock needs a path of its own, not the root",
-            });
+            return Err(LockError::InvalidArgument(format!(
+                "invalid lock path {base_path:?}: a lock needs a path of its own, not the root"
+            )));
         }
         path::validate_name(lock_name)?;
         Ok(LockInternals {
@@ -202,7 +194,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
 
     /// [`attempt_lock`](Self::attempt_lock) without its report.
     async fn attempt(&self, wait: Wait) -> Result<Option<LockNode>, LockError> {
-        let mut budget = RetryBudget::new(self.zk.retry_policy().clone()).deadline_at(wait.deadline());
+        let mut budget = RetryBudget::new(self.zk.retry_policy().clone()).until(wait.deadline());
         let attempts = AttemptCount::enter(&self.attempts);
         loop {
             let error_epoch = self.zk.error_epoch();
@@ -216,7 +208,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             };
             let mut cleanup = NodeCleanup::new(&self.zk, &node.path, node.session.generation());
             let first = self.first_look(&mut node, by_view, wait, not_before, error_epoch).await;
-            match self.wait_for_lock(&node.session, &node.name, first, wait).await {
+            match self.wait_for_lock(&node.session, &node.name, first, wait, &mut budget).await {
                 Ok(error_epoch) => {
                     cleanup.disarm();
                     let fence = SessionFence::new(node.session, error_epoch);
@@ -261,8 +253,8 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             .tag(spec.tag)
             .data(&self.node_data)
             .list_siblings(list);
-        if let Wait::Within { since, timeout } = wait {
-            request = request.retry_options(RetryOptions::default().deadline(timeout).started_at(since));
+        if let Wait::Until(deadline) = wait {
+            request = request.retry_options(RetryOptions::default().deadline(Some(deadline)));
         }
         match self.zk.create_protected_ext(request).await {
             Ok(node) => Ok(Some(node)),

@@ -140,10 +140,10 @@ pub(crate) async fn follow_node<T>(
                         return Ok(found);
                     }
                     if watcher.changed().await.event_type == EventType::Session {
-                        return Err(SessionEnded);
+                        return Err(session_state_ended(session).await);
                     }
                 }
-                Err(e) if is_session_error(&e) => return Err(SessionEnded),
+                Err(e) if is_session_error(&e) => return Err(session_state_ended(session).await),
                 // The connection is down: ask again once it may be back.
                 Err(_) => pause.sleep().await,
             }
@@ -153,6 +153,20 @@ pub(crate) async fn follow_node<T>(
         () = ended => Err(SessionEnded),
         outcome = follow => outcome,
     }
+}
+
+/// [`SessionEnded`], once `session`'s own state says so too: zookeeper-client wakes the
+/// watchers just before it publishes the state, and a caller told of the loss must find the
+/// hold's `is_lost()` true (bounded, in case the state never comes).
+async fn session_state_ended(session: &Session) -> SessionEnded {
+    let mut states = session.client().state_watcher();
+    let ended = async {
+        while !states.state().is_terminated() {
+            states.changed().await;
+        }
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), ended).await;
+    SessionEnded
 }
 
 /// One read of `path` with a watch on it: its data (empty unless `data`) or `None` when there

@@ -3,10 +3,21 @@
 use zkr_connection::{path, Session};
 use zookeeper_client::EventType;
 
-use super::wait::Step;
 use super::LockInternals;
 use crate::locks::view::Turn;
 use crate::locks::LockInternalsDriver;
+
+/// What one step of the wait learnt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Step {
+    /// The lock is ours, proved while the manager's error epoch was `epoch` (so a disruption
+    /// during the wait does not count against the new holder, and one after the proof does).
+    Held { epoch: u64 },
+    /// Not ours, and the caller does not wait.
+    NotNow,
+    /// Our turn may have come, or our node may be gone: list again.
+    ListAgain,
+}
 
 /// A way to learn that our turn may have come.
 #[derive(Debug, Clone, PartialEq, Eq)]

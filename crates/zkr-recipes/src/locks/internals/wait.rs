@@ -3,25 +3,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
 use zkr_connection::retry::RetryBudget;
-use zkr_connection::{is_retryable, is_session_error, Session};
+use zkr_connection::{is_retryable, is_session_error, Deadline, Session};
 
-use super::turn::TurnSource;
+use super::turn::{Step, TurnSource};
 use super::{LockInternals, Wait};
 use crate::locks::{LockError, LockInternalsDriver};
-
-/// What one step of the wait learnt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Step {
-    /// The lock is ours, proved while the manager's error epoch was `epoch` (so a disruption
-    /// during the wait does not count against the new holder, and one after the proof does).
-    Held { epoch: u64 },
-    /// Not ours, and the caller does not wait.
-    NotNow,
-    /// Our turn may have come, or our node may be gone: list again.
-    ListAgain,
-}
 
 /// What the waiter knows about the queue before a step.
 pub(super) struct Look {
@@ -58,9 +45,9 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         our_name: &str,
         first: Look,
         wait: Wait,
+        budget: &mut RetryBudget,
     ) -> Result<u64, WaitError> {
         let deadline = wait.deadline();
-        let mut budget = RetryBudget::new(self.zk.retry_policy().clone()).deadline_at(deadline);
         let mut look = first;
         loop {
             if self.zk.generation() != session.generation() {
@@ -73,7 +60,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                 Ok(Step::Held { epoch }) => return Ok(epoch),
                 Ok(Step::NotNow) => return Err(WaitError::NotAcquired),
                 Ok(Step::ListAgain) => {}
-                Err(e) => self.on_wait_error(e, session, &mut budget).await?,
+                Err(e) => self.on_wait_error(e, session, budget).await?,
             }
             look = self.fresh_look();
         }
@@ -147,19 +134,24 @@ impl Wait {
     /// use std::time::Duration;
     /// use zkr_recipes::locks::Wait;
     ///
-    /// let wait = Wait::within(Duration::from_secs(2));
-    /// assert!(wait.deadline().is_some());
+    /// let wait = Wait::timeout(Duration::from_secs(2));
+    /// assert_eq!(wait.deadline().unwrap().timeout(), Duration::from_secs(2));
     /// assert_eq!(Wait::Forever.deadline(), None);
     /// # }
     /// ```
-    pub fn within(timeout: Duration) -> Wait {
-        Wait::Within { since: Instant::now(), timeout }
+    pub fn timeout(timeout: Duration) -> Wait {
+        Wait::Until(Deadline::after(timeout))
     }
 
-    /// The deadline, if the wait has one ([`Wait::Within`]).
-    pub fn deadline(self) -> Option<Instant> {
+    /// Until `deadline`, or forever when there is none.
+    pub fn until(deadline: Option<Deadline>) -> Wait {
+        deadline.map_or(Wait::Forever, Wait::Until)
+    }
+
+    /// The deadline, if the wait has one ([`Wait::Until`]).
+    pub fn deadline(self) -> Option<Deadline> {
         match self {
-            Wait::Within { since, timeout } => Some(since + timeout),
+            Wait::Until(deadline) => Some(deadline),
             Wait::Forever | Wait::NoWait => None,
         }
     }

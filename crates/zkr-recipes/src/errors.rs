@@ -1,0 +1,37 @@
+//! What every family's error shares: bad input from the connection layer becomes the family's
+//! `InvalidArgument`, and every error answers `kind()` and `is_ambiguous()`
+//! ([`ErrorKind`](zkr_connection::ErrorKind)).
+
+/// The text of a connection-layer usage error with its causes, each said once
+/// (`invalid path "x": ...`), for a family's `InvalidArgument`.
+pub(crate) fn usage_text(error: &zkr_connection::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(e) = cause {
+        let more = e.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        cause = e.source();
+    }
+    text
+}
+
+/// Implements `From<zkr_connection::Error>` for a family's error: bad input (an invalid path,
+/// data over the limit, a bad setting) is the family's `InvalidArgument`, the rest its
+/// `Connection`.
+macro_rules! from_connection {
+    ($family:ident) => {
+        impl From<zkr_connection::Error> for $family {
+            fn from(error: zkr_connection::Error) -> Self {
+                match error.kind() {
+                    zkr_connection::ErrorKind::Usage => {
+                        $family::InvalidArgument($crate::errors::usage_text(&error))
+                    }
+                    _ => $family::Connection(error),
+                }
+            }
+        }
+    };
+}
+pub(crate) use from_connection;
