@@ -5,6 +5,9 @@
 /// The text of a connection-layer usage error with its causes, each said once
 /// (`invalid path "x": ...`), for a family's `InvalidArgument`.
 pub(crate) fn usage_text(error: &zkr_connection::Error) -> String {
+    if let zkr_connection::Error::InvalidArgument(what) = error {
+        return (*what).to_owned();
+    }
     let mut text = error.to_string();
     let mut cause = std::error::Error::source(error);
     while let Some(e) = cause {
@@ -15,6 +18,13 @@ pub(crate) fn usage_text(error: &zkr_connection::Error) -> String {
         cause = e.source();
     }
     text
+}
+
+/// The one path check of a recipe's node: a valid path below the root, outside the reserved
+/// `/zookeeper` tree (unless a namespace or chroot moves it away).
+pub(crate) fn check_node_path(zk: &zkr_connection::ZkClient, path: &str) -> zkr_connection::Result<()> {
+    zkr_connection::path::validate_node_path(path)?;
+    zk.validate_recipe_path(path)
 }
 
 /// Implements `From<zkr_connection::Error>` for a family's error: bad input (an invalid path,

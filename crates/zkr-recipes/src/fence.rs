@@ -3,7 +3,46 @@
 
 use zkr_connection::{Session, ZkClient};
 
-use crate::locks::LostReason;
+/// Why a held lock counts as lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LostReason {
+    /// The connection entered an error state under the manager's error policy (with the
+    /// standard policy: `Suspended` or `Lost`). The node may still exist, but another client
+    /// may hold the lock by now.
+    ConnectionState,
+    /// The session the lock node lived with has ended.
+    SessionEnded,
+    /// The lock node was deleted (by an administrator or another client).
+    NodeDeleted,
+}
+
+impl LostReason {
+    /// The reason as a metric label or log field: `connection_state`, `session_ended`,
+    /// `node_deleted` (the `reason` label of `zkr_lock_losses_total`).
+    ///
+    /// ```
+    /// use zkr_recipes::locks::LostReason;
+    /// assert_eq!(LostReason::SessionEnded.label(), "session_ended");
+    /// ```
+    pub fn label(self) -> &'static str {
+        match self {
+            LostReason::ConnectionState => "connection_state",
+            LostReason::SessionEnded => "session_ended",
+            LostReason::NodeDeleted => "node_deleted",
+        }
+    }
+}
+
+impl std::fmt::Display for LostReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LostReason::ConnectionState => "the connection entered an error state",
+            LostReason::SessionEnded => "the session ended",
+            LostReason::NodeDeleted => "the lock node was deleted",
+        })
+    }
+}
 
 /// A hold's session and the manager's error epoch when the hold was proved. The hold is lost
 /// when the manager gives the session up or replaces it, closes, or (for recipes that count

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::locks::LostReason;
+use crate::fence::LostReason;
 
 /// How a lock attempt ended, the `outcome` label of `zkr_lock_wait_seconds`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use zkr_connection::Deadline;
 use zkr_connection::ZkClient;
 use zookeeper_client::CreateMode;
 
-use super::{cache, finished, validate, wait_for, BarrierError};
+use super::{cache, finished, BarrierError};
 use crate::cache::CacheMode;
 
 /// Curator's `DistributedBarrier`: [`set_barrier`](Self::set_barrier) creates the node,
@@ -43,7 +43,7 @@ impl DistributedBarrier {
     /// # Errors
     /// [`BarrierError::InvalidArgument`] for a path ZooKeeper refuses, or one in `/zookeeper`.
     pub fn new(zk: &ZkClient, path: &str) -> Result<Self, BarrierError> {
-        validate(zk, path)?;
+        zk.validate_recipe_path(path)?;
         Ok(DistributedBarrier { zk: zk.clone(), path: path.to_owned() })
     }
 
@@ -104,8 +104,10 @@ impl DistributedBarrier {
         let Some(cache) = cache(&self.zk, &self.path, CacheMode::Node, deadline).await? else {
             return Ok(false);
         };
-        let mut snapshots = cache.snapshots();
-        let gone = wait_for(&mut snapshots, deadline, |s| s.get(&self.path).is_none().then_some(())).await;
+        let gone = crate::cache::wait_confirmed(&mut cache.snapshots(), deadline, |s| {
+            s.get(&self.path).is_none().then_some(())
+        })
+        .await;
         finished(gone, deadline).map(|gone| gone.is_some())
     }
 }

@@ -6,7 +6,7 @@ use zkr_connection::Deadline;
 use zkr_connection::{path, ZkClient};
 use zookeeper_client::CreateMode;
 
-use super::{cache, finished, validate, wait_for, BarrierError};
+use super::{cache, finished, BarrierError};
 use crate::cache::{CacheMode, CacheSnapshot, CuratorCache};
 use crate::nodes::PersistentNode;
 
@@ -67,7 +67,7 @@ impl DistributedDoubleBarrier {
     /// # Errors
     /// [`BarrierError::InvalidArgument`] for a member count of 0 or a path ZooKeeper refuses.
     pub fn new(zk: &ZkClient, path: &str, member_qty: usize) -> Result<Self, BarrierError> {
-        validate(zk, path)?;
+        zk.validate_recipe_path(path)?;
         if member_qty == 0 {
             return Err(BarrierError::InvalidArgument("a double barrier needs at least one member".into()));
         }
@@ -148,12 +148,14 @@ impl DistributedDoubleBarrier {
         let Some(cache) = cache(&self.zk, &self.path, CacheMode::Children, deadline).await? else {
             return Ok(false);
         };
-        let mut snapshots = cache.snapshots();
         loop {
             // Our first node's czxid: the round we entered. A node created again after our
             // session expired is newer than the `ready` of that round, which must still let us
             // pass.
-            let step = wait_for(&mut snapshots, deadline, |s| self.step(s, node.first_czxid())).await;
+            let step = crate::cache::wait_confirmed(&mut cache.snapshots(), deadline, |s| {
+                self.step(s, node.first_czxid())
+            })
+            .await;
             match finished(step, deadline)? {
                 None => return Ok(false),
                 Some(Step::Pass) => break,
@@ -204,9 +206,11 @@ impl DistributedDoubleBarrier {
     async fn leave_by(&mut self, deadline: Option<Deadline>) -> Result<bool, BarrierError> {
         let Entered { node, cache } = self.entered.take().ok_or(BarrierError::NotEntered)?;
         drop(node); // deleted in the background; the wait below sees it go
-        let mut snapshots = cache.snapshots();
         let path = &self.path;
-        let left = wait_for(&mut snapshots, deadline, |s| members(s, path).is_empty().then_some(())).await;
+        let left = crate::cache::wait_confirmed(&mut cache.snapshots(), deadline, |s| {
+            members(s, path).is_empty().then_some(())
+        })
+        .await;
         if finished(left, deadline)?.is_none() {
             return Ok(false);
         }

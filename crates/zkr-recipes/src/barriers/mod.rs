@@ -35,15 +35,12 @@
 mod barrier;
 mod double;
 
-use std::sync::Arc;
-
-use tokio::sync::watch;
 use zkr_connection::Deadline;
 
 pub use barrier::DistributedBarrier;
 pub use double::DistributedDoubleBarrier;
 
-use crate::cache::{CacheMode, CacheSnapshot, CuratorCache};
+use crate::cache::{CacheMode, CuratorCache};
 
 /// What went wrong with a barrier.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -86,12 +83,6 @@ impl BarrierError {
     }
 }
 
-/// Checks a barrier path, with the error every barrier gives.
-fn validate(zk: &zkr_connection::ZkClient, path: &str) -> Result<(), BarrierError> {
-    zk.validate_recipe_path(path)
-        .map_err(|e| BarrierError::InvalidArgument(crate::nodes::invalid_argument(e)))
-}
-
 /// A cache of `path` in `mode`, its first read bounded by `deadline`; `None` when the deadline
 /// passed first.
 async fn cache(
@@ -115,32 +106,7 @@ async fn cache(
     }
 }
 
-/// Waits for the first snapshot of `snapshots` (a confirmed one: initialized, not stale) for
-/// which `check` answers `Some`; `None` when the deadline passes first.
-pub(crate) async fn wait_for<T>(
-    snapshots: &mut watch::Receiver<Arc<CacheSnapshot>>,
-    deadline: Option<Deadline>,
-    mut check: impl FnMut(&CacheSnapshot) -> Option<T>,
-) -> Option<T> {
-    let wait = async {
-        loop {
-            {
-                let snapshot = snapshots.borrow_and_update();
-                if snapshot.is_initialized() && !snapshot.is_stale() {
-                    if let Some(found) = check(&snapshot) {
-                        return Some(found);
-                    }
-                }
-            }
-            if snapshots.changed().await.is_err() {
-                return None;
-            }
-        }
-    };
-    zkr_connection::within(deadline, wait).await.flatten()
-}
-
-/// What a [`wait_for`] that answered `None` means: the deadline passed (`Ok(None)`), or the
+/// What a [`wait_confirmed`](crate::cache::wait_confirmed) that answered `None` means: the deadline passed (`Ok(None)`), or the
 /// cache stopped following ZooKeeper because the manager was closed.
 fn finished<T>(found: Option<T>, deadline: Option<Deadline>) -> Result<Option<T>, BarrierError> {
     match found {

@@ -354,3 +354,27 @@ impl CuratorCache {
         crate::watch::event_stream(self.events.subscribe(), |missed| CacheEvent::Lagged { missed })
     }
 }
+
+/// Waits for the first confirmed snapshot of `snapshots` (initialized, not stale), the latest
+/// first, for which `check` answers `Some`; `None` when `deadline` passes first or the cache
+/// stops. The one such wait: the barriers and the partitioner wait with it.
+pub(crate) async fn wait_confirmed<T>(
+    snapshots: &mut watch::Receiver<Arc<CacheSnapshot>>,
+    deadline: Option<zkr_connection::Deadline>,
+    mut check: impl FnMut(&CacheSnapshot) -> Option<T>,
+) -> Option<T> {
+    let wait = async {
+        loop {
+            {
+                let snapshot = snapshots.borrow_and_update();
+                if snapshot.is_initialized() && !snapshot.is_stale() {
+                    if let Some(found) = check(&snapshot) {
+                        return Some(found);
+                    }
+                }
+            }
+            snapshots.changed().await.ok()?;
+        }
+    };
+    zkr_connection::within(deadline, wait).await.flatten()
+}

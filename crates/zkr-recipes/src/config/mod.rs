@@ -319,7 +319,8 @@ impl<T: Send + Sync + 'static, S: WatchScope> ConfigWatcherBuilder<T, S> {
     /// Reads the node (or the subtree) and starts watching it.
     ///
     /// # Errors
-    /// [`ConfigError::Connection`] for an invalid path or a ZooKeeper answer such as `NoAuth`;
+    /// [`ConfigError::InvalidArgument`] for an invalid path; [`ConfigError::Connection`] for a
+    /// ZooKeeper answer such as `NoAuth`;
     /// [`ConfigError::Unavailable`] when ZooKeeper cannot be reached within the initial
     /// timeout and there is no last-known-good file; [`ConfigError::CacheFile`] for a file
     /// that cannot be read.

@@ -90,7 +90,8 @@ impl<T: Send + Sync + 'static> ConfigPublisher<T> {
     /// needed. Returns the new `Stat`.
     ///
     /// # Errors
-    /// [`ConfigError::Connection`] for an invalid path, data over the limit, or ZooKeeper;
+    /// [`ConfigError::InvalidArgument`] for an invalid path or data over the limit;
+    /// [`ConfigError::Connection`] for ZooKeeper;
     /// [`ConfigError::Encode`].
     ///
     /// # Cancel safety

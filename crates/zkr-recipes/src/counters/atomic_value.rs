@@ -92,7 +92,7 @@ impl DistributedAtomicValue {
         path: &str,
         retry_policy: impl RetryPolicy + 'static,
     ) -> Result<Self, CounterError> {
-        check_path(zk, path)?;
+        crate::errors::check_node_path(zk, path)?;
         Ok(DistributedAtomicValue {
             zk: zk.clone(),
             path: path.to_owned(),
@@ -117,7 +117,7 @@ impl DistributedAtomicValue {
     /// # Ok(()) }
     /// ```
     pub fn promoted_to_lock(mut self, promotion: PromotedToLock) -> Result<Self, CounterError> {
-        check_path(&self.zk, &promotion.lock_path)?;
+        crate::errors::check_node_path(&self.zk, &promotion.lock_path)?;
         let mutex = InterProcessMutex::new(&self.zk, &promotion.lock_path)
             .map_err(|source| CounterError::Lock { lock_path: promotion.lock_path.clone(), source })?;
         self.promotion = Some(Promotion { spec: promotion, mutex });
@@ -442,12 +442,6 @@ impl DistributedAtomicValue {
     }
 
     fn check_data(&self, data: &[u8]) -> Result<(), CounterError> {
-        path::validate_data(&self.path, data).map_err(CounterError::invalid)
+        Ok(path::validate_data(&self.path, data)?)
     }
-}
-
-/// A node path a counter may use.
-pub(crate) fn check_path(zk: &ZkClient, node: &str) -> Result<(), CounterError> {
-    path::validate_node_path(node).map_err(CounterError::invalid)?;
-    zk.validate_recipe_path(node).map_err(CounterError::invalid)
 }

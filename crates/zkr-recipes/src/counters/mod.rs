@@ -196,10 +196,6 @@ impl CounterError {
         }
     }
 
-    fn invalid(error: zkr_connection::Error) -> Self {
-        CounterError::InvalidArgument(crate::nodes::invalid_argument(error))
-    }
-
     fn corrupt(path: &str, wrong: codec::WrongLength) -> Self {
         CounterError::CorruptValue { path: path.to_owned(), data: wrong.data, expected: wrong.expected }
     }
@@ -323,7 +319,7 @@ mod tests {
         assert_eq!(lock.to_string(), "the promotion lock /l failed");
         let cause = std::error::Error::source(&lock).map(ToString::to_string);
         assert_eq!(cause.as_deref(), Some("the ZooKeeper connection manager is closed"));
-        let bad = CounterError::invalid(zkr_connection::path::validate_path("a/b").unwrap_err());
+        let bad = CounterError::from(zkr_connection::path::validate_path("a/b").unwrap_err());
         assert_eq!(bad.to_string(), r#"invalid argument: invalid path "a/b": the path must start with '/'"#);
     }
 

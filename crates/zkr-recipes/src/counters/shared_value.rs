@@ -10,7 +10,6 @@ use tokio::task::JoinHandle;
 use zkr_connection::{path, Session, ZkClient};
 use zookeeper_client::{Client, CreateMode, EventType, OneshotWatcher, Stat, WatchedEvent};
 
-use super::atomic_value::check_path;
 use super::{CounterError, VersionedValue};
 use crate::watch::{Consumer, Flow, Sessions, Watch, WatchMode, ZkResult};
 
@@ -101,8 +100,8 @@ impl SharedValue {
     /// ```
     pub async fn start(zk: &ZkClient, path: &str, seed: impl Into<Vec<u8>>) -> Result<Self, CounterError> {
         let seed = seed.into();
-        check_path(zk, path)?;
-        path::validate_data(path, &seed).map_err(CounterError::invalid)?;
+        crate::errors::check_node_path(zk, path)?;
+        path::validate_data(path, &seed)?;
         let unread = VersionedValue { value: seed.clone(), version: -1, zxid: -1 };
         let shared =
             Arc::new(Shared { zk: zk.clone(), path: path.to_owned(), current: watch::channel(unread).0 });
@@ -196,7 +195,7 @@ impl SharedValue {
     /// ```
     pub async fn set(&self, value: &[u8]) -> Result<(), CounterError> {
         self.expect_open()?;
-        path::validate_data(&self.shared.path, value).map_err(CounterError::invalid)?;
+        path::validate_data(&self.shared.path, value)?;
         let path = self.shared.path.as_str();
         let written = self.shared.zk.retry(|s| async move { s.client().set_data(path, value, None).await });
         let stat = written.await?;
@@ -235,7 +234,7 @@ impl SharedValue {
         value: &[u8],
     ) -> Result<bool, CounterError> {
         self.expect_open()?;
-        path::validate_data(&self.shared.path, value).map_err(CounterError::invalid)?;
+        path::validate_data(&self.shared.path, value)?;
         let current = self.get_versioned();
         if previous.zxid != current.zxid || previous.value != current.value {
             return Ok(false);

@@ -52,9 +52,7 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
     /// # Errors
     /// [`DiscoveryError::InvalidArgument`] for an invalid or reserved path.
     pub fn new(zk: &ZkClient, base_path: &str) -> Result<Self, DiscoveryError> {
-        let invalid = |e| DiscoveryError::InvalidArgument(crate::nodes::invalid_argument(e));
-        path::validate_node_path(base_path).map_err(invalid)?;
-        zk.validate_recipe_path(base_path).map_err(invalid)?;
+        crate::errors::check_node_path(zk, base_path)?;
         Ok(ServiceDiscovery {
             zk: zk.clone(),
             base_path: base_path.to_owned(),
@@ -253,8 +251,7 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
 
     fn validated_key(&self, instance: &ServiceInstance<P>) -> Result<(String, String), DiscoveryError> {
         for part in [&instance.name, &instance.id] {
-            path::validate_name(part)
-                .map_err(|e| DiscoveryError::InvalidArgument(crate::nodes::invalid_argument(e)))?;
+            path::validate_name(part)?;
         }
         Ok((instance.name.clone(), instance.id.clone()))
     }

@@ -304,7 +304,7 @@ impl SegmentIdGenerator {
     /// A generator on counter node `path` with the default settings.
     ///
     /// # Errors
-    /// [`IdError::Connection`] for an invalid path.
+    /// [`IdError::InvalidArgument`] for an invalid path.
     ///
     /// # Examples
     ///

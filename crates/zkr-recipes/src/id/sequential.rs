@@ -145,7 +145,7 @@ impl SequentialIdGenerator {
     /// A generator whose epoch nodes live under `path`.
     ///
     /// # Errors
-    /// [`IdError::Connection`] with an invalid path (or `/`).
+    /// [`IdError::InvalidArgument`] for an invalid path (or `/`).
     ///
     /// # Examples
     ///

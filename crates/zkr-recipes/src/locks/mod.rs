@@ -23,11 +23,12 @@ mod revoke;
 mod semaphore;
 mod view;
 
+pub use crate::fence::LostReason;
 pub use driver::{
     sequence_key, ContenderSpec, KazooLockDriver, LockInternalsDriver, PredicateResults,
     StandardLockInternalsDriver,
 };
-pub use error::{LockError, LostReason};
+pub use error::LockError;
 pub use internals::{LockInternals, LockNode, Wait};
 pub use multi::{Held, InterProcessMultiLock, Lockable, MultiLockGuard};
 pub use mutex::{InterProcessMutex, InterProcessMutexGuard, LOCK_NAME};

@@ -9,9 +9,10 @@ use zkr_connection::{Deadline, DropGuard, Session, Transaction, ZkClient};
 use zookeeper_client::{CreateMode, MultiWriteResult, Stat};
 
 use super::driver::{LockInternalsDriver, StandardLockInternalsDriver};
-use super::error::{LockError, LostReason};
+use super::error::LockError;
 use super::internals::{LockInternals, LockNode, Wait};
 use super::owner::LockOwner;
+use crate::fence::LostReason;
 
 /// Curator's `InterProcessMutex.LOCK_NAME`.
 pub const LOCK_NAME: &str = "lock-";

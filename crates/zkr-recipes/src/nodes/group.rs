@@ -54,9 +54,8 @@ impl GroupMember {
         id: &str,
         payload: &[u8],
     ) -> Result<GroupMember, NodeError> {
-        path::validate_name(id).map_err(|e| NodeError::InvalidArgument(super::invalid_argument(e)))?;
-        path::validate_node_path(membership_path)
-            .map_err(|e| NodeError::InvalidArgument(super::invalid_argument(e)))?;
+        path::validate_name(id)?;
+        path::validate_node_path(membership_path)?;
         let node_path = path::join(membership_path, id);
         let node = PersistentNode::builder(zk, &node_path, CreateMode::Ephemeral).data(payload).build()?;
         let cache = CuratorCache::builder(zk, membership_path).mode(CacheMode::Children).start().await?;

@@ -87,18 +87,3 @@ impl NodeError {
         matches!(self, NodeError::Connection(e) if e.is_ambiguous())
     }
 }
-
-/// What a bad argument's error says, with its causes (`invalid path "a/b": ...`) and without
-/// a second "invalid argument: " in front.
-pub(crate) fn invalid_argument(error: zkr_connection::Error) -> String {
-    if let zkr_connection::Error::InvalidArgument(what) = error {
-        return what.to_owned();
-    }
-    let mut text = error.to_string();
-    let mut cause = std::error::Error::source(&error);
-    while let Some(c) = cause {
-        text = format!("{text}: {c}");
-        cause = c.source();
-    }
-    text
-}

@@ -57,12 +57,10 @@ impl PersistentNodeBuilder {
     /// # Panics
     /// Outside a tokio runtime.
     pub fn build(self) -> Result<PersistentNode, NodeError> {
-        let invalid = |e| NodeError::InvalidArgument(super::invalid_argument(e));
-        path::validate_node_path(&self.path).map_err(invalid)?;
-        self.zk.validate_recipe_path(&self.path).map_err(invalid)?;
-        path::validate_data(&self.path, &self.data).map_err(invalid)?;
+        crate::errors::check_node_path(&self.zk, &self.path)?;
+        path::validate_data(&self.path, &self.data)?;
         if let Some(ttl) = self.ttl {
-            zkr_connection::validate_ttl(self.mode, ttl).map_err(invalid)?;
+            zkr_connection::validate_ttl(self.mode, ttl)?;
         }
         let spec = Spec { path: self.path, mode: self.mode, ttl: self.ttl };
         let (root, recursive) = spec.watch_root();

@@ -11,7 +11,7 @@ use zkr_connection::{path, ZkClient};
 use zookeeper_client::CreateMode;
 
 use super::{share, PartitionError};
-use crate::barriers::wait_for;
+use crate::cache::wait_confirmed;
 use crate::cache::{CacheMode, CacheSnapshot, CuratorCache};
 use crate::locks::{InterProcessMutex, InterProcessMutexGuard, KazooLockDriver};
 use crate::nodes::PersistentNode;
@@ -59,13 +59,12 @@ impl SetPartitionerBuilder {
     /// # Cancel safety
     /// Cancel safe: dropped, the member's node is deleted in the background.
     pub async fn start(self) -> Result<SetPartitioner, PartitionError> {
-        let invalid = |e| PartitionError::InvalidArgument(crate::nodes::invalid_argument(e));
-        self.zk.validate_recipe_path(&self.path).map_err(invalid)?;
+        self.zk.validate_recipe_path(&self.path)?;
         let identifier = self.identifier.unwrap_or_else(default_identifier);
-        path::validate_name(&identifier).map_err(invalid)?;
+        path::validate_name(&identifier)?;
         let mut items = self.items;
         for item in &items {
-            path::validate_name(item).map_err(invalid)?;
+            path::validate_name(item)?;
         }
         items.sort();
         if items.windows(2).any(|w| w[0] == w[1]) {
@@ -199,7 +198,7 @@ impl SetPartitioner {
     async fn settle(&self) -> Result<Vec<String>, PartitionError> {
         let mut snapshots = self.cache.snapshots();
         'party: loop {
-            let found = wait_for(&mut snapshots, None, |s| {
+            let found = wait_confirmed(&mut snapshots, None, |s| {
                 let members = party(s, &self.party);
                 members.contains(&self.member).then_some(members)
             });
@@ -290,8 +289,9 @@ impl PartitionSet {
     /// Cancel safe.
     pub async fn changed(&self) {
         let mut snapshots = self.snapshots.clone();
-        let party_changed =
-            wait_for(&mut snapshots, None, |s| (party(s, &self.party_path) != self.party).then_some(()));
+        let party_changed = wait_confirmed(&mut snapshots, None, |s| {
+            (party(s, &self.party_path) != self.party).then_some(())
+        });
         if self.guards.is_empty() {
             party_changed.await;
             return;

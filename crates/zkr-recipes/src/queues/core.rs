@@ -13,7 +13,7 @@ use zkr_connection::{path, RetryOptions, ZkClient};
 use zookeeper_client::{Acls, CreateMode};
 
 use super::item::ItemLock;
-use super::{framing, validate, QueueError};
+use super::{framing, QueueError};
 use crate::cache::{CacheMode, CacheSnapshot, CachedNode, CuratorCache};
 
 /// How many ready nodes one look at the snapshot tries before looking again.
@@ -78,9 +78,9 @@ impl Core {
         lock_path: Option<String>,
         max_items: Option<usize>,
     ) -> Result<Self, QueueError> {
-        validate(zk, path)?;
+        zk.validate_recipe_path(path)?;
         if let Some(lock_path) = &lock_path {
-            validate(zk, lock_path)?;
+            zk.validate_recipe_path(lock_path)?;
             if lock_path == path {
                 return Err(QueueError::InvalidArgument(
                     "the lock path must differ from the queue path".into(),

@@ -152,8 +152,3 @@ impl QueueError {
         }
     }
 }
-
-/// Checks a queue (or lock) path, with the error every queue gives.
-fn validate(zk: &zkr_connection::ZkClient, path: &str) -> Result<(), QueueError> {
-    zk.validate_recipe_path(path).map_err(|e| QueueError::InvalidArgument(crate::nodes::invalid_argument(e)))
-}

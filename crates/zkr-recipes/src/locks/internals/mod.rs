@@ -138,7 +138,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     /// Data stored in every contender node (for example who holds it). Defaults to empty.
     ///
     /// # Errors
-    /// [`LockError::Connection`] with [`DataTooLarge`](zkr_connection::Error::DataTooLarge).
+    /// [`LockError::InvalidArgument`] for data over ZooKeeper's limit.
     pub fn with_node_data(mut self, data: Vec<u8>) -> Result<Self, LockError> {
         path::validate_data(&self.base_path, &data)?;
         self.node_data = data;

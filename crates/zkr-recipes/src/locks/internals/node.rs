@@ -6,8 +6,8 @@ use zkr_connection::{is_session_error, Session, ZkClient};
 use zookeeper_client::{EventType, OneshotWatcher, Stat};
 
 use super::report::LossReport;
+use crate::fence::LostReason;
 use crate::fence::SessionFence;
-use crate::locks::LostReason;
 
 /// A contender node that holds the lock (or a lease of it).
 #[derive(Debug, Clone)]
