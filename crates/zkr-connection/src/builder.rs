@@ -267,11 +267,10 @@ fn validate(config: &Config) -> Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "tls"))]
 mod tests {
     use super::*;
 
-    #[cfg(feature = "tls")]
     #[tokio::test]
     async fn an_unusable_ca_pem_is_a_setting_error() {
         let built = ZkClientBuilder::new("127.0.0.1:2181").tls_trusting("not a certificate").build();

@@ -54,7 +54,7 @@ pub use kind::ErrorKind;
 pub use ops::{validate_ttl, GuaranteedDelete};
 pub use path::MAX_DATA_LEN;
 pub use protected::{ProtectedCreate, ProtectedNode};
-pub use retry_loop::RetryOptions;
+pub use retry_loop::{RetryOptions, Sent};
 pub use state::{
     ConnectionState, ConnectionStateErrorPolicy, SessionConnectionStateErrorPolicy,
     StandardConnectionStateErrorPolicy,

@@ -1,6 +1,7 @@
 //! The retry loop: Curator's `RetryLoop`, with a deadline and without silent session hops.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,6 +28,7 @@ pub struct RetryOptions {
     pub(crate) bound: Option<Bound>,
     pub(crate) across_sessions: bool,
     pub(crate) policy: Option<Arc<dyn RetryPolicy>>,
+    pub(crate) no_resend: bool,
 }
 
 /// What bounds a loop: a timeout from its start, or a caller's deadline.
@@ -84,6 +86,16 @@ impl RetryOptions {
     /// watch: on the new session that node is gone.
     pub fn across_sessions(mut self, allowed: bool) -> Self {
         self.across_sessions = allowed;
+        self
+    }
+
+    /// Never sends an attempt again once one may have been applied (its reply was lost, or
+    /// its session ended with it in flight): the loop stops with that attempt's error, which
+    /// is [ambiguous](Error::is_ambiguous). For a write that must not be applied twice, such
+    /// as a sequential create. Defaults to `false`: such an attempt is retried, and
+    /// [`ZkClient::retry_write`] says that it was.
+    pub fn no_resend(mut self) -> Self {
+        self.no_resend = true;
         self
     }
 
@@ -174,6 +186,9 @@ impl ZkClient {
                 Ok(value) => return Ok(value),
                 Err(e) => e,
             };
+            if options.no_resend && (is_retryable(&error) || is_session_error(&error)) {
+                return Err(Error::Zk(error));
+            }
             if is_session_error(&error) {
                 self.carry_over(&options, &budget, &error, generation, session_id).await?;
             } else if !(is_retryable(&error) && budget.allows(&error)) {
@@ -185,6 +200,47 @@ impl ZkClient {
             last_error = Some(error);
             tokio::time::sleep(sleep).await;
         }
+    }
+
+    /// [`retry_with`](Self::retry_with) for a write, counting how many times it was sent: the
+    /// one home of telling a race lost to another writer from our own earlier try that was
+    /// applied though its reply was lost. A `BadVersion` or `NodeExists` after a resend may be
+    /// our own write ([`Sent::resent`]).
+    ///
+    /// # Cancel safety
+    /// As [`retry`](Self::retry).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) {
+    /// use zkr_connection::RetryOptions;
+    ///
+    /// let sent = zk
+    ///     .retry_write(RetryOptions::default(), |s| async move {
+    ///         s.client().set_data("/app/count", b"7", Some(3)).await
+    ///     })
+    ///     .await;
+    /// match sent.result {
+    ///     Err(e) if e.is_bad_version() && sent.resent() => println!("maybe our own write"),
+    ///     Err(e) if e.is_bad_version() => println!("another writer came first"),
+    ///     other => println!("{other:?}"),
+    /// }
+    /// # }
+    /// ```
+    pub async fn retry_write<T, F, Fut>(&self, options: RetryOptions, mut op: F) -> Sent<T>
+    where
+        F: FnMut(Session) -> Fut,
+        Fut: Future<Output = std::result::Result<T, zookeeper_client::Error>>,
+    {
+        let sends = AtomicU32::new(0);
+        let result = self
+            .retry_with(options, |session| {
+                sends.fetch_add(1, Ordering::Relaxed);
+                op(session)
+            })
+            .await;
+        Sent { result, sends: sends.into_inner() }
     }
 
     /// After a session error: waits for the manager to replace the session when the loop may
@@ -216,5 +272,23 @@ impl ZkClient {
             Ok(false) => Err(Error::Closed),
             Err(_) => Err(Error::SessionExpired { session: session_id }),
         }
+    }
+}
+
+/// A write run by [`ZkClient::retry_write`]: its outcome, and how many times it was sent.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Sent<T> {
+    /// What the last try answered (or why the loop stopped).
+    pub result: Result<T>,
+    /// How many times the write was sent (0 when no session could be had).
+    pub sends: u32,
+}
+
+impl<T> Sent<T> {
+    /// Was the write sent more than once? Then an earlier try may have been applied, and a
+    /// conflicting answer (`BadVersion`, `NodeExists`) may be its own effect.
+    pub fn resent(&self) -> bool {
+        self.sends > 1
     }
 }

@@ -194,29 +194,23 @@ impl Transaction {
         let acls: Vec<_> = self.ops.iter().map(|op| self.zk.acl_for_path(op.path())).collect();
         let ops = &self.ops;
         let acls = &acls;
-        let mut attempts = 0u32;
-        let outcome = self
+        let sent = self
             .zk
-            .retry_with(self.options.clone(), |session| {
-                attempts += 1;
-                let retried = attempts > 1;
-                async move {
-                    let client = session.client();
-                    let mut writer = client.new_multi_writer();
-                    for (op, acl) in ops.iter().zip(acls) {
-                        add(&mut writer, op, acl)?;
-                    }
-                    match writer.commit().await {
-                        Ok(results) => Ok(Ok(results)),
-                        Err(MultiWriteError::OperationFailed { index, source }) => {
-                            Ok(Err((index, source, retried)))
-                        }
-                        Err(MultiWriteError::RequestFailed { source }) => Err(source),
-                    }
+            .retry_write(self.options.clone(), |session| async move {
+                let client = session.client();
+                let mut writer = client.new_multi_writer();
+                for (op, acl) in ops.iter().zip(acls) {
+                    add(&mut writer, op, acl)?;
+                }
+                match writer.commit().await {
+                    Ok(results) => Ok(Ok(results)),
+                    Err(MultiWriteError::OperationFailed { index, source }) => Ok(Err((index, source))),
+                    Err(MultiWriteError::RequestFailed { source }) => Err(source),
                 }
             })
-            .await?;
-        outcome.map_err(|(index, source, retried)| {
+            .await;
+        let retried = sent.resent();
+        sent.result?.map_err(|(index, source)| {
             let op = &ops[index.min(ops.len() - 1)];
             Error::TransactionFailed { index, op: op.kind(), path: op.path().to_owned(), retried, source }
         })

@@ -2,8 +2,7 @@
 
 use std::time::Duration;
 
-use zkr_connection::Deadline;
-use zkr_connection::ZkClient;
+use zkr_connection::{Deadline, ZkClient};
 use zookeeper_client::CreateMode;
 
 use super::{cache, finished, BarrierError};

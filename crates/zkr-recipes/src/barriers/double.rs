@@ -2,8 +2,7 @@
 
 use std::time::Duration;
 
-use zkr_connection::Deadline;
-use zkr_connection::{path, ZkClient};
+use zkr_connection::{path, Deadline, ErrorKind, ZkClient};
 use zookeeper_client::CreateMode;
 
 use super::{cache, finished, BarrierError};
@@ -199,6 +198,17 @@ impl DistributedDoubleBarrier {
         match txn.create(&ready, &[], CreateMode::Persistent).commit().await {
             Ok(_) => Ok(true),
             Err(zkr_connection::Error::TransactionFailed { .. }) => Ok(false),
+            // The session ended, or ZooKeeper went away, with the create in flight: the cache
+            // shows whether `ready` was made once it is confirmed again (our node is made
+            // again on the new session).
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::Lost | ErrorKind::Unreachable | ErrorKind::Indeterminate
+                ) =>
+            {
+                Ok(false)
+            }
             Err(e) => Err(e.into()),
         }
     }

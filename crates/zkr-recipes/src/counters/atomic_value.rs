@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 use zkr_connection::retry::RetryPolicy;
-use zkr_connection::{path, ZkClient};
+use zkr_connection::{path, RetryOptions, ZkClient};
 use zookeeper_client::{Acls, CreateMode, Stat};
 
 use super::{AtomicStats, AtomicValue, CounterError, PromotedToLock};
@@ -387,15 +387,13 @@ impl DistributedAtomicValue {
     /// A write with `version`; `false` when another writer came first.
     async fn set_versioned(&self, data: &[u8], version: i32) -> Result<bool, CounterError> {
         let path = self.path.as_str();
-        let mut sent = 0;
-        let outcome = self
+        let sent = self
             .zk
-            .retry(|s| {
-                sent += 1;
-                async move { s.client().set_data(path, data, Some(version)).await }
+            .retry_write(RetryOptions::default(), |s| async move {
+                s.client().set_data(path, data, Some(version)).await
             })
             .await;
-        self.race(outcome.map(drop), sent)
+        self.race(sent.result.map(drop), sent.sends)
     }
 
     /// Creates the node (and missing parents, as containers); `false` when it exists.
@@ -418,15 +416,13 @@ impl DistributedAtomicValue {
         options: &zookeeper_client::CreateOptions<'_>,
     ) -> (zkr_connection::Result<()>, u32) {
         let path = self.path.as_str();
-        let mut sent = 0;
-        let outcome = self
-            .zk
-            .retry(|s| {
-                sent += 1;
-                async move { s.client().create(path, data, options).await }
-            })
-            .await;
-        (outcome.map(drop), sent)
+        let sent =
+            self.zk
+                .retry_write(RetryOptions::default(), |s| async move {
+                    s.client().create(path, data, options).await
+                })
+                .await;
+        (sent.result.map(drop), sent.sends)
     }
 
     /// An unconditional write.

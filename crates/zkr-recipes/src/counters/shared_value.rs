@@ -7,7 +7,7 @@ use futures::Stream;
 use parking_lot::Mutex;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
-use zkr_connection::{path, Session, ZkClient};
+use zkr_connection::{path, RetryOptions, Session, ZkClient};
 use zookeeper_client::{Client, CreateMode, EventType, OneshotWatcher, Stat, WatchedEvent};
 
 use super::{CounterError, VersionedValue};
@@ -258,16 +258,14 @@ impl SharedValue {
     /// race after the write was sent again (its first reply lost) may be our own first write.
     async fn write_versioned(&self, value: &[u8], version: i32) -> Result<Option<Stat>, CounterError> {
         let path = self.shared.path.as_str();
-        let mut sent = 0;
-        let written = self
+        let sent = self
             .shared
             .zk
-            .retry(|s| {
-                sent += 1;
-                async move { s.client().set_data(path, value, Some(version)).await }
+            .retry_write(RetryOptions::default(), |s| async move {
+                s.client().set_data(path, value, Some(version)).await
             })
             .await;
-        CounterError::after_write(path, written, sent)
+        CounterError::after_write(path, sent.result, sent.sends)
     }
 
     /// Stops watching. The node stays; [`get`](Self::get) keeps the last value.

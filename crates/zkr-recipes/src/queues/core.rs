@@ -2,14 +2,12 @@
 //! without its lock) and creating one.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{watch, OnceCell};
 use tokio::time::Duration;
-use zkr_connection::Deadline;
-use zkr_connection::{path, RetryOptions, ZkClient};
+use zkr_connection::{path, Deadline, RetryOptions, ZkClient};
 use zookeeper_client::{Acls, CreateMode};
 
 use super::item::ItemLock;
@@ -394,33 +392,17 @@ impl Core {
     /// [`QueueError::Indeterminate`].
     async fn create(&self, node: &str, data: &[u8]) -> Result<(), QueueError> {
         let acls = self.zk.acl_for_path(node);
-        // Set once an attempt may have been applied (its reply was lost, or its session ended
-        // with it in flight): never create again then.
-        let maybe_applied = AtomicBool::new(false);
-        let created = self.zk.retry_with(any_session(), |s| {
-            let (acls, maybe_applied) = (&acls, &maybe_applied);
+        // An attempt that may have been applied (its reply was lost, or its session ended with
+        // it in flight) is never sent again: a second create could duplicate the item.
+        let created = self.zk.retry_with(any_session().no_resend(), |s| {
+            let acls = &acls;
             async move {
-                if maybe_applied.load(Ordering::SeqCst) {
-                    return Ok(false);
-                }
                 let options = CreateMode::PersistentSequential.with_acls(Acls::new(acls));
-                match s.client().create(node, data, &options).await {
-                    Ok(_) => Ok(true),
-                    Err(e) => {
-                        if zkr_connection::is_retryable(&e) || zkr_connection::is_session_error(&e) {
-                            maybe_applied.store(true, Ordering::SeqCst);
-                        }
-                        Err(e)
-                    }
-                }
+                s.client().create(node, data, &options).await
             }
         });
         match created.await {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(QueueError::Indeterminate {
-                path: self.path.clone(),
-                source: zkr_connection::Error::Zk(zookeeper_client::Error::ConnectionLoss),
-            }),
+            Ok(_) => Ok(()),
             Err(e) if e.is_ambiguous() => {
                 Err(QueueError::Indeterminate { path: self.path.clone(), source: e })
             }

@@ -6,8 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::Stream;
-use zkr_connection::Deadline;
-use zkr_connection::ZkClient;
+use zkr_connection::{Deadline, ZkClient};
 
 use super::core::{Core, Order, Taken};
 use super::item::QueueItem;

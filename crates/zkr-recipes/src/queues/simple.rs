@@ -4,8 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use zkr_connection::Deadline;
-use zkr_connection::ZkClient;
+use zkr_connection::{Deadline, ZkClient};
 
 use super::core::{Core, Order};
 use super::QueueError;
