@@ -1,4 +1,5 @@
-//! [`ZkClient`]: the handle every recipe takes, and the supervisor task that owns the session.
+//! [`ZkClient`]: the handle every recipe takes; the task that owns the session is in
+//! `supervisor.rs`.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,13 +12,14 @@ use parking_lot::Mutex;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
-use zookeeper_client::{Acl, Client, SessionState};
+use zookeeper_client::{Acl, Client};
 
 use crate::builder::{Config, ZkClientBuilder};
 use crate::error::{Error, Result};
 use crate::path;
 use crate::retry::RetryPolicy;
 use crate::state::{ConnectionState, ConnectionStateErrorPolicy};
+pub(crate) use crate::supervisor::Shared;
 use crate::Deadline;
 
 /// One ZooKeeper session of a [`ZkClient`]: the `zookeeper-client` handle (already rooted at the
@@ -29,8 +31,8 @@ use crate::Deadline;
 /// it only as long as that sequence: a held `Session` keeps its `Client` alive.
 #[derive(Debug, Clone)]
 pub struct Session {
-    client: Client,
-    generation: u64,
+    pub(crate) client: Client,
+    pub(crate) generation: u64,
 }
 
 impl Session {
@@ -64,25 +66,6 @@ impl Session {
     pub fn is_ended(&self) -> bool {
         self.client.state_watcher().peek_state().is_terminated()
     }
-}
-
-/// The shared state of one manager: what the supervisor publishes and every handle reads.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) config: Config,
-    pub(crate) session: watch::Sender<Option<Session>>,
-    pub(crate) state: watch::Sender<Option<ConnectionState>>,
-    /// When the latest state was posted.
-    pub(crate) state_since: Mutex<std::time::Instant>,
-    listeners: Mutex<Vec<mpsc::UnboundedSender<ConnectionState>>>,
-    last_error: Mutex<Option<zookeeper_client::Error>>,
-    /// Why the last connection attempt failed, as a connect of our own saw it.
-    last_cause: Mutex<Option<String>>,
-    generation: AtomicU64,
-    error_epoch: watch::Sender<u64>,
-    pub(crate) cancel: CancellationToken,
-    expire: Notify,
-    supervisor: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// A cheap `Clone` handle to ZooKeeper that survives session expiry: Curator's
@@ -158,7 +141,7 @@ impl ZkClient {
             expire: Notify::new(),
             supervisor: Mutex::new(None),
         });
-        let task = runtime.spawn(supervise(shared.clone()));
+        let task = runtime.spawn(crate::supervisor::supervise(shared.clone()));
         *shared.supervisor.lock() = Some(task);
         ZkClient { shared, _stop_on_last_drop: Arc::new(cancel.drop_guard()) }
     }
@@ -418,269 +401,5 @@ impl Stream for ConnectionStateStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         self.rx.poll_recv(cx)
-    }
-}
-
-impl Shared {
-    fn post(&self, state: ConnectionState) {
-        tracing::info!(%state, generation = self.generation.load(Ordering::SeqCst), "connection state");
-        crate::telemetry::session_state(state);
-        self.state.send_replace(Some(state));
-        *self.state_since.lock() = std::time::Instant::now();
-        if self.config.error_policy.is_error_state(state) {
-            self.error_epoch.send_modify(|epoch| *epoch += 1);
-        }
-        let mut listeners = self.listeners.lock();
-        listeners.retain(|tx| tx.send(state).is_ok());
-    }
-
-    /// The error for a wait of `timeout` for a session that did not come.
-    fn connect_timeout(&self, timeout: Duration) -> Error {
-        Error::ConnectTimeout {
-            connect_string: self.config.connect_string.clone(),
-            timeout,
-            last_error: self.last_error.lock().clone(),
-            cause: self.last_cause.lock().clone(),
-        }
-    }
-
-    fn current(&self) -> Option<ConnectionState> {
-        *self.state.borrow()
-    }
-
-    fn connector(&self) -> zookeeper_client::Connector {
-        let config = &self.config;
-        let mut connector = Client::connector()
-            .with_session_timeout(config.session_timeout)
-            .with_readonly(config.can_be_read_only)
-            .with_fail_eagerly();
-        for (scheme, auth) in &config.auth {
-            connector = connector.with_auth(scheme, auth);
-        }
-        #[cfg(feature = "tls")]
-        if let Some(tls) = &config.tls {
-            connector = connector.with_tls(tls.clone());
-        }
-        connector
-    }
-
-    /// Connects `connector` to the ensemble (over TLS when configured), within the connection
-    /// timeout.
-    async fn dial(
-        &self,
-        connector: zookeeper_client::Connector,
-    ) -> std::result::Result<Client, zookeeper_client::Error> {
-        let cs = &self.config.connect_string;
-        #[cfg(feature = "tls")]
-        let connecting = async {
-            if self.config.tls.is_some() {
-                connector.secure_connect(cs).await
-            } else {
-                connector.connect(cs).await
-            }
-        };
-        #[cfg(not(feature = "tls"))]
-        let connecting = connector.connect(cs);
-        match tokio::time::timeout(self.config.connection_timeout, connecting).await {
-            Ok(result) => result,
-            Err(_) => Err(zookeeper_client::Error::Timeout),
-        }
-    }
-
-    async fn connect_once(&self) -> std::result::Result<Client, zookeeper_client::Error> {
-        let client = self.dial(self.connector()).await?;
-        match &self.config.namespace {
-            None => Ok(client),
-            Some(ns) => {
-                let root = path::join(client.path(), ns);
-                let relative = format!("/{ns}");
-                // Pipelined: every create is sent before the first reply is awaited.
-                let acls = self.config.acl_provider.acl_for_path(&relative);
-                let options =
-                    zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::new(&acls));
-                let mut creates = Vec::new();
-                for p in path::ancestors(&relative).into_iter().chain(std::iter::once(relative.as_str())) {
-                    creates.push(client.create(p, &[], &options));
-                }
-                for create in creates {
-                    match create.await {
-                        Ok(_) | Err(zookeeper_client::Error::NodeExists) => {}
-                        Err(e) => return Err(e),
-                    }
-                }
-                client.chroot(root).map_err(|_| zookeeper_client::Error::BadArguments(&"invalid namespace"))
-            }
-        }
-    }
-
-    /// Connects a new session, retrying with a capped backoff until it works or we are closed.
-    async fn connect_until_done(&self) -> Client {
-        let mut delay = Duration::from_millis(50);
-        loop {
-            match self.connect_once().await {
-                Ok(client) => {
-                    *self.last_error.lock() = None;
-                    *self.last_cause.lock() = None;
-                    return client;
-                }
-                Err(e) => {
-                    tracing::debug!(error = %e, "connection attempt failed");
-                    let cause = match e {
-                        zookeeper_client::Error::NoHosts
-                        | zookeeper_client::Error::ConnectionLoss
-                        | zookeeper_client::Error::Timeout => {
-                            let probe = self.config.connection_timeout.min(Duration::from_secs(1));
-                            crate::reach::diagnose(&self.config.connect_string, probe).await
-                        }
-                        _ => None,
-                    };
-                    *self.last_cause.lock() = cause;
-                    *self.last_error.lock() = Some(e);
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(2));
-                }
-            }
-        }
-    }
-}
-
-/// How long after `Suspended` to announce `Lost`.
-///
-/// `zookeeper-client` declares a connection lost once nothing has arrived for 2/5 of the
-/// negotiated session timeout `T`, checked every `T/20`: `Disconnected` comes at most `9T/20`
-/// after the last reply. The server expires a session no earlier than `T` after it last heard
-/// from the client, so the session may be gone `11T/20` after `Disconnected`. Announcing `Lost`
-/// `T/2` after `Suspended` leaves `T/20` to spare, so a lock holder stops before the server can
-/// give its lock to anyone else. (Curator waits a whole `T` after SUSPENDED, by which time the
-/// server has long expired the session.)
-fn lost_after(client: &Client) -> Duration {
-    client.session_timeout() / 2
-}
-
-enum SessionEnd {
-    Lost,
-    Closed,
-}
-
-#[tracing::instrument(name = "zk.supervisor", skip_all, fields(connect = %shared.config.connect_string))]
-async fn supervise(shared: Arc<Shared>) {
-    loop {
-        let client = tokio::select! {
-            biased;
-            _ = shared.cancel.cancelled() => break,
-            client = shared.connect_until_done() => client,
-        };
-        let generation = shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        tracing::info!(session = %client.session_id(), generation, timeout = ?client.session_timeout(), "session established");
-        let mut watcher = client.state_watcher();
-        let initial = watcher.state();
-        shared.session.send_replace(Some(Session { client: client.clone(), generation }));
-        let first = shared.current().is_none();
-        shared.post(match (first, initial) {
-            (_, SessionState::ConnectedReadOnly) => ConnectionState::ReadOnly,
-            (true, _) => ConnectionState::Connected,
-            (false, _) => ConnectionState::Reconnected,
-        });
-        let end = monitor(&shared, &client, &mut watcher).await;
-        shared.session.send_replace(None);
-        if let SessionEnd::Closed = end {
-            close_on_server(&shared, client, watcher).await;
-            break;
-        }
-        drop(client);
-        tracing::info!(generation, "rebuilding the session");
-        crate::telemetry::session_rebuilt();
-    }
-    shared.session.send_replace(None);
-}
-
-/// Ends a closed manager's session on the server, so its ephemeral nodes are gone when
-/// `close()` returns, even while recipes still hold handles to it (a guard, a lease, a
-/// watcher): dropping our handle closes the session only if it was the last one, so when it
-/// does not end soon, a second connection attaches to the session and closes it from there.
-/// The handles left then see the session end. A server that cannot be reached is not waited
-/// for: the session ends there at its timeout.
-async fn close_on_server(shared: &Shared, client: Client, mut watcher: zookeeper_client::StateWatcher) {
-    let session = client.session().clone();
-    if !shared.current().is_some_and(ConnectionState::is_connected) || session.is_readonly() {
-        return;
-    }
-    drop(client);
-    let closing = async {
-        if watcher.peek_state().is_terminated() {
-            return;
-        }
-        let ended = async { while !watcher.changed().await.is_terminated() {} };
-        if tokio::time::timeout(Duration::from_millis(100), ended).await.is_ok() {
-            return;
-        }
-        // The handles' own connection takes the session back when it reconnects first: try
-        // again until ours is the one that closes it.
-        loop {
-            if watcher.peek_state().is_terminated() {
-                return;
-            }
-            if let Ok(closer) = shared.dial(shared.connector().with_session(session.clone())).await {
-                let mut closed = closer.state_watcher();
-                drop(closer);
-                while !closed.changed().await.is_terminated() {}
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(2), closing).await;
-}
-
-async fn monitor(
-    shared: &Shared,
-    client: &Client,
-    watcher: &mut zookeeper_client::StateWatcher,
-) -> SessionEnd {
-    let mut lost_at: Option<Instant> = None;
-    loop {
-        let lost_timer = async {
-            match lost_at {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            biased;
-            _ = shared.cancel.cancelled() => return SessionEnd::Closed,
-            _ = shared.expire.notified() => {
-                tracing::info!(session = %client.session_id(), "session expiration injected");
-                shared.post(ConnectionState::Lost);
-                return SessionEnd::Lost;
-            }
-            _ = lost_timer => {
-                tracing::warn!(session = %client.session_id(), "suspended for longer than the session can live");
-                shared.post(ConnectionState::Lost);
-                return SessionEnd::Lost;
-            }
-            state = watcher.changed() => match state {
-                SessionState::Disconnected => {
-                    if !matches!(shared.current(), Some(ConnectionState::Suspended | ConnectionState::Lost)) {
-                        shared.post(ConnectionState::Suspended);
-                    }
-                    lost_at.get_or_insert_with(|| Instant::now() + lost_after(client));
-                }
-                SessionState::SyncConnected => {
-                    lost_at = None;
-                    if matches!(shared.current(), Some(ConnectionState::Suspended | ConnectionState::ReadOnly)) {
-                        shared.post(ConnectionState::Reconnected);
-                    }
-                }
-                SessionState::ConnectedReadOnly => {
-                    lost_at = None;
-                    shared.post(ConnectionState::ReadOnly);
-                }
-                SessionState::Expired | SessionState::AuthFailed | SessionState::Closed => {
-                    tracing::warn!(session = %client.session_id(), %state, "session ended");
-                    shared.post(ConnectionState::Lost);
-                    return SessionEnd::Lost;
-                }
-            },
-        }
     }
 }

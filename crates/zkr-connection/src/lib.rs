@@ -39,6 +39,7 @@ pub mod retry;
 mod retry_loop;
 mod state;
 mod status;
+mod supervisor;
 mod telemetry;
 #[cfg(feature = "tls")]
 mod tls;
