@@ -10,7 +10,7 @@ use zookeeper_client::{Acl, Acls};
 ///
 /// ```
 /// use zkr_connection::AclProvider;
-/// use zookeeper_client::{Acl, AuthId, Permission};
+/// use zkr_connection::zookeeper_client::{Acl, AuthId, Permission};
 ///
 /// /// Everyone may read; the creator may do anything.
 /// #[derive(Debug)]

@@ -225,11 +225,11 @@ impl Error {
     /// let lost = Error::RetriesExhausted {
     ///     attempts: 1,
     ///     elapsed: std::time::Duration::ZERO,
-    ///     last: zookeeper_client::Error::ConnectionLoss,
+    ///     last: zkr_connection::zookeeper_client::Error::ConnectionLoss,
     /// };
     /// assert!(lost.is_ambiguous(), "a lost reply may have been applied");
     /// assert!(Error::SessionExpired { session: 7 }.is_ambiguous(), "ended in flight");
-    /// assert!(!Error::Zk(zookeeper_client::Error::BadVersion).is_ambiguous(), "an answer");
+    /// assert!(!Error::Zk(zkr_connection::zookeeper_client::Error::BadVersion).is_ambiguous(), "an answer");
     /// ```
     pub fn is_ambiguous(&self) -> bool {
         match self {
@@ -287,7 +287,7 @@ fn to_millis(duration: Duration) -> Duration {
 /// # Examples
 ///
 /// ```
-/// use zookeeper_client::Error;
+/// use zkr_connection::zookeeper_client::Error;
 /// assert!(zkr_connection::is_retryable(&Error::ConnectionLoss));
 /// assert!(!zkr_connection::is_retryable(&Error::NoNode));
 /// ```
@@ -311,7 +311,7 @@ fn is_transport_failure(error: &zookeeper_client::Error) -> bool {
 /// # Examples
 ///
 /// ```
-/// assert!(zkr_connection::is_session_error(&zookeeper_client::Error::SessionExpired));
+/// assert!(zkr_connection::is_session_error(&zkr_connection::zookeeper_client::Error::SessionExpired));
 /// ```
 pub fn is_session_error(error: &zookeeper_client::Error) -> bool {
     use zookeeper_client::Error as E;

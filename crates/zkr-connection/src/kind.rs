@@ -10,8 +10,8 @@
 /// use zkr_connection::{Error, ErrorKind};
 ///
 /// assert_eq!(Error::Closed.kind(), ErrorKind::Closed);
-/// assert_eq!(Error::Zk(zookeeper_client::Error::NoNode).kind(), ErrorKind::Absent);
-/// assert_eq!(Error::Zk(zookeeper_client::Error::ConnectionLoss).kind(), ErrorKind::Unreachable);
+/// assert_eq!(Error::Zk(zkr_connection::zookeeper_client::Error::NoNode).kind(), ErrorKind::Absent);
+/// assert_eq!(Error::Zk(zkr_connection::zookeeper_client::Error::ConnectionLoss).kind(), ErrorKind::Unreachable);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]

@@ -63,3 +63,5 @@ pub use state::{
 pub use status::Status;
 pub use transaction::{OpKind, Transaction};
 pub use zookeeper_client;
+/// The base client's types every user names: a node's create mode, its ACL entries, its stat.
+pub use zookeeper_client::{Acl, CreateMode, Stat};

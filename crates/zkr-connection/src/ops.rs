@@ -108,7 +108,7 @@ impl ZkClient {
     ///
     /// ```no_run
     /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
-    /// use zookeeper_client::CreateMode;
+    /// use zkr_connection::CreateMode;
     /// zk.create("/app/settings", b"{}", CreateMode::Persistent).await?;
     /// # Ok(()) }
     /// ```
@@ -142,7 +142,7 @@ impl ZkClient {
     /// ```no_run
     /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
     /// use std::time::Duration;
-    /// use zookeeper_client::CreateMode;
+    /// use zkr_connection::CreateMode;
     /// zk.create_with_ttl("/jobs/heartbeat", b"", CreateMode::Persistent, Duration::from_secs(30)).await?;
     /// # Ok(()) }
     /// ```
@@ -293,7 +293,7 @@ pub(crate) const MAX_TTL: Duration = Duration::from_millis((1 << 40) - 1);
 ///
 /// ```
 /// use std::time::Duration;
-/// use zookeeper_client::CreateMode;
+/// use zkr_connection::CreateMode;
 /// assert!(zkr_connection::validate_ttl(CreateMode::Persistent, Duration::from_secs(1)).is_ok());
 /// assert!(zkr_connection::validate_ttl(CreateMode::Ephemeral, Duration::from_secs(1)).is_err());
 /// ```

@@ -138,7 +138,7 @@ pub(crate) fn listing_precedes(parent: &Stat, sequence: i64) -> bool {
 ///
 /// ```
 /// use zkr_connection::protected::listing_is_complete;
-/// use zookeeper_client::Stat;
+/// use zkr_connection::Stat;
 ///
 /// let directory = |czxid, cversion| Stat {
 ///     czxid, mzxid: czxid, pzxid: czxid, ctime: 0, mtime: 0, version: 0, cversion,
@@ -169,7 +169,7 @@ fn is_ephemeral(mode: CreateMode) -> bool {
 /// ```no_run
 /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
 /// use zkr_connection::protected::ProtectedCreate;
-/// use zookeeper_client::CreateMode;
+/// use zkr_connection::CreateMode;
 ///
 /// // kazoo's lock naming: `<uuid hex>__lock__<seq>`, and the siblings listed in the same round trip.
 /// let tag = uuid::Uuid::new_v4().simple().to_string();
@@ -372,7 +372,7 @@ impl ZkClient {
     ///
     /// ```no_run
     /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
-    /// use zookeeper_client::CreateMode;
+    /// use zkr_connection::CreateMode;
     /// let node = zk.create_protected("/locks/orders", "lock-", b"", CreateMode::EphemeralSequential).await?;
     /// println!("{} (sequence {:?})", node.path, node.sequence);
     /// # Ok(()) }

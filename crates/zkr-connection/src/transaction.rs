@@ -77,7 +77,7 @@ impl Op {
 ///
 /// ```no_run
 /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
-/// use zookeeper_client::CreateMode;
+/// use zkr_connection::CreateMode;
 ///
 /// let results = zk
 ///     .transaction()

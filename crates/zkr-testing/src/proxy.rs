@@ -97,7 +97,7 @@ impl Latency {
 ///
 /// let server = TestingServer::start().await?;
 /// let proxy = FaultProxy::start(&server.connect_string()).await?;
-/// let client = zookeeper_client::Client::connect(&proxy.connect_string()).await?;
+/// let client = zkr_connection::zookeeper_client::Client::connect(&proxy.connect_string()).await?;
 /// proxy.cut(); // the client sees Disconnected, then reconnects
 /// # Ok(()) }
 /// ```

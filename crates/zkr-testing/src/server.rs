@@ -26,7 +26,7 @@ use crate::options::ServerOptions;
 /// use zkr_testing::TestingServer;
 ///
 /// let server = TestingServer::start().await?;
-/// let client = zookeeper_client::Client::connect(&server.connect_string()).await?;
+/// let client = zkr_connection::zookeeper_client::Client::connect(&server.connect_string()).await?;
 /// server.stop()?;          // keeps the data
 /// server.restart().await?; // same port, same data
 /// # Ok(()) }

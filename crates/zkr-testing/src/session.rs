@@ -236,9 +236,9 @@ async fn close_session(
 /// ```no_run
 /// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
 /// let server = zkr_testing::TestingServer::start().await?;
-/// let client = zookeeper_client::Client::connect(&server.connect_string()).await?;
+/// let client = zkr_connection::zookeeper_client::Client::connect(&server.connect_string()).await?;
 /// zkr_testing::expire_session(&client, &server.connect_string()).await?;
-/// assert_eq!(client.state(), zookeeper_client::SessionState::Expired);
+/// assert_eq!(client.state(), zkr_connection::zookeeper_client::SessionState::Expired);
 /// # Ok(()) }
 /// ```
 pub async fn expire_session(client: &Client, connect_string: &str) -> Result<()> {

@@ -278,7 +278,7 @@ impl RetryPolicy for RetryForever {
 /// ```
 /// use std::time::Duration;
 /// use zkr_connection::retry::{RetryForever, RetryPolicy, SessionFailedRetryPolicy};
-/// use zookeeper_client::Error;
+/// use zkr_connection::zookeeper_client::Error;
 ///
 /// let policy = SessionFailedRetryPolicy::new(RetryForever::new(Duration::from_millis(5))?);
 /// assert!(policy.allow_retry_error(&Error::ConnectionLoss));

@@ -51,7 +51,7 @@ pub struct ContenderSpec {
 ///
 /// ```
 /// use zkr_recipes::locks::{ContenderSpec, LockInternalsDriver, StandardLockInternalsDriver};
-/// use zookeeper_client::CreateMode;
+/// use zkr_connection::CreateMode;
 ///
 /// #[derive(Debug, Default)]
 /// struct PersistentLockDriver(StandardLockInternalsDriver);

@@ -424,7 +424,7 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
     /// let txn = guard.transaction()?.set_data("/stock/apples", b"41", Some(7)).create(
     ///     "/sales/sale-",
     ///     b"apples",
-    ///     zookeeper_client::CreateMode::PersistentSequential,
+    ///     zkr_connection::zookeeper_client::CreateMode::PersistentSequential,
     /// );
     /// guard.commit(txn).await?;
     /// # Ok(()) }

@@ -16,7 +16,7 @@
 //! # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::nodes::NodeError> {
 //! use std::time::Duration;
 //! use zkr_recipes::nodes::PersistentNode;
-//! use zookeeper_client::CreateMode;
+//! use zkr_connection::CreateMode;
 //!
 //! let node = PersistentNode::builder(&zk, "/workers/w-1", CreateMode::Ephemeral).data(b"ready").build()?;
 //! let path = node.wait_for_initial_create_timeout(Duration::from_secs(5)).await?;
