@@ -254,6 +254,41 @@ async fn a_lock_safe_item_comes_back_when_dropped_and_ack_removes_it_with_its_lo
 }
 
 #[tokio::test]
+async fn an_ack_with_the_consumers_own_operations_applies_them_with_the_delete_or_not_at_all() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
+    let root = unique_root("queue-ack-with");
+    let (path, locks, last) = (format!("{root}/queue"), format!("{root}/locks"), format!("{root}/last"));
+    let queue = DistributedQueue::builder(&zk, &path, Utf8).lock_path(&locks).build().unwrap();
+    queue.put(&"job".to_string()).await.unwrap();
+    zk.create_if_absent(&last, b"none", CreateMode::Persistent).await.unwrap();
+
+    // One operation of the consumer's is refused (its parent does not exist): nothing is
+    // applied, the error names the operation and its path, and the item comes back.
+    let item = queue.take().await.unwrap();
+    let orphan = format!("{root}/no-parent/record");
+    let refused = item
+        .ack_with(|txn| txn.set_data(&last, b"job", None).create(&orphan, b"", CreateMode::Persistent))
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains(&format!("create {orphan}")), "{refused}");
+    assert_eq!(refused.kind(), zkr_connection::ErrorKind::Absent, "{refused:?}");
+    assert_eq!(observer.get_data(&last).await.unwrap().0, b"none", "nothing applied");
+    let again = queue.take_timeout(timing().wait()).await.unwrap().expect("the item back");
+
+    let done = format!("{root}/done");
+    again
+        .ack_with(|txn| txn.set_data(&last, b"job", None).create(&done, b"ok", CreateMode::Persistent))
+        .await
+        .unwrap();
+    assert_eq!(observer.get_data(&last).await.unwrap().0, b"job");
+    assert_eq!(observer.get_data(&done).await.unwrap().0, b"ok");
+    assert!(children(&observer, &path).await.is_empty(), "the item went with the same commit");
+    assert!(children(&observer, &locks).await.is_empty());
+}
+
+#[tokio::test]
 async fn a_consumer_whose_session_expired_mid_item_cannot_ack_it_after_another_took_it() {
     let server = shared_server().await.unwrap();
     let cs = server.connect_string();

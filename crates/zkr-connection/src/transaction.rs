@@ -150,6 +150,13 @@ impl Transaction {
         self.check(path, -1)
     }
 
+    /// Adds every operation of `other` after this one's (`other`'s retry options are not
+    /// taken): for a recipe that commits its own operations with a caller's.
+    pub fn append(mut self, other: Transaction) -> Self {
+        self.ops.extend(other.ops);
+        self
+    }
+
     /// Retry options for the commit (a deadline, a policy of its own). Defaults to the
     /// manager's policy with no deadline.
     pub fn retry_options(mut self, options: RetryOptions) -> Self {

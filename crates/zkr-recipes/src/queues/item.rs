@@ -4,8 +4,8 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use zkr_connection::{Session, ZkClient};
-use zookeeper_client::{Acls, Client, CreateMode, MultiWriteError};
+use zkr_connection::{Session, Transaction, ZkClient};
+use zookeeper_client::{Acls, Client, CreateMode};
 
 use super::QueueError;
 use crate::fence::SessionFence;
@@ -95,7 +95,45 @@ impl<T> QueueItem<T> {
     /// # Cancel safety
     /// As [`ack`](Self::ack).
     pub async fn ack_and_create(self, path: &str, data: &[u8]) -> Result<Vec<T>, QueueError> {
-        self.finish(Some((path, data))).await
+        self.ack_with(|txn| txn.create(path, data, CreateMode::Persistent)).await
+    }
+
+    /// [`ack`](Self::ack) with the caller's own operations in the same transaction: `ops` adds
+    /// them (creates, sets, deletes, checks) to the transaction that removes the item, so the
+    /// work's effects in ZooKeeper (a counter, a record, a status) are applied exactly when the
+    /// item is removed, or not at all.
+    ///
+    /// # Errors
+    /// As [`ack`](Self::ack); an operation of the caller's that the server refuses is
+    /// [`QueueError::Connection`] with
+    /// [`TransactionFailed`](zkr_connection::Error::TransactionFailed), which names the
+    /// operation and its path (the item stays in the queue); [`QueueError::InvalidArgument`]
+    /// for a bad path or data, or without lock safety (the item was removed when it was taken).
+    ///
+    /// # Cancel safety
+    /// As [`ack`](Self::ack).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(item: zkr_recipes::queues::QueueItem<String>) -> Result<(), zkr_recipes::queues::QueueError> {
+    /// use zkr_connection::CreateMode;
+    ///
+    /// let done = format!("/work/done/{}", item.values()[0]);
+    /// item.ack_with(|txn| {
+    ///     txn.create(&done, b"ok", CreateMode::Persistent).set_data("/work/stats/last", done.as_bytes(), None)
+    /// })
+    /// .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn ack_with(self, ops: impl FnOnce(Transaction) -> Transaction) -> Result<Vec<T>, QueueError> {
+        let own = self.lock.as_ref().map(|lock| ops(lock.zk.transaction()));
+        match own {
+            Some(own) => self.finish(Some(own)).await,
+            None => Err(QueueError::InvalidArgument(
+                "an ack with operations needs a lock-safe queue (lock_path): the item is gone already".into(),
+            )),
+        }
     }
 
     /// Lock-safe mode: gives the item back to the queue now (dropping it does the same in the
@@ -118,15 +156,9 @@ impl<T> QueueItem<T> {
         Ok(())
     }
 
-    async fn finish(mut self, record: Option<(&str, &[u8])>) -> Result<Vec<T>, QueueError> {
-        match (self.lock.take(), record) {
-            (Some(mut lock), record) => lock.commit(&self.node, record).await?,
-            (None, Some(_)) => {
-                return Err(QueueError::InvalidArgument(
-                    "ack_and_create needs a lock-safe queue (lock_path): the item is gone already".into(),
-                ))
-            }
-            (None, None) => {}
+    async fn finish(mut self, own: Option<Transaction>) -> Result<Vec<T>, QueueError> {
+        if let Some(mut lock) = self.lock.take() {
+            lock.commit(&self.node, own).await?;
         }
         Ok(std::mem::take(&mut self.values))
     }
@@ -302,67 +334,44 @@ impl ItemLock {
         }
     }
 
-    /// Deletes `node` and the lock in one transaction checked against the lock, on the lock's
-    /// session, with `record` created alongside.
-    pub(crate) async fn commit(
-        &mut self,
-        node: &str,
-        record: Option<(&str, &[u8])>,
-    ) -> Result<(), QueueError> {
-        let record_acls = record.map(|(path, _)| self.zk.acl_for_path(path)).unwrap_or_default();
-        let mut attempts = 0u32;
-        let lock = self.path.as_str();
-        let outcome = pinned(&self.zk, self.fence.session(), |client| {
-            attempts += 1;
-            let acls = record_acls.clone();
-            async move {
-                let options = CreateMode::Persistent.with_acls(Acls::new(&acls));
-                let mut writer = client.new_multi_writer();
-                writer.add_check_version(lock, -1)?;
-                writer.add_delete(node, None)?;
-                writer.add_delete(lock, None)?;
-                if let Some((path, data)) = record {
-                    writer.add_create(path, data, &options)?;
-                }
-                match writer.commit().await {
-                    Ok(_) => Ok(Ok(())),
-                    Err(MultiWriteError::OperationFailed { index, source }) => Ok(Err((index, source))),
-                    Err(MultiWriteError::RequestFailed { source }) => Err(source),
-                }
-            }
-        })
-        .await;
-        match outcome {
-            Ok(Ok(())) => {
+    /// Deletes `node` and the lock in one transaction checked against the lock (which exists
+    /// only on the session that holds it), with the caller's own operations after them.
+    pub(crate) async fn commit(&mut self, node: &str, own: Option<Transaction>) -> Result<(), QueueError> {
+        let mut txn =
+            self.zk.transaction().check_exists(&self.path).delete(node, None).delete(&self.path, None);
+        if let Some(own) = own {
+            txn = txn.append(own);
+        }
+        match txn.commit().await {
+            Ok(_) => {
                 self.armed = false;
                 Ok(())
             }
             // The lock is gone: a lost reply of our own applied commit, or our session ended.
-            Ok(Err((0, _))) if attempts > 1 && self.applied(node, record).await? => {
+            Err(zkr_connection::Error::TransactionFailed { index: 0, retried: true, .. })
+                if self.applied(node).await? =>
+            {
                 self.armed = false;
                 Ok(())
             }
-            Ok(Err((0, _))) => Err(QueueError::LockLost { node: node.to_owned() }),
-            Ok(Err((1, _))) => Err(QueueError::ItemGone { node: node.to_owned() }),
-            Ok(Err((_, source))) => Err(zkr_connection::Error::Zk(source).into()),
+            Err(zkr_connection::Error::TransactionFailed { index: 0, .. }) => {
+                Err(QueueError::LockLost { node: node.to_owned() })
+            }
+            Err(zkr_connection::Error::TransactionFailed { index: 1, .. }) => {
+                Err(QueueError::ItemGone { node: node.to_owned() })
+            }
             Err(e) if session_ended(&e) => Err(QueueError::LockLost { node: node.to_owned() }),
             Err(e) => Err(e.into()),
         }
     }
 
-    /// After a retried commit found the lock gone: was the first attempt applied? (The item is
-    /// gone and the record, if any, exists.)
-    async fn applied(&self, node: &str, record: Option<(&str, &[u8])>) -> Result<bool, QueueError> {
-        let check = pinned(&self.zk, self.fence.session(), |client| async move {
-            let item_gone = client.check_stat(node).await?.is_none();
-            let recorded = match record {
-                Some((path, _)) => client.check_stat(path).await?.is_some(),
-                None => true,
-            };
-            Ok(item_gone && recorded)
-        });
+    /// After a retried commit found the lock gone: was the first attempt applied? It was when
+    /// the item is gone: nobody but the lock's holder deletes a locked item.
+    async fn applied(&self, node: &str) -> Result<bool, QueueError> {
+        let check =
+            pinned(&self.zk, self.fence.session(), |client| async move { client.check_stat(node).await });
         match check.await {
-            Ok(applied) => Ok(applied),
+            Ok(stat) => Ok(stat.is_none()),
             Err(e) if session_ended(&e) => Ok(false),
             Err(e) => Err(e.into()),
         }

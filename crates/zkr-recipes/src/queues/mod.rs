@@ -121,8 +121,10 @@ pub enum QueueError {
         #[source]
         source: zkr_connection::Error,
     },
-    /// A ZooKeeper operation failed.
-    #[error("a ZooKeeper operation on the queue failed")]
+    /// A ZooKeeper operation failed (an ack's refused operation is
+    /// [`TransactionFailed`](zkr_connection::Error::TransactionFailed), which names it and its
+    /// path).
+    #[error(transparent)]
     Connection(zkr_connection::Error),
 }
 
