@@ -125,7 +125,8 @@ async fn a_corrupt_value_is_reported_and_the_last_good_one_kept() {
     .await
     .expect("a DecodeFailed event");
     assert_eq!(failed.0, 1);
-    assert!(!failed.1.is_empty());
+    assert_eq!(failed.1.format(), "JSON", "a typed error naming the format: {:?}", failed.1);
+    assert!(std::error::Error::source(&failed.1).is_some(), "with serde_json's error as its cause");
     assert_eq!(*watcher.get().unwrap().value, 12, "the last good value stays");
     assert!(matches!(publisher.get(&path).await, Err(ConfigError::Decode { .. })));
     publisher.set(&path, &13u64).await.unwrap();

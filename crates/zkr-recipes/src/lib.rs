@@ -19,6 +19,7 @@
 
 pub mod barriers;
 pub mod cache;
+pub mod codec;
 pub mod config;
 pub mod counters;
 pub mod discovery;

@@ -93,7 +93,7 @@ impl CachedNode {
     ///     node.decode(&Utf8).ok()
     /// }
     /// ```
-    pub fn decode<T>(&self, codec: &impl Codec<T>) -> Result<T, String> {
+    pub fn decode<T>(&self, codec: &impl Codec<T>) -> Result<T, crate::codec::CodecError> {
         codec.decode(&self.data)
     }
 }

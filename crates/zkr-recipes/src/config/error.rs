@@ -28,20 +28,22 @@ pub enum ConfigError {
         path: String,
     },
     /// The value cannot be encoded by the codec.
-    #[error("cannot encode the value for {path}: {reason}")]
+    #[error("cannot encode the value for {path}")]
     Encode {
         /// The node.
         path: String,
-        /// The codec's message.
-        reason: String,
+        /// The codec's error.
+        #[source]
+        source: crate::codec::CodecError,
     },
     /// A stored value does not decode with the codec.
-    #[error("the value of {path} does not decode: {reason}")]
+    #[error("the value of {path} does not decode")]
     Decode {
         /// The node.
         path: String,
-        /// The codec's message.
-        reason: String,
+        /// The codec's error.
+        #[source]
+        source: crate::codec::CodecError,
     },
     /// ZooKeeper could not be reached at start and there is no last-known-good file to start
     /// from.

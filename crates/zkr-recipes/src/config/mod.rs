@@ -36,7 +36,6 @@
 //! ```
 
 mod cache_file;
-mod codec;
 mod engine;
 mod error;
 mod publisher;
@@ -52,13 +51,13 @@ use tokio::sync::{broadcast, watch};
 use zkr_connection::{path, ZkClient};
 use zookeeper_client::Stat;
 
+#[cfg(feature = "toml")]
+pub use crate::codec::Toml;
+#[cfg(feature = "yaml")]
+pub use crate::codec::Yaml;
+pub use crate::codec::{Codec, Json, Raw, Utf8};
 pub use crate::watch::WatchMode;
 use crate::watch::{Sessions, Watch};
-#[cfg(feature = "toml")]
-pub use codec::Toml;
-#[cfg(feature = "yaml")]
-pub use codec::Yaml;
-pub use codec::{Codec, Json, Raw, Utf8};
 use engine::{Scope, Tracker};
 pub use error::ConfigError;
 pub use publisher::ConfigPublisher;
@@ -171,8 +170,8 @@ pub enum ConfigEvent<T> {
         version: i32,
         /// Its `mzxid`.
         mzxid: i64,
-        /// The codec's message.
-        error: String,
+        /// The codec's error.
+        error: crate::codec::CodecError,
     },
     /// This subscriber fell behind and missed `missed` events; read the current snapshot.
     Lagged {

@@ -53,7 +53,7 @@ impl<T: Send + Sync + 'static> ConfigPublisher<T> {
         let data = self
             .codec
             .encode(value)
-            .map_err(|reason| ConfigError::Encode { path: path.to_owned(), reason })?;
+            .map_err(|source| ConfigError::Encode { path: path.to_owned(), source })?;
         path::validate_data(path, &data)?;
         Ok(data)
     }
@@ -82,7 +82,7 @@ impl<T: Send + Sync + 'static> ConfigPublisher<T> {
         let value = self
             .codec
             .decode(&data)
-            .map_err(|reason| ConfigError::Decode { path: path.to_owned(), reason })?;
+            .map_err(|source| ConfigError::Decode { path: path.to_owned(), source })?;
         Ok(Some(Versioned::new(value, data, &stat)))
     }
 

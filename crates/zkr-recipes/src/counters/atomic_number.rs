@@ -6,8 +6,8 @@ use std::marker::PhantomData;
 use zkr_connection::retry::RetryPolicy;
 use zkr_connection::ZkClient;
 
-use super::codec::{decode_or_zero, CounterValue};
 use super::{AtomicValue, CounterError, DistributedAtomicValue, PromotedToLock};
+use crate::codec::number::{decode_or_zero, CounterValue};
 
 /// A counter in one node, changed atomically: Curator's `DistributedAtomicLong` (`i64`, 8 bytes
 /// big-endian) or `DistributedAtomicInteger` (`i32`, 4 bytes), with the same node format, so

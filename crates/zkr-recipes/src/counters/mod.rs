@@ -38,16 +38,15 @@
 
 mod atomic_number;
 mod atomic_value;
-pub(crate) mod codec;
 mod promoted;
 mod shared_count;
 mod shared_value;
 
 use std::time::Duration;
 
+pub use crate::codec::number::CounterValue;
 pub use atomic_number::{DistributedAtomicInteger, DistributedAtomicLong, DistributedAtomicNumber};
 pub use atomic_value::DistributedAtomicValue;
-pub use codec::CounterValue;
 pub use promoted::PromotedToLock;
 pub use shared_count::SharedCount;
 pub use shared_value::SharedValue;
@@ -79,7 +78,7 @@ pub enum CounterError {
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     /// The node holds data of another width than the counter's (another program wrote it).
-    #[error("corrupted data for node {path:?}: {} is {} bytes, not {expected}", codec::hex(data), data.len())]
+    #[error("corrupted data for node {path:?}: {} is {} bytes, not {expected}", crate::codec::number::hex(data), data.len())]
     CorruptValue {
         /// The node.
         path: String,
@@ -196,7 +195,7 @@ impl CounterError {
         }
     }
 
-    fn corrupt(path: &str, wrong: codec::WrongLength) -> Self {
+    fn corrupt(path: &str, wrong: crate::codec::number::WrongLength) -> Self {
         CounterError::CorruptValue { path: path.to_owned(), data: wrong.data, expected: wrong.expected }
     }
 }
@@ -308,7 +307,7 @@ mod tests {
 
     #[test]
     fn messages_name_the_node_and_keep_causes_apart() {
-        let wrong = codec::WrongLength { data: b"foo".to_vec(), expected: 8 };
+        let wrong = crate::codec::number::WrongLength { data: b"foo".to_vec(), expected: 8 };
         let corrupt = CounterError::corrupt("/c", wrong);
         assert_eq!(
             corrupt.to_string(),

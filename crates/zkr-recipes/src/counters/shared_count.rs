@@ -3,8 +3,8 @@
 use futures::{Stream, StreamExt as _};
 use zkr_connection::ZkClient;
 
-use super::codec::{decode_exact, CounterValue};
 use super::{CounterError, SharedValue, VersionedValue};
+use crate::codec::number::{decode_exact, CounterValue};
 
 /// A shared `i32` in one node: Curator's `SharedCount` (4 bytes big-endian, Curator's format,
 /// so Java processes share it). Every instance holds the latest count, kept current by a watch

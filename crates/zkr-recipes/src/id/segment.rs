@@ -11,7 +11,7 @@ use zkr_connection::{path, ZkClient};
 use zookeeper_client::CreateMode;
 
 use super::{IdError, IdGenerator};
-use crate::counters::codec;
+use crate::codec::number as codec;
 
 /// The largest `next_batch`.
 pub const MAX_BATCH: usize = 1_000_000;

@@ -1,6 +1,7 @@
 //! [`DistributedQueue`]: Curator's typed queue of `queue-` nodes, and the builder of every
 //! typed queue (Curator's `QueueBuilder`).
 
+use crate::codec::CodecError;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -270,8 +271,8 @@ impl<T: Send + Sync + 'static> DistributedQueue<T> {
         if items.is_empty() {
             return Err(QueueError::InvalidArgument("a put needs at least one item".into()));
         }
-        let encoded: Result<Vec<Vec<u8>>, String> = items.iter().map(|i| self.codec.encode(i)).collect();
-        let encoded = encoded.map_err(|reason| QueueError::Encode { reason })?;
+        let encoded: Result<Vec<Vec<u8>>, _> = items.iter().map(|i| self.codec.encode(i)).collect();
+        let encoded = encoded.map_err(|source| QueueError::Encode { source })?;
         self.core.put(infix, &framing::encode(&encoded), deadline).await
     }
 
@@ -289,15 +290,16 @@ impl<T: Send + Sync + 'static> DistributedQueue<T> {
     pub(crate) async fn decode(&self, taken: Taken) -> Result<QueueItem<T>, QueueError> {
         let Taken { node, data, lock } = taken;
         let values = framing::decode(&data)
-            .and_then(|items| items.iter().map(|i| self.codec.decode(i)).collect::<Result<Vec<T>, String>>());
+            .map_err(|reason| CodecError::new("Curator's queue framing", reason))
+            .and_then(|items| items.iter().map(|i| self.codec.decode(i)).collect::<Result<Vec<T>, _>>());
         match values {
             Ok(values) => Ok(QueueItem::new(node, values, lock)),
-            Err(reason) => {
-                tracing::warn!(node = %node, %reason, "corrupt queue item; removing it");
+            Err(source) => {
+                tracing::warn!(node = %node, error = %source, cause = ?std::error::Error::source(&source), "corrupt queue item; removing it");
                 if let Some(lock) = lock {
                     QueueItem::<T>::new(node.clone(), Vec::new(), Some(lock)).ack().await?;
                 }
-                Err(QueueError::Corrupt { node, reason })
+                Err(QueueError::Corrupt { node, source })
             }
         }
     }

@@ -83,19 +83,21 @@ pub enum QueueError {
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     /// The codec could not encode an item: nothing was sent.
-    #[error("could not encode a queue item: {reason}")]
+    #[error("could not encode a queue item")]
     Encode {
-        /// The codec's message.
-        reason: String,
+        /// The codec's error.
+        #[source]
+        source: crate::codec::CodecError,
     },
     /// A queue node that is not items in Curator's framing, or an item the codec cannot
     /// decode. The node has been removed (as Curator does), so it does not block the queue.
-    #[error("queue node {node} is corrupt: {reason}")]
+    #[error("queue node {node} is corrupt")]
     Corrupt {
         /// The node's path.
         node: String,
-        /// What is wrong with it.
-        reason: String,
+        /// What is wrong with it: not Curator's framing, or an item the codec refused.
+        #[source]
+        source: crate::codec::CodecError,
     },
     /// Lock-safe mode: this consumer's lock on the item is gone (its session ended), so the
     /// item was not removed and another consumer may be working on it.

@@ -1,15 +1,57 @@
-//! How config values are turned into bytes and back.
+//! How values are turned into bytes and back, for every family: [`Codec`] and its formats
+//! (config values, cache nodes, queue items), and the fixed-width numbers of the counters and
+//! ID generators (`number`).
+
+pub(crate) mod number;
 
 use std::fmt::Debug;
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+
+/// Why a value did not encode or decode: the format, with the format library's error as the
+/// cause.
+///
+/// # Examples
+///
+/// ```
+/// use zkr_recipes::codec::{Codec, CodecError, Json};
+///
+/// let error: CodecError = <Json as Codec<u32>>::decode(&Json, b"{oops").unwrap_err();
+/// assert_eq!(error.format(), "JSON");
+/// assert_eq!(error.to_string(), "not valid JSON");
+/// assert!(std::error::Error::source(&error).is_some(), "serde_json's own error");
+/// // A codec of your own says what it found wrong:
+/// let mine = CodecError::new("protobuf", "a required field is missing");
+/// assert_eq!(mine.to_string(), "not valid protobuf");
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("not valid {format}")]
+pub struct CodecError {
+    format: &'static str,
+    #[source]
+    source: Arc<dyn std::error::Error + Send + Sync>,
+}
+
+impl CodecError {
+    /// An error of `format` (`"JSON"`, `"protobuf"`) caused by `cause`: another error, or a
+    /// message (`&str`, `String`).
+    pub fn new(format: &'static str, cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        CodecError { format, source: Arc::from(cause.into()) }
+    }
+
+    /// The format that was expected.
+    pub fn format(&self) -> &'static str {
+        self.format
+    }
+}
 
 /// Decodes (and encodes, for publishing) the values of config nodes. Implement it for a
 /// format of your own; [`Json`], [`Toml`], [`Yaml`], [`Utf8`] and [`Raw`] are provided.
 ///
 /// A value that fails to decode never replaces the last good one: the watcher reports a
-/// [`ConfigEvent::DecodeFailed`](super::ConfigEvent::DecodeFailed) and keeps what it had.
+/// [`ConfigEvent::DecodeFailed`](crate::config::ConfigEvent::DecodeFailed) and keeps what it had.
 ///
 /// # Examples
 ///
@@ -27,14 +69,14 @@ pub trait Codec<T>: Send + Sync + Debug + 'static {
     /// The value in `data`, or why it is not one.
     ///
     /// # Errors
-    /// A message saying what is wrong with the data.
-    fn decode(&self, data: &[u8]) -> Result<T, String>;
+    /// A [`CodecError`] naming the format, with the format library's error as its cause.
+    fn decode(&self, data: &[u8]) -> Result<T, CodecError>;
 
     /// The bytes that [`decode`](Self::decode) turns back into `value`.
     ///
     /// # Errors
-    /// A message saying why the value cannot be encoded.
-    fn encode(&self, value: &T) -> Result<Vec<u8>, String>;
+    /// A [`CodecError`] naming the format, with why the value cannot be encoded.
+    fn encode(&self, value: &T) -> Result<Vec<u8>, CodecError>;
 }
 
 /// JSON through `serde_json`.
@@ -42,12 +84,12 @@ pub trait Codec<T>: Send + Sync + Debug + 'static {
 pub struct Json;
 
 impl<T: Serialize + DeserializeOwned + 'static> Codec<T> for Json {
-    fn decode(&self, data: &[u8]) -> Result<T, String> {
-        serde_json::from_slice(data).map_err(|e| e.to_string())
+    fn decode(&self, data: &[u8]) -> Result<T, CodecError> {
+        serde_json::from_slice(data).map_err(|e| CodecError::new("JSON", e))
     }
 
-    fn encode(&self, value: &T) -> Result<Vec<u8>, String> {
-        serde_json::to_vec(value).map_err(|e| e.to_string())
+    fn encode(&self, value: &T) -> Result<Vec<u8>, CodecError> {
+        serde_json::to_vec(value).map_err(|e| CodecError::new("JSON", e))
     }
 }
 
@@ -67,13 +109,13 @@ pub struct Toml;
 
 #[cfg(feature = "toml")]
 impl<T: Serialize + DeserializeOwned + 'static> Codec<T> for Toml {
-    fn decode(&self, data: &[u8]) -> Result<T, String> {
-        let text = std::str::from_utf8(data).map_err(|e| e.to_string())?;
-        toml::from_str(text).map_err(|e| e.to_string())
+    fn decode(&self, data: &[u8]) -> Result<T, CodecError> {
+        let text = std::str::from_utf8(data).map_err(|e| CodecError::new("TOML", e))?;
+        toml::from_str(text).map_err(|e| CodecError::new("TOML", e))
     }
 
-    fn encode(&self, value: &T) -> Result<Vec<u8>, String> {
-        toml::to_string(value).map(String::into_bytes).map_err(|e| e.to_string())
+    fn encode(&self, value: &T) -> Result<Vec<u8>, CodecError> {
+        toml::to_string(value).map(String::into_bytes).map_err(|e| CodecError::new("TOML", e))
     }
 }
 
@@ -93,12 +135,12 @@ pub struct Yaml;
 
 #[cfg(feature = "yaml")]
 impl<T: Serialize + DeserializeOwned + 'static> Codec<T> for Yaml {
-    fn decode(&self, data: &[u8]) -> Result<T, String> {
-        serde_yaml_ng::from_slice(data).map_err(|e| e.to_string())
+    fn decode(&self, data: &[u8]) -> Result<T, CodecError> {
+        serde_yaml_ng::from_slice(data).map_err(|e| CodecError::new("YAML", e))
     }
 
-    fn encode(&self, value: &T) -> Result<Vec<u8>, String> {
-        serde_yaml_ng::to_string(value).map(String::into_bytes).map_err(|e| e.to_string())
+    fn encode(&self, value: &T) -> Result<Vec<u8>, CodecError> {
+        serde_yaml_ng::to_string(value).map(String::into_bytes).map_err(|e| CodecError::new("YAML", e))
     }
 }
 
@@ -115,11 +157,11 @@ impl<T: Serialize + DeserializeOwned + 'static> Codec<T> for Yaml {
 pub struct Utf8;
 
 impl Codec<String> for Utf8 {
-    fn decode(&self, data: &[u8]) -> Result<String, String> {
-        String::from_utf8(data.to_vec()).map_err(|e| e.to_string())
+    fn decode(&self, data: &[u8]) -> Result<String, CodecError> {
+        String::from_utf8(data.to_vec()).map_err(|e| CodecError::new("UTF-8", e))
     }
 
-    fn encode(&self, value: &String) -> Result<Vec<u8>, String> {
+    fn encode(&self, value: &String) -> Result<Vec<u8>, CodecError> {
         Ok(value.clone().into_bytes())
     }
 }
@@ -136,11 +178,11 @@ impl Codec<String> for Utf8 {
 pub struct Raw;
 
 impl Codec<Vec<u8>> for Raw {
-    fn decode(&self, data: &[u8]) -> Result<Vec<u8>, String> {
+    fn decode(&self, data: &[u8]) -> Result<Vec<u8>, CodecError> {
         Ok(data.to_vec())
     }
 
-    fn encode(&self, value: &Vec<u8>) -> Result<Vec<u8>, String> {
+    fn encode(&self, value: &Vec<u8>) -> Result<Vec<u8>, CodecError> {
         Ok(value.clone())
     }
 }
@@ -160,7 +202,7 @@ mod tests {
     fn long_numbers_round_trip_exactly() {
         let data = b"111111111111111111111111";
         let value: serde_json::Value = Json.decode(data).unwrap();
-        assert_eq!(Json.decode(&Json.encode(&value).unwrap()), Ok(value));
+        assert_eq!(Json.decode(&Json.encode(&value).unwrap()).ok(), Some(value));
         // YAML reads it as an integer too large for the value: an error, not a panic.
         #[cfg(feature = "yaml")]
         assert!(Codec::<serde_json::Value>::decode(&Yaml, data).is_err());
