@@ -129,6 +129,37 @@ async fn lock_safe_queue_take_and_ack() {
 }
 
 #[tokio::test]
+async fn lock_safe_queue_take_and_ack_with_own_operations() {
+    let (zk, observer) = clients().await;
+    let root = unique_root("cancel-queue-ack-with");
+    let (path, locks, marker) = (format!("{root}/queue"), format!("{root}/locks"), format!("{root}/marker"));
+    let queue = DistributedQueue::builder(&zk, &path, Utf8).lock_path(&locks).build().unwrap();
+    queue.put(&"job".to_string()).await.unwrap();
+    zk.create_if_absent(&marker, b"todo", CreateMode::Persistent).await.unwrap();
+    let cycle = || async { queue.take().await?.ack_with(|txn| txn.set_data(&marker, b"done", None)).await };
+    let after = |k| {
+        let (queue, observer, path, locks, marker) = (&queue, &observer, &path, &locks, &marker);
+        async move {
+            cleaned(observer, locks, none, k).await;
+            // A dropped ack was applied whole or not at all: the item is gone exactly when the
+            // consumer's own write is there.
+            let applied = children(observer, path).await.is_empty();
+            let written = observer.get_data(marker).await.unwrap().0 == b"done";
+            assert_eq!(applied, written, "after a drop at poll {k}: the ack applied in part");
+            if applied {
+                observer.set_data(marker, b"todo", None).await.unwrap();
+                queue.put(&"job".to_string()).await.unwrap();
+            }
+        }
+    };
+    let (done, drops) = cancel_at_every_await(cycle, after).await;
+    println!("dropped at {drops} awaits");
+    assert_eq!(done.unwrap(), ["job"]);
+    assert!(children(&observer, &path).await.is_empty());
+    assert_eq!(observer.get_data(&marker).await.unwrap().0, b"done");
+}
+
+#[tokio::test]
 async fn double_barrier_enter_and_leave() {
     let (zk, observer) = clients().await;
     let path = unique_root("cancel-barrier");
