@@ -1,5 +1,5 @@
 # The two commands of the README. Both install what is missing (see scripts/ensure-deps.sh).
-.PHONY: demo test deps deny examples
+.PHONY: demo test deps deny examples compat
 
 deps:
 	@scripts/ensure-deps.sh
@@ -19,6 +19,7 @@ test: deps
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p zkr-connection -p zkr-recipes -p zkr-cli -- -D warnings
 	cargo test --workspace
+	$(MAKE) --no-print-directory compat
 	cargo publish --workspace --dry-run --no-verify --allow-dirty
 	$(MAKE) --no-print-directory examples
 
@@ -28,6 +29,15 @@ test: deps
 deny:
 	@command -v cargo-deny >/dev/null 2>&1 || cargo install --locked --quiet --debug cargo-deny@0.20.2
 	cargo deny check licenses bans sources
+
+# The server releases besides the default (zkr_testing::DEFAULT_RELEASE, 3.9.5, which the
+# whole suite runs on) and the Curator from Maven Central besides Debian's: the subset in
+# tests/compat.list runs on each (docs/releases.md).
+COMPAT_RELEASES = 3.5.10 3.6.4 3.7.2 3.8.6 debian
+COMPAT_CURATOR = 5.9.0
+
+compat:
+	scripts/compat.sh --curator $(COMPAT_CURATOR) $(COMPAT_RELEASES)
 
 # Every recipe's example, run against its own embedded ZooKeeper.
 examples:

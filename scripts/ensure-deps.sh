@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Makes sure the non-Rust pieces the tests, benchmarks and demo need are installed:
-# ZooKeeper 3.8 (Debian `zookeeper`), a headless JRE, a headless JDK (`javac`, which builds
+# Maven (`maven`: zkr-testing resolves the ZooKeeper server releases 3.5 to 3.9 and Curator 5.9
+# from Maven Central with it, on first use, into ~/.m2), Debian's ZooKeeper 3.8.0 (`zookeeper`,
+# one of the releases tested), a headless JRE, a headless JDK (`javac`, which builds
 # zkr-testing's Curator peer), Apache Curator 5.4 jars (`libcurator-recipes-java`, and
 # `libcurator-discovery-java` for curator-x-discovery) and kazoo (`python3-kazoo`). Installs
 # them with apt-get when running as root; otherwise prints the exact command and fails.
 set -euo pipefail
 
-packages=(zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-discovery-java python3-kazoo)
+packages=(maven zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-discovery-java python3-kazoo)
 missing=()
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 command -v java >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/java" ] || missing+=(default-jre-headless)
 command -v javac >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/javac" ] || missing+=(default-jdk-headless)

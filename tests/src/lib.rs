@@ -124,3 +124,36 @@ where
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// `make compat` (the Makefile's `COMPAT_RELEASES`) runs the subset on every release zkr is
+    /// tested on but the default one, on which the whole suite runs; and every test the subset
+    /// names exists.
+    #[test]
+    fn the_compat_run_covers_every_other_release_and_names_real_tests() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let makefile = std::fs::read_to_string(format!("{root}/Makefile")).unwrap();
+        let line = makefile.lines().find_map(|l| l.strip_prefix("COMPAT_RELEASES = ")).unwrap();
+        let mut listed: Vec<&str> = line.split_whitespace().collect();
+        listed.push(zkr_testing::DEFAULT_RELEASE);
+        listed.sort_unstable();
+        let mut releases = zkr_testing::RELEASES.to_vec();
+        releases.sort_unstable();
+        assert_eq!(listed, releases);
+        let curator = makefile.lines().find_map(|l| l.strip_prefix("COMPAT_CURATOR = ")).unwrap();
+        assert_eq!(curator.trim(), zkr_testing::peers::CURATOR_MAVEN_RELEASE);
+        let list = std::fs::read_to_string(format!("{root}/tests/compat.list")).unwrap();
+        for line in list.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+            let mut fields = line.split_whitespace();
+            let (binary, test) = (fields.next().unwrap(), fields.next().unwrap());
+            for skip in fields {
+                let release = skip.strip_prefix('!').unwrap_or_else(|| panic!("{line}: {skip}"));
+                assert!(zkr_testing::RELEASES.contains(&release), "{line}: no release {release}");
+            }
+            let source = std::fs::read_to_string(format!("{root}/tests/tests/{binary}.rs"))
+                .unwrap_or_else(|e| panic!("{binary}: {e}"));
+            assert!(source.contains(&format!("async fn {test}(")), "{binary} has no test {test}");
+        }
+    }
+}

@@ -10,6 +10,9 @@ use crate::path;
 use crate::retry::{ExponentialBackoffRetry, RetryPolicy};
 use crate::state::{ConnectionStateErrorPolicy, StandardConnectionStateErrorPolicy};
 
+/// [`ZkClientBuilder::stall_nudge`]'s default.
+const DEFAULT_STALL_NUDGE: Option<Duration> = None;
+
 /// The validated settings a [`ZkClient`] runs with.
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
@@ -22,6 +25,9 @@ pub(crate) struct Config {
     pub(crate) acl_provider: Arc<dyn AclProvider>,
     pub(crate) can_be_read_only: bool,
     pub(crate) error_policy: Arc<dyn ConnectionStateErrorPolicy>,
+    /// After how long an outstanding request sent through the retry loop gets a nudge
+    /// ([`ZkClientBuilder::stall_nudge`]).
+    pub(crate) stall_nudge: Option<Duration>,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<zookeeper_client::TlsOptions>,
     /// The trusted CA (PEM) given to [`ZkClientBuilder::tls_trusting`]: kept to name the cause
@@ -68,12 +74,35 @@ impl ZkClientBuilder {
                 acl_provider: Arc::new(OpenAclProvider),
                 can_be_read_only: false,
                 error_policy: Arc::new(StandardConnectionStateErrorPolicy),
+                stall_nudge: DEFAULT_STALL_NUDGE,
                 #[cfg(feature = "tls")]
                 tls: None,
                 #[cfg(feature = "tls")]
                 tls_ca_pem: None,
             },
         }
+    }
+
+    /// A remedy for the server stall of ZooKeeper 3.6.0-3.6.3, 3.7.0-3.7.1 and 3.8.0
+    /// ([ZOOKEEPER-4537](https://issues.apache.org/jira/browse/ZOOKEEPER-4537)): on an
+    /// ensemble, a follower may hold a reply until the session's next packet arrives, which
+    /// can be the next ping, seconds later. When an operation sent through the retry loop
+    /// ([`ZkClient::retry`] and every recipe call built on it) has waited `after` for its
+    /// reply, one cheap read (`exists /zookeeper`) goes out on the same session, and another
+    /// every `after` while it still waits. `None` turns it off. Off by default until its
+    /// cost and effect are measured on an affected server (`benches/src/bin/zk-stall.rs`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let builder = zkr_connection::ZkClient::builder("zk1:2181").stall_nudge(Some(Duration::from_secs(1)));
+    /// # let _ = builder;
+    /// ```
+    pub fn stall_nudge(mut self, after: Option<Duration>) -> Self {
+        self.config.stall_nudge = after;
+        self
     }
 
     /// The session timeout to ask the server for. Defaults to 60 s (Curator's default); the

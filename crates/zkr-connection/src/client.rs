@@ -139,6 +139,7 @@ impl ZkClient {
             error_epoch: watch::channel(0).0,
             cancel: cancel.clone(),
             expire: Notify::new(),
+            persistent_watches: tokio::sync::OnceCell::new(),
             supervisor: Mutex::new(None),
         });
         let task = runtime.spawn(crate::supervisor::supervise(shared.clone()));
@@ -306,6 +307,12 @@ impl ZkClient {
     /// The session timeout asked for.
     pub fn session_timeout(&self) -> Duration {
         self.shared.config.session_timeout
+    }
+
+    /// After how long an operation of the retry loop nudges a stalled server
+    /// ([`ZkClientBuilder::stall_nudge`](crate::ZkClientBuilder::stall_nudge)).
+    pub fn stall_nudge(&self) -> Option<Duration> {
+        self.shared.config.stall_nudge
     }
 
     /// The connection timeout.

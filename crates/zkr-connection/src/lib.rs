@@ -29,6 +29,7 @@ mod client;
 mod connect_string;
 mod deadline;
 mod error;
+mod features;
 mod guard;
 mod kind;
 mod ops;

@@ -178,7 +178,8 @@ impl ZkClient {
                 let _ = self.wait_connected(wait).await;
             }
             let (generation, session_id) = (session.generation(), session.id());
-            let Some(outcome) = crate::within(deadline, op(session)).await else {
+            let attempt = nudged(op(session.clone()), &session, self.stall_nudge());
+            let Some(outcome) = crate::within(deadline, attempt).await else {
                 let deadline = deadline.map(|d| d.timeout()).unwrap_or_default();
                 return Err(Error::DeadlineExceeded { deadline, last: last_error });
             };
@@ -290,5 +291,23 @@ impl<T> Sent<T> {
     /// conflicting answer (`BadVersion`, `NodeExists`) may be its own effect.
     pub fn resent(&self) -> bool {
         self.sends > 1
+    }
+}
+
+/// `attempt`, with a cheap read on `session` every `after` while it waits for its reply: the
+/// remedy for ZOOKEEPER-4537 ([`ZkClientBuilder::stall_nudge`](crate::ZkClientBuilder::stall_nudge)).
+/// The read's reply is not awaited (`zookeeper-client` sends a request when it is called).
+async fn nudged<F: Future>(attempt: F, session: &Session, after: Option<Duration>) -> F::Output {
+    let Some(after) = after else { return attempt.await };
+    tokio::pin!(attempt);
+    loop {
+        tokio::select! {
+            outcome = &mut attempt => return outcome,
+            () = tokio::time::sleep(after) => {
+                tracing::debug!(?after, "an operation waits for its reply: nudging the server");
+                crate::telemetry::stall_nudge();
+                drop(session.client().check_stat("/zookeeper"));
+            }
+        }
     }
 }

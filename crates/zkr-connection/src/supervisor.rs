@@ -34,6 +34,8 @@ pub(crate) struct Shared {
     pub(crate) error_epoch: watch::Sender<u64>,
     pub(crate) cancel: CancellationToken,
     pub(crate) expire: Notify,
+    /// Whether the servers have persistent watches, once probed (`ZkClient::has_persistent_watches`).
+    pub(crate) persistent_watches: tokio::sync::OnceCell<bool>,
     pub(crate) supervisor: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 

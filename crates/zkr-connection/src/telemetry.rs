@@ -31,6 +31,14 @@ pub(crate) fn session_rebuilt() {
     metrics::counter!("zkr_session_rebuilds_total").increment(1);
 }
 
+/// An operation waited long enough for its reply that the retry loop nudged the server (the
+/// ZOOKEEPER-4537 remedy).
+#[inline]
+pub(crate) fn stall_nudge() {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("zkr_stall_nudges_total").increment(1);
+}
+
 /// A retry loop sleeps before another attempt; `op` names the loop (`operation`: the retry
 /// loop, `protected_create`: a protected create's own).
 #[inline]

@@ -8,7 +8,6 @@ use tempfile::TempDir;
 
 use crate::error::{Error, Result};
 use crate::four_letter::four_letter_word;
-use crate::install::Installation;
 use crate::member::Member;
 use crate::options::{Peer, ServerOptions};
 use crate::proxy::FaultProxy;
@@ -88,7 +87,7 @@ impl TestingCluster {
         if !matches!(size, 1 | 3 | 5) {
             return Err(Error::ClusterSize(size));
         }
-        let install = Installation::detect()?;
+        let install = options.installation()?;
         let options = Arc::new(options);
         let root = tempfile::Builder::new()
             .prefix("zkr-cluster-")
@@ -130,6 +129,11 @@ impl TestingCluster {
 
     fn member(&self, index: usize) -> Result<&Member> {
         self.members.get(index).ok_or(Error::NoSuchServer { index, size: self.members.len() })
+    }
+
+    /// The server release the cluster runs.
+    pub fn release(&self) -> &crate::Release {
+        self.members[0].release()
     }
 
     /// Number of servers.

@@ -19,6 +19,22 @@ pub enum Error {
         /// Where we looked.
         detail: String,
     },
+    /// `ZKR_ZK_VERSION` (or a parsed release name) is neither a 3.5-or-later version nor `debian`.
+    #[error(
+        "`{given}` is not a ZooKeeper release: give a version such as 3.9.5 (3.5.0 or later) or `debian`"
+    )]
+    BadRelease {
+        /// What was given.
+        given: String,
+    },
+    /// Maven could not resolve a class path (a ZooKeeper release or Curator) from Maven Central.
+    #[error("resolving {what} from Maven Central failed: {detail}")]
+    MavenResolve {
+        /// What was being resolved (`zookeeper-3.9.5`, `curator-5.9.0`).
+        what: String,
+        /// Why: no `mvn`, or Maven's own errors.
+        detail: String,
+    },
     /// No `java` executable was found (neither `$JAVA_HOME/bin/java` nor `java` on `PATH`).
     #[error("no Java runtime found ({detail}); install one with `{INSTALL_COMMAND}`")]
     JavaNotFound {

@@ -14,8 +14,10 @@
 //! scales test timeouts on slow machines. [`peers`] runs Apache Curator and kazoo as peer
 //! processes, for interop tests and side-by-side benchmarks.
 //!
-//! The server is found through `ZOOKEEPER_CLASSPATH`, or Debian's `zookeeper` package
-//! (`apt-get install -y zookeeper default-jre-headless`); see [`Installation`].
+//! The server runs the [`Release`] a test asks for ([`ServerOptions::release`]) or the run
+//! does (`ZKR_ZK_VERSION`; [`DEFAULT_RELEASE`] otherwise): ZooKeeper 3.5 to 3.9 from Maven
+//! Central, resolved with `mvn` on first use, or Debian's packaged 3.8.0 (`debian`); see
+//! [`Installation`].
 //!
 //! No JVM outlives the process that started it: each server runs in its own process group,
 //! is killed on drop, and a wrapper kills it (and removes its files) when the parent dies.
@@ -25,11 +27,13 @@ mod cluster;
 mod error;
 mod four_letter;
 mod install;
+mod maven;
 mod member;
 mod options;
 pub mod peers;
 mod process;
 mod proxy;
+mod release;
 mod server;
 mod session;
 mod timing;
@@ -40,8 +44,10 @@ pub use cluster::{ServerInfo, TestingCluster};
 pub use error::{Error, Result};
 pub use four_letter::{four_letter_word, parse_mntr};
 pub use install::{Installation, INSTALL_COMMAND};
+pub use maven::MAVEN_INSTALL_COMMAND;
 pub use options::ServerOptions;
 pub use proxy::{FaultProxy, Latency, ProxyMode};
+pub use release::{Release, DEFAULT_RELEASE, RELEASES, RELEASE_ENV};
 pub use server::{env_or_embedded, shared_server, TestingServer};
 pub use session::{expire_session, expire_session_id};
 pub use timing::{Timing, TIMING_MULTIPLIER_ENV};

@@ -68,6 +68,10 @@ impl Member {
         format!("127.0.0.1:{}", self.client_port)
     }
 
+    pub(crate) fn release(&self) -> &crate::Release {
+        self.install.release()
+    }
+
     pub(crate) fn data_dir(&self) -> &Path {
         &self.paths.data
     }

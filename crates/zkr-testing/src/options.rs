@@ -43,6 +43,7 @@ pub struct ServerOptions {
     pub(crate) ttl_nodes: bool,
     pub(crate) partitionable: bool,
     pub(crate) client_port: Option<u16>,
+    pub(crate) release: Option<crate::Release>,
 }
 
 impl Default for ServerOptions {
@@ -58,6 +59,7 @@ impl Default for ServerOptions {
             ttl_nodes: true,
             partitionable: false,
             client_port: None,
+            release: None,
         }
     }
 }
@@ -129,6 +131,28 @@ impl ServerOptions {
     pub fn client_port(mut self, port: u16) -> Self {
         self.client_port = Some(port);
         self
+    }
+
+    /// The server release to run. Defaults to the run's ([`Release::from_env`](crate::Release::from_env):
+    /// `ZKR_ZK_VERSION`, else [`DEFAULT_RELEASE`](crate::DEFAULT_RELEASE)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let options = zkr_testing::ServerOptions::default().release(zkr_testing::Release::debian());
+    /// # let _ = options;
+    /// ```
+    pub fn release(mut self, release: crate::Release) -> Self {
+        self.release = Some(release);
+        self
+    }
+
+    /// The installation of the release these options run.
+    pub(crate) fn installation(&self) -> crate::Result<crate::Installation> {
+        match &self.release {
+            Some(release) => crate::Installation::for_release(release),
+            None => crate::Installation::detect(),
+        }
     }
 
     /// Adds a `key=value` line to `zoo.cfg` (later lines win over the defaults).

@@ -1,6 +1,7 @@
 //! Apache Curator and kazoo as peer processes, for interop tests and side-by-side benchmarks.
 //!
-//! [`CuratorTool`] runs a small Java program against Curator 5.4 (`InterProcessMutex`,
+//! [`CuratorTool`] runs a small Java program against Curator (Debian's 5.4, or a release from
+//! Maven Central such as 5.9.0: [`CuratorTool::for_release`], `ZKR_CURATOR_VERSION`) (`InterProcessMutex`,
 //! `LeaderLatch`, `CuratorCache`, `DistributedAtomicLong`, `SharedCount`, curator-x-discovery's `ServiceDiscovery`); [`KazooTool`] runs
 //! a Python script against kazoo's `Lock`. Both speak a line protocol on stdout (one line per
 //! event, flushed at once) and take commands on stdin where noted. `<t_us>` is a `CLOCK_MONOTONIC` timestamp in microseconds (`System.nanoTime() / 1000`,
@@ -74,7 +75,6 @@ use std::sync::{Mutex, PoisonError};
 pub use peer_process::PeerProcess;
 
 use crate::error::{Error, Result};
-use crate::install::Installation;
 
 /// The command that installs what [`CuratorTool`] needs on Debian or Ubuntu.
 pub const CURATOR_INSTALL_COMMAND: &str =
@@ -112,7 +112,7 @@ const SLF4J_NOP: &str = "/usr/share/java/slf4j-nop.jar";
 /// The interpreter that has Debian's `python3-kazoo` (a pyenv `python3` on `PATH` may not).
 const PYTHON: &str = "/usr/bin/python3";
 
-/// Apache Curator 5.4 as a peer: `CuratorTool.java` and its command files (embedded in this
+/// Apache Curator as a peer (Debian's 5.4 or a release from Maven Central): `CuratorTool.java` and its command files (embedded in this
 /// crate), compiled once and run with the system's Curator jars. See the [module docs](self) for its commands.
 ///
 /// # Examples
@@ -130,88 +130,114 @@ const PYTHON: &str = "/usr/bin/python3";
 pub struct CuratorTool {
     java: PathBuf,
     classpath: String,
+    release: String,
 }
 
-static CURATOR: Mutex<Option<CuratorTool>> = Mutex::new(None);
+/// The environment variable that picks the Curator [`CuratorTool::locate`] runs: `debian`
+/// (Debian's 5.4, the default) or a version from Maven Central such as
+/// [`CURATOR_MAVEN_RELEASE`].
+pub const CURATOR_RELEASE_ENV: &str = "ZKR_CURATOR_VERSION";
+
+/// The Curator from Maven Central the interop tests also run against (`scripts/compat.sh`).
+pub const CURATOR_MAVEN_RELEASE: &str = "5.9.0";
+
+/// The Curator POM: `mvn dependency:build-classpath` over it gives a release's class path.
+const CURATOR_POM: (&str, &str) = ("curator.pom.xml", include_str!("../maven/curator.pom.xml"));
+
+static CURATOR: Mutex<Vec<CuratorTool>> = Mutex::new(Vec::new());
 
 impl CuratorTool {
-    /// Finds `java`, `javac` and the Curator jars, and compiles the peer's Java sources
-    /// (`CuratorTool.java` and the command files next to it) unless a compiled copy is already
-    /// cached.
+    /// The Curator [`CURATOR_RELEASE_ENV`] names (Debian's when it is unset): see
+    /// [`for_release`](Self::for_release).
     ///
-    /// `java` is found as by [`Installation::detect`]; `javac` in `$JAVA_HOME/bin`, next to
+    /// # Errors
+    /// As [`for_release`](Self::for_release).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let curator = zkr_testing::peers::CuratorTool::locate()?;
+    /// println!("Curator {}", curator.release());
+    /// # Ok::<(), zkr_testing::Error>(())
+    /// ```
+    pub fn locate() -> Result<CuratorTool> {
+        let release = std::env::var(CURATOR_RELEASE_ENV).ok().filter(|v| !v.trim().is_empty());
+        Self::for_release(release.as_deref().unwrap_or("debian").trim())
+    }
+
+    /// Finds `java`, `javac` and the jars of Curator `release` (`debian`: Debian's
+    /// `libcurator-*-java`, 5.4; a version such as `5.9.0`: from Maven Central, resolved with
+    /// `mvn` on first use and cached as the server releases are), and compiles the peer's Java
+    /// sources (`CuratorTool.java` and the command files next to it) against them unless a
+    /// compiled copy is already cached.
+    ///
+    /// `java` is found as by [`Installation::detect`](crate::Installation::detect); `javac` in `$JAVA_HOME/bin`, next to
     /// that `java`, or on `PATH`. The classes are cached per process and on disk in
     /// `$TMPDIR/zkr-curator-tool-<hash>` (keyed by all sources, `javac` and class path, and
     /// private to this user), so only the first test binary pays for `javac`. That first call
     /// blocks for about a second; call it before timing anything.
     ///
     /// # Errors
-    /// [`Error::JavaNotFound`] / [`Error::ZooKeeperNotFound`] as [`Installation::detect`];
-    /// [`Error::CuratorNotFound`] (naming [`CURATOR_INSTALL_COMMAND`]) without the jars or
-    /// `javac`; [`Error::PeerCompile`] if `javac` fails; [`Error::Io`] for file system errors.
+    /// [`Error::JavaNotFound`]; [`Error::CuratorNotFound`] (naming
+    /// [`CURATOR_INSTALL_COMMAND`]) without Debian's jars or `javac`; [`Error::MavenResolve`]
+    /// for a release Maven cannot resolve; [`Error::PeerCompile`] if `javac` fails;
+    /// [`Error::Io`] for file system errors.
     ///
     /// # Examples
     ///
     /// ```no_run
-    /// let curator = zkr_testing::peers::CuratorTool::locate()?;
+    /// let curator = zkr_testing::peers::CuratorTool::for_release("5.9.0")?;
     /// # Ok::<(), zkr_testing::Error>(())
     /// ```
-    pub fn locate() -> Result<CuratorTool> {
+    pub fn for_release(release: &str) -> Result<CuratorTool> {
         let mut cached = CURATOR.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(tool) = cached.as_ref() {
+        if let Some(tool) = cached.iter().find(|t| t.release == release) {
             return Ok(tool.clone());
         }
-        let tool = Self::build()?;
-        *cached = Some(tool.clone());
+        let tool = Self::build(release)?;
+        cached.push(tool.clone());
         Ok(tool)
     }
 
-    fn build() -> Result<CuratorTool> {
-        let install = Installation::detect()?;
-        let java = install.java().to_path_buf();
-        for jar in CURATOR_JARS {
-            if !Path::new(jar).is_file() {
-                return Err(Error::CuratorNotFound { detail: format!("{jar} does not exist") });
+    /// The Curator release this peer runs (`debian` or a version).
+    pub fn release(&self) -> &str {
+        &self.release
+    }
+
+    fn build(release: &str) -> Result<CuratorTool> {
+        let java = crate::install::find_java()?;
+        let jars = if release == "debian" {
+            for jar in CURATOR_JARS {
+                if !Path::new(jar).is_file() {
+                    return Err(Error::CuratorNotFound { detail: format!("{jar} does not exist") });
+                }
             }
-        }
+            let mut jars = CURATOR_JARS.join(":");
+            if Path::new(SLF4J_NOP).is_file() {
+                jars.push(':');
+                jars.push_str(SLF4J_NOP);
+            }
+            jars
+        } else {
+            crate::maven::Resolution {
+                name: format!("curator-{release}"),
+                pom: CURATOR_POM,
+                properties: vec![("curator.version", release.to_owned())],
+            }
+            .classpath()?
+        };
         let javac = find_javac(&java)?;
-        let jars = CURATOR_JARS.join(":");
         let mut parts: Vec<&[u8]> = Vec::new();
         for (name, text) in CURATOR_SOURCES {
             parts.extend([name.as_bytes(), text.as_bytes()]);
         }
         parts.extend([javac.as_os_str().as_encoded_bytes(), jars.as_bytes()]);
         let key = fnv1a(&parts);
-        let classes = materialize("zkr-curator-tool", key, "CuratorTool.class", |out| {
-            let mut sources = Vec::new();
-            for (name, text) in CURATOR_SOURCES {
-                let source = out.join(name);
-                std::fs::write(&source, text)
-                    .map_err(|e| Error::io(format!("writing {}", source.display()), e))?;
-                sources.push(source);
-            }
-            let output = Command::new(&javac)
-                .args(["-Xlint:none", "-encoding", "UTF-8", "-cp", &jars, "-d"])
-                .arg(out)
-                .args(&sources)
-                .stdin(Stdio::null())
-                .output()
-                .map_err(|e| Error::io(format!("running {}", javac.display()), e))?;
-            if output.status.success() {
-                Ok(())
-            } else {
-                let mut text = String::from_utf8_lossy(&output.stderr).into_owned();
-                text.push_str(&String::from_utf8_lossy(&output.stdout));
-                Err(Error::PeerCompile { status: output.status.to_string(), output: tail_lines(&text, 40) })
-            }
-        })?;
-        let mut classpath = format!("{}:{jars}", classes.display());
-        if Path::new(SLF4J_NOP).is_file() {
-            classpath.push(':');
-            classpath.push_str(SLF4J_NOP);
-        }
-        tracing::debug!(classes = %classes.display(), "CuratorTool ready");
-        Ok(CuratorTool { java, classpath })
+        let classes =
+            materialize("zkr-curator-tool", key, "CuratorTool.class", |out| compile(&javac, &jars, out))?;
+        let classpath = format!("{}:{jars}", classes.display());
+        tracing::debug!(classes = %classes.display(), release, "CuratorTool ready");
+        Ok(CuratorTool { java, classpath, release: release.to_owned() })
     }
 
     /// The `java` command that runs `CuratorTool` with `args` (a command and its arguments, see
@@ -232,6 +258,30 @@ impl CuratorTool {
     /// [`Error::PeerExited`] carrying its usage message.
     pub fn spawn(&self, args: &[&str]) -> Result<PeerProcess> {
         PeerProcess::spawn(peer_label("CuratorTool", args), self.command(args))
+    }
+}
+
+/// Compiles the peer's sources against `jars` into `out`.
+fn compile(javac: &Path, jars: &str, out: &Path) -> Result<()> {
+    let mut sources = Vec::new();
+    for (name, text) in CURATOR_SOURCES {
+        let source = out.join(name);
+        std::fs::write(&source, text).map_err(|e| Error::io(format!("writing {}", source.display()), e))?;
+        sources.push(source);
+    }
+    let output = Command::new(javac)
+        .args(["-Xlint:none", "-encoding", "UTF-8", "-cp", jars, "-d"])
+        .arg(out)
+        .args(&sources)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::io(format!("running {}", javac.display()), e))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        let mut text = String::from_utf8_lossy(&output.stderr).into_owned();
+        text.push_str(&String::from_utf8_lossy(&output.stdout));
+        Err(Error::PeerCompile { status: output.status.to_string(), output: tail_lines(&text, 40) })
     }
 }
 
@@ -411,7 +461,7 @@ fn trusted_dir(dir: &Path, uid: u32) -> bool {
 }
 
 /// 64-bit FNV-1a over the parts (with a separator), stable across Rust versions and processes.
-fn fnv1a(parts: &[&[u8]]) -> u64 {
+pub(crate) fn fnv1a(parts: &[&[u8]]) -> u64 {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0000_0100_0000_01b3;
     let mut hash = OFFSET;

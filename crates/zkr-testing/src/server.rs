@@ -8,11 +8,10 @@ use tempfile::TempDir;
 
 use crate::error::{Error, Result};
 use crate::four_letter::four_letter_word;
-use crate::install::Installation;
 use crate::member::Member;
 use crate::options::ServerOptions;
 
-/// A real standalone ZooKeeper server (the Java one from the OS packages) on a free loopback
+/// A real standalone ZooKeeper server (the Java one, of the [`Release`](crate::Release) asked for) on a free loopback
 /// port, with its own temporary data directory.
 ///
 /// The server is a child process in its own process group. Dropping the `TestingServer` kills it
@@ -61,7 +60,7 @@ impl TestingServer {
     /// # Cancel safety
     /// As [`start`](Self::start).
     pub async fn with_options(options: ServerOptions) -> Result<Self> {
-        let install = Installation::detect()?;
+        let install = options.installation()?;
         let options = Arc::new(options);
         let root = tempfile::Builder::new()
             .prefix("zkr-testing-")
@@ -96,6 +95,11 @@ impl TestingServer {
     /// [`ServerOptions::secure_client`]; `None` otherwise.
     pub fn secure_connect_string(&self) -> Option<String> {
         self.member.secure_port.map(|port| format!("127.0.0.1:{port}"))
+    }
+
+    /// The server release this server runs.
+    pub fn release(&self) -> &crate::Release {
+        self.member.release()
     }
 
     /// The client port.

@@ -272,7 +272,20 @@ fn cluster_sizes_are_checked() {
 #[test]
 fn install_errors_name_the_install_command() {
     let err = zkr_testing::Error::ZooKeeperNotFound { detail: "nothing".into() };
-    assert!(err.to_string().contains("apt-get install -y zookeeper default-jre-headless"));
+    assert!(err.to_string().contains(zkr_testing::INSTALL_COMMAND), "{err}");
+    assert!(zkr_testing::INSTALL_COMMAND.contains("maven"));
+    let err = "3.4.14".parse::<zkr_testing::Release>().unwrap_err();
+    assert!(err.to_string().contains("3.9.5"), "{err}");
+}
+
+/// A release Maven Central does not have is a `MavenResolve` error naming it, not a hang or a
+/// server that never starts.
+#[test]
+fn a_release_maven_cannot_resolve_is_an_error_naming_it() {
+    let release: zkr_testing::Release = "3.5.99".parse().unwrap();
+    let err = zkr_testing::Installation::for_release(&release).unwrap_err();
+    assert!(matches!(err, zkr_testing::Error::MavenResolve { .. }), "{err:?}");
+    assert!(err.to_string().contains("zookeeper-3.5.99"), "{err}");
 }
 
 /// A follower cut off from the quorum keeps its clients connected but cannot apply a write,

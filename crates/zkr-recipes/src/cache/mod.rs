@@ -277,7 +277,7 @@ impl CuratorCacheBuilder {
             pending: Vec::new(),
         };
         let recursive = max_depth != Some(0);
-        let mut engine = Watch::new(&self.zk, &self.path, recursive, WatchMode::Persistent, tracker);
+        let mut engine = Watch::new(&self.zk, &self.path, recursive, WatchMode::Auto, tracker);
         let timeout = self.initial_timeout.unwrap_or_else(|| self.zk.connection_timeout());
         let first = engine.first_sync(timeout).await?;
         let (alive_tx, alive) = watch::channel(());

@@ -9,7 +9,7 @@ use zkr_connection::path;
 use zookeeper_client::{Client, EventType, MultiReadResult, Stat, WatchedEvent};
 
 use super::{CacheEvent, CacheSnapshot, CachedNode};
-use crate::watch::{Consumer, Flow, ZkResult};
+use crate::watch::{read_tree, Consumer, Flow, ZkResult};
 
 /// The cache's copy: the consumer the watch engine feeds.
 pub(super) struct Tracker {
@@ -45,12 +45,26 @@ impl Consumer for Tracker {
         self.read_all(session.client())
     }
 
+    /// For servers without persistent watches (before 3.6): the whole tree, with one-shot
+    /// watches on every node read.
+    async fn read_watched(
+        &self,
+        session: &zkr_connection::Session,
+    ) -> ZkResult<(Self::Read, Vec<zookeeper_client::OneshotWatcher>)> {
+        let (nodes, watchers) = read_tree(session.client(), &self.root, self.max_depth, true).await?;
+        Ok((nodes.into_iter().map(|(path, (data, stat))| (path, cached(data, stat))).collect(), watchers))
+    }
+
     fn reset(&mut self, read: Self::Read) {
         let gone: Vec<String> = self.nodes.keys().filter(|p| !read.contains_key(*p)).cloned().collect();
         // A burst that failed part-way applied some of its rounds: their events go out now.
         let mut events = std::mem::take(&mut self.pending);
-        events.extend(gone.iter().filter_map(|path| self.put(path, None)));
+        // What a full read finds changed goes out in the order it was written (by `mzxid`),
+        // as the events of a watch would; the deletes it finds carry no zxid and come last.
+        let mut read: Vec<(String, CachedNode)> = read.into_iter().collect();
+        read.sort_by_key(|(_, node)| node.stat.mzxid);
         events.extend(read.into_iter().filter_map(|(path, node)| self.put(&path, Some(node))));
+        events.extend(gone.iter().filter_map(|path| self.put(path, None)));
         if !self.initialized {
             self.initialized = true;
             events.push(CacheEvent::Initialized);

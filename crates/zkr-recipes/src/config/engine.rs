@@ -5,14 +5,13 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use futures::FutureExt as _;
 use tokio::sync::{broadcast, watch};
 use zkr_connection::path;
 use zookeeper_client::{Client, EventType, OneshotWatcher, Stat, WatchedEvent};
 
 use super::{Codec, ConfigEvent, ConfigSnapshot, Versioned};
-use crate::watch::{Consumer, Flow, ZkResult};
+use crate::watch::{read_tree, Consumer, Flow, ZkResult};
 
 /// What a watcher covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,44 +193,12 @@ impl<T: Send + Sync + 'static> Tracker<T> {
     /// pipelined; with `watch`, sets one-shot watches on everything read (and an exists watch
     /// on a missing node, for its creation).
     async fn read_all(&self, client: &Client, watch: bool) -> ZkResult<ReadAll> {
-        let mut all = BTreeMap::new();
-        let mut watchers = Vec::new();
-        let mut level = vec![self.root.clone()];
-        while !level.is_empty() {
-            // Every request of the level is sent before the first reply is awaited.
-            let data: Vec<_> = level.iter().map(|node| get_data(client, node, watch)).collect();
-            let children: Vec<_> = match self.scope {
-                Scope::Tree => level.iter().map(|node| get_children(client, node, watch)).collect(),
-                Scope::Node => Vec::new(),
-            };
-            for (node, reply) in level.iter().zip(data) {
-                match reply.await {
-                    Ok((read, watcher)) => {
-                        watchers.extend(watcher);
-                        if let Some(key) = self.key_of(node) {
-                            all.insert(key, read);
-                        }
-                    }
-                    Err(zookeeper_client::Error::NoNode) if watch => {
-                        watchers.push(client.check_and_watch_stat(node).await?.1);
-                    }
-                    Err(zookeeper_client::Error::NoNode) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            let mut next = Vec::new();
-            for (node, reply) in level.iter().zip(children) {
-                match reply.await {
-                    Ok((names, watcher)) => {
-                        watchers.extend(watcher);
-                        next.extend(names.iter().map(|c| path::join(node, c)));
-                    }
-                    Err(zookeeper_client::Error::NoNode) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            level = next;
-        }
+        let depth = match self.scope {
+            Scope::Node => Some(0),
+            Scope::Tree => None,
+        };
+        let (nodes, watchers) = read_tree(client, &self.root, depth, watch).await?;
+        let all = nodes.into_iter().filter_map(|(node, read)| Some((self.key_of(&node)?, read))).collect();
         Ok((all, watchers))
     }
 
@@ -249,32 +216,6 @@ impl<T: Send + Sync + 'static> Tracker<T> {
             changed |= self.apply_read(key, found);
         }
         Ok(changed)
-    }
-}
-
-/// A node's data, with a one-shot watch when `watch`; the request is sent now.
-fn get_data<'a>(
-    client: &'a Client,
-    node: &str,
-    watch: bool,
-) -> BoxFuture<'a, ZkResult<(Read, Option<OneshotWatcher>)>> {
-    if watch {
-        client.get_and_watch_data(node).map(|r| r.map(|(data, stat, w)| ((data, stat), Some(w)))).boxed()
-    } else {
-        client.get_data(node).map(|r| r.map(|read| (read, None))).boxed()
-    }
-}
-
-/// A node's children, with a one-shot watch when `watch`; the request is sent now.
-fn get_children<'a>(
-    client: &'a Client,
-    node: &str,
-    watch: bool,
-) -> BoxFuture<'a, ZkResult<(Vec<String>, Option<OneshotWatcher>)>> {
-    if watch {
-        client.get_and_watch_children(node).map(|r| r.map(|(names, _, w)| (names, Some(w)))).boxed()
-    } else {
-        client.list_children(node).map(|r| r.map(|names| (names, None))).boxed()
     }
 }
 

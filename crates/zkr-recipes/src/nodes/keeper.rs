@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use zkr_connection::protected::ProtectedCreate;
 use zkr_connection::{path, Error, Session, ZkClient};
-use zookeeper_client::{Client, CreateMode, EventType, Stat, WatchedEvent};
+use zookeeper_client::{Client, CreateMode, EventType, OneshotWatcher, Stat, WatchedEvent};
 
 use crate::watch::{Consumer, Flow, ZkResult};
 
@@ -277,11 +277,36 @@ fn zk_error(error: Error) -> zookeeper_client::Error {
     }
 }
 
+/// How many times a read with a watch makes sure of a node that is gone again before the watch
+/// is set on it.
+const ENSURE_RACES: usize = 8;
+
 impl Consumer for Keeper {
     type Read = (Session, Option<String>);
 
     async fn read(&self, session: &Session) -> ZkResult<Self::Read> {
         Ok((session.clone(), self.ensure(session).await?))
+    }
+
+    /// For servers without persistent watches (before 3.6): the node made sure of, with a
+    /// watch on it (on the node in the way, when another session's ephemeral holds the path),
+    /// which fires when it changes or goes.
+    async fn read_watched(&self, session: &Session) -> ZkResult<(Self::Read, Vec<OneshotWatcher>)> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let path = self.ensure(session).await?;
+            let watched = path.as_deref().unwrap_or(&self.shared.spec.path);
+            let (stat, watcher) = session.client().check_and_watch_stat(watched).await?;
+            if stat.is_some() {
+                return Ok(((session.clone(), path), vec![watcher]));
+            }
+            // Gone again before the watch was set: make sure of it again; a node deleted
+            // every time is a failure the engine tries again after a pause.
+            if tries == ENSURE_RACES {
+                return Err(zookeeper_client::Error::NoNode);
+            }
+        }
     }
 
     fn reset(&mut self, (session, path): Self::Read) {

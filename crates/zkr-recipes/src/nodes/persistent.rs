@@ -66,7 +66,7 @@ impl PersistentNodeBuilder {
         let (root, recursive) = spec.watch_root();
         let shared = Arc::new(Shared::new(self.zk.clone(), spec, self.data));
         let keeper = Keeper { shared: shared.clone(), session: None };
-        let engine = Watch::new(&self.zk, &root, recursive, WatchMode::Persistent, keeper);
+        let engine = Watch::new(&self.zk, &root, recursive, WatchMode::Auto, keeper);
         let (stop, stopped) = oneshot::channel();
         let task = tokio::spawn(engine.run(Sessions::Follow, None, async move {
             let _ = stopped.await;

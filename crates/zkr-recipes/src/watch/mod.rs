@@ -7,8 +7,10 @@
 //! of reads. After every reconnect the watch is set again and everything read again: events may
 //! be lost while disconnected (ZOOKEEPER-4698), and `zookeeper-client` 0.11.2 does not
 //! re-register persistent watches on a new connection (its `resend_watches` sends only the
-//! one-shot kinds). A session the manager gave up is not followed any further. Where the server
-//! answers `Unimplemented` (before 3.6) it falls back to one-shot watches set by a full read.
+//! one-shot kinds). A session the manager gave up is not followed any further. Where the
+//! servers have no persistent watches (before 3.6: `ZkClient::has_persistent_watches`, probed
+//! once on a session of its own) it uses one-shot watches set by a full read, and every event
+//! reads everything again.
 //!
 //! The engine owns no state of its own: it feeds a [`Consumer`] (reset with a full read, apply a
 //! burst of events), which is the recipe's policy. The lock's children view, the config
@@ -174,22 +176,22 @@ impl<C: Consumer> Watch<C> {
         // the state the copy already holds: a sync, sent first, makes the read that follows
         // it on the session no older than the leader's state then.
         let mut sync = self.sync_before_read.then(|| client.sync(&self.root));
-        if self.watching != WatchMode::OneShot {
+        // Never an `addWatch` to a server without it: a 3.5 server closes the connection.
+        // (Boxed: the probe's future would make every recipe future that starts a watch deeper
+        // than the compiler's layout limit.)
+        if self.watching != WatchMode::OneShot && !persistent_watches(self.zk.clone()).boxed().await? {
+            if self.watching == WatchMode::Persistent {
+                return Err(zookeeper_client::Error::Unimplemented);
+            }
+            tracing::info!(root = %self.root, "server has no persistent watches; using one-shot watches");
+        } else if self.watching != WatchMode::OneShot {
             let mode =
                 if self.recursive { AddWatchMode::PersistentRecursive } else { AddWatchMode::Persistent };
             // Sent before the read: every change after the read is an event.
             let watch = client.watch(&self.root, mode);
             let read = self.consumer.read(session);
             let ((), watch, read) = futures::join!(settle(sync.take()), watch, read);
-            match watch {
-                Ok(watcher) => {
-                    return Ok(Subscription { watchers: Watchers::Persistent(watcher, None), read: read? })
-                }
-                Err(zookeeper_client::Error::Unimplemented) if self.watching == WatchMode::Auto => {
-                    tracing::info!(root = %self.root, "server has no persistent watches; using one-shot watches");
-                }
-                Err(e) => return Err(e),
-            }
+            return Ok(Subscription { watchers: Watchers::Persistent(watch?, None), read: read? });
         }
         settle(sync.take()).await;
         let (read, watchers) = self.consumer.read_watched(session).await?;
@@ -478,6 +480,16 @@ impl<C: Consumer> Watch<C> {
     }
 }
 
+/// Whether the servers have persistent watches ([`ZkClient::has_persistent_watches`]), in the
+/// engine's error terms.
+async fn persistent_watches(zk: ZkClient) -> ZkResult<bool> {
+    zk.has_persistent_watches().await.map_err(|e| match e {
+        zkr_connection::Error::Zk(e) => e,
+        zkr_connection::Error::Closed => zookeeper_client::Error::ClientClosed,
+        _ => zookeeper_client::Error::ConnectionLoss,
+    })
+}
+
 /// A full read replaced the copy of `root` on `session`, with `queued` events on top.
 fn resynced(root: &str, session: &Session, queued: usize) {
     tracing::debug!(root, generation = session.generation(), queued, "watch resynced");
@@ -559,6 +571,10 @@ pub(crate) fn event_stream<E: Clone + Send + 'static>(
         }
     })
 }
+
+mod tree;
+
+pub(crate) use tree::read_tree;
 
 #[cfg(test)]
 mod tests;
