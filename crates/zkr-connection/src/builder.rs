@@ -28,6 +28,9 @@ pub(crate) struct Config {
     /// After how long an outstanding request sent through the retry loop gets a nudge
     /// ([`ZkClientBuilder::stall_nudge`]).
     pub(crate) stall_nudge: Option<Duration>,
+    /// SASL authentication for every session ([`ZkClientBuilder::sasl`]).
+    #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+    pub(crate) sasl: Option<zookeeper_client::SaslOptions>,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<zookeeper_client::TlsOptions>,
     /// The trusted CA (PEM) given to [`ZkClientBuilder::tls_trusting`]: kept to name the cause
@@ -75,12 +78,68 @@ impl ZkClientBuilder {
                 can_be_read_only: false,
                 error_policy: Arc::new(StandardConnectionStateErrorPolicy),
                 stall_nudge: DEFAULT_STALL_NUDGE,
+                #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+                sasl: None,
                 #[cfg(feature = "tls")]
                 tls: None,
                 #[cfg(feature = "tls")]
                 tls_ca_pem: None,
             },
         }
+    }
+
+    /// SASL authentication for every session the manager opens, the first and each one after
+    /// an expiry: [`sasl_digest_md5`](Self::sasl_digest_md5),
+    /// [`sasl_gssapi`](Self::sasl_gssapi), or zookeeper-client's own options. A server that
+    /// refuses the credentials fails the connect (no session is made; the error names `AuthFailed`);
+    /// nodes whose ACL names `sasl:<user>` are then this user's. (Curator: the JAAS `Client`
+    /// section and `zookeeper.sasl.*` system properties.)
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zkr_connection::zookeeper_client::SaslOptions;
+    ///
+    /// let builder = zkr_connection::ZkClient::builder("zk1:2181").sasl(SaslOptions::digest_md5("billing", "s3cret"));
+    /// # let _ = builder;
+    /// ```
+    #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+    #[cfg_attr(docsrs, doc(cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))))]
+    pub fn sasl(mut self, options: impl Into<zookeeper_client::SaslOptions>) -> Self {
+        self.config.sasl = Some(options.into());
+        self
+    }
+
+    /// SASL DIGEST-MD5 with a user and password, as a server's JAAS `Server` section lists
+    /// them (`user_<name>="<password>"`, `DigestLoginModule`). See [`sasl`](Self::sasl).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let builder = zkr_connection::ZkClient::builder("zk1:2181").sasl_digest_md5("billing", "s3cret");
+    /// # let _ = builder;
+    /// ```
+    #[cfg(feature = "sasl-digest-md5")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sasl-digest-md5")))]
+    pub fn sasl_digest_md5(self, user: &str, password: &str) -> Self {
+        self.sasl(zookeeper_client::SaslOptions::digest_md5(user.to_owned(), password.to_owned()))
+    }
+
+    /// SASL GSSAPI (Kerberos) with the ticket the process's credential cache holds (`kinit`,
+    /// or `KRB5CCNAME`), for the server principal `zookeeper/<server host>` as Kafka and Hadoop
+    /// deployments name it; zookeeper-client's `GssapiSaslOptions` changes either part. See
+    /// [`sasl`](Self::sasl).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let builder = zkr_connection::ZkClient::builder("zk1.example.com:2181").sasl_gssapi();
+    /// # let _ = builder;
+    /// ```
+    #[cfg(feature = "sasl-gssapi")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sasl-gssapi")))]
+    pub fn sasl_gssapi(self) -> Self {
+        self.sasl(zookeeper_client::SaslOptions::gssapi())
     }
 
     /// A remedy for the server stall of ZooKeeper 3.6.0-3.6.3, 3.7.0-3.7.1 and 3.8.0
@@ -237,7 +296,19 @@ impl ZkClientBuilder {
         #[cfg(feature = "tls")]
         let diagnosis = self.config.tls_ca_pem.clone().map(|pem| (self.config.connect_string.clone(), pem));
         let zk = self.build()?;
-        match zk.wait_connected(timeout).await {
+        let mut refusals = zk.shared.refusals.subscribe();
+        let refused = async {
+            let _ = refusals.wait_for(|n| *n > 0).await;
+        };
+        let connected = tokio::select! {
+            connected = zk.wait_connected(timeout) => connected,
+            () = refused => {
+                // The credentials will not change: no use trying until the timeout.
+                zk.close().await;
+                return Err(Error::AuthFailed { connect_string: zk.shared.config.connect_string.clone() });
+            }
+        };
+        match connected {
             Ok(()) => Ok(zk),
             #[cfg(feature = "tls")]
             Err(error @ Error::ConnectTimeout { .. }) => {

@@ -140,6 +140,7 @@ impl ZkClient {
             cancel: cancel.clone(),
             expire: Notify::new(),
             persistent_watches: tokio::sync::OnceCell::new(),
+            refusals: watch::channel(0).0,
             supervisor: Mutex::new(None),
         });
         let task = runtime.spawn(crate::supervisor::supervise(shared.clone()));

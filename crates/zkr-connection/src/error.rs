@@ -144,6 +144,17 @@ pub enum Error {
     /// The connection manager was closed.
     #[error("the ZooKeeper connection manager is closed")]
     Closed,
+    /// The servers refused the client's credentials when it connected (`AuthFailed`: a wrong
+    /// SASL password, a user the server's JAAS configuration does not list, no Kerberos ticket
+    /// the server accepts), so [`ZkClientBuilder::connect`](crate::ZkClientBuilder::connect)
+    /// gives up at once instead of at its timeout.
+    #[error(
+        "the ZooKeeper servers at {connect_string} refused this client's credentials (authentication failed)"
+    )]
+    AuthFailed {
+        /// Where it connected.
+        connect_string: String,
+    },
     /// An invalid argument to a retry policy or helper.
     #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
@@ -249,7 +260,8 @@ impl Error {
             | Error::DataTooLarge { .. }
             | Error::InvalidConnectString { .. }
             | Error::InvalidSetting { .. }
-            | Error::InvalidArgument(_) => K::Usage,
+            | Error::InvalidArgument(_)
+            | Error::AuthFailed { .. } => K::Usage,
             Error::ConnectTimeout { .. } | Error::Tls { .. } | Error::DeadlineExceeded { .. } => {
                 K::Unreachable
             }

@@ -36,6 +36,8 @@ pub(crate) struct Shared {
     pub(crate) expire: Notify,
     /// Whether the servers have persistent watches, once probed (`ZkClient::has_persistent_watches`).
     pub(crate) persistent_watches: tokio::sync::OnceCell<bool>,
+    /// How many connection attempts the servers refused for their credentials (`AuthFailed`).
+    pub(crate) refusals: watch::Sender<u64>,
     pub(crate) supervisor: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
@@ -78,6 +80,10 @@ impl Shared {
         #[cfg(feature = "tls")]
         if let Some(tls) = &config.tls {
             connector = connector.with_tls(tls.clone());
+        }
+        #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+        if let Some(sasl) = &config.sasl {
+            connector = connector.with_sasl(sasl.clone());
         }
         connector
     }
@@ -153,6 +159,9 @@ impl Shared {
                         _ => None,
                     };
                     *self.last_cause.lock() = cause;
+                    if e == zookeeper_client::Error::AuthFailed {
+                        self.refusals.send_modify(|n| *n += 1);
+                    }
                     *self.last_error.lock() = Some(e);
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(2));

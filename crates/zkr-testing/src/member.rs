@@ -103,7 +103,12 @@ impl Member {
         if process.is_some() {
             return Ok(());
         }
-        let jvm_options = self.options.jvm_args();
+        let mut jvm_options = self.options.jvm_args();
+        if let Some(jaas) = self.options.jaas_config() {
+            let file = self.paths.config.with_file_name("jaas.conf");
+            std::fs::write(&file, jaas).map_err(|e| Error::io(format!("writing {}", file.display()), e))?;
+            jvm_options.push(format!("-Djava.security.auth.login.config={}", file.display()));
+        }
         let spawned = ServerProcess::spawn(SpawnSpec {
             install: &self.install,
             server: self.id,

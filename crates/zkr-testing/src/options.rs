@@ -44,6 +44,7 @@ pub struct ServerOptions {
     pub(crate) partitionable: bool,
     pub(crate) client_port: Option<u16>,
     pub(crate) release: Option<crate::Release>,
+    pub(crate) sasl_users: Vec<(String, String)>,
 }
 
 impl Default for ServerOptions {
@@ -60,6 +61,7 @@ impl Default for ServerOptions {
             partitionable: false,
             client_port: None,
             release: None,
+            sasl_users: Vec::new(),
         }
     }
 }
@@ -147,6 +149,36 @@ impl ServerOptions {
         self
     }
 
+    /// Accepts SASL DIGEST-MD5 logins of `user` with `password` (a JAAS `Server` section with
+    /// `DigestLoginModule`, and the `SASLAuthenticationProvider`); call once per user. A client
+    /// that authenticates so is `sasl:<user>` in ACLs. Clients without SASL still connect.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let options = zkr_testing::ServerOptions::default().sasl_digest_user("billing", "s3cret");
+    /// # let _ = options;
+    /// ```
+    pub fn sasl_digest_user(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.sasl_users.push((user.into(), password.into()));
+        self
+    }
+
+    /// The JAAS configuration of [`sasl_digest_user`](Self::sasl_digest_user)'s users, if any.
+    pub(crate) fn jaas_config(&self) -> Option<String> {
+        if self.sasl_users.is_empty() {
+            return None;
+        }
+        let mut jaas =
+            String::from("Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required");
+        for (user, password) in &self.sasl_users {
+            let _ =
+                write!(jaas, "\n  user_{user}=\"{}\"", password.replace('\\', "\\\\").replace('"', "\\\""));
+        }
+        jaas.push_str(";\n};\n");
+        Some(jaas)
+    }
+
     /// The installation of the release these options run.
     pub(crate) fn installation(&self) -> crate::Result<crate::Installation> {
         match &self.release {
@@ -214,6 +246,13 @@ impl ServerOptions {
             let _ = writeln!(cfg, "ssl.trustStore.location={}", certs.truststore().display());
             let _ = writeln!(cfg, "ssl.trustStore.type=PEM");
             let _ = writeln!(cfg, "ssl.clientAuth=none");
+        }
+        if !self.sasl_users.is_empty() {
+            // Unknown zoo.cfg keys become `zookeeper.`-prefixed system properties.
+            let _ = writeln!(
+                cfg,
+                "authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
+            );
         }
         for (k, v) in &self.extra_config {
             let _ = writeln!(cfg, "{k}={v}");
