@@ -1,6 +1,6 @@
 //! zkr's figures (the `metrics` feature) after known workloads against a real ZooKeeper: lock
 //! holds, waits, releases and a forced loss; session state and rebuilds; a cache's size and
-//! resync. The recorder is global, so this file is its own process and one test.
+//! resync; the stall nudge. The recorder is global, so this file is its own process and one test.
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use zkr_connection::ConnectionState;
@@ -128,4 +128,27 @@ async fn figures_follow_locks_sessions_and_caches() {
     assert_eq!(figures.gauge("zkr_cache_nodes", &[("path", &cached)]), Some(3.0));
     assert!(figures.counter("zkr_watch_resyncs_total", &[]) >= 1);
     zk.close().await;
+
+    // The stall nudge: a read that waits 600 ms for a paused server gets one nudge per 100 ms
+    // waited with it on, none with it off (the default).
+    let paused = zkr_testing::TestingServer::start().await.unwrap();
+    for (nudge, least, most) in [(Some(std::time::Duration::from_millis(100)), 3, 7), (None, 0, 0)] {
+        let zk = zkr_integration_tests::builder(&paused.connect_string())
+            .stall_nudge(nudge)
+            .connect()
+            .await
+            .unwrap();
+        Figures::take(&snapshotter);
+        paused.pause().unwrap();
+        let read = tokio::spawn({
+            let zk = zk.clone();
+            async move { zk.retry(|s| async move { s.client().check_stat("/").await }).await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+        paused.resume().unwrap();
+        read.await.unwrap().expect("the read completes once the server resumes");
+        let nudges = Figures::take(&snapshotter).counter("zkr_stall_nudges_total", &[]);
+        assert!((least..=most).contains(&nudges), "{nudges} nudges with {nudge:?}");
+        zk.close().await;
+    }
 }

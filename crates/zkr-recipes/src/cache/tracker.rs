@@ -323,9 +323,18 @@ mod tests {
         ]);
         tracker.reset(second);
         assert_eq!(kinds(&mut events), ["changed /r/a", "created /r/b"]);
+        // Deletes carry no zxid: they come after what the read found written.
         let third = BTreeMap::from([("/r".to_owned(), node(1, 1, "")), ("/r/a".to_owned(), node(9, 9, "y"))]);
         tracker.reset(third);
-        assert_eq!(kinds(&mut events), ["deleted /r/b", "changed /r/a"]);
+        assert_eq!(kinds(&mut events), ["changed /r/a", "deleted /r/b"]);
+        // What was written goes out in the order it was written (`mzxid`), not by path.
+        let fourth = BTreeMap::from([
+            ("/r".to_owned(), node(1, 12, "")),
+            ("/r/a".to_owned(), node(9, 11, "z")),
+            ("/r/c".to_owned(), node(10, 10, "")),
+        ]);
+        tracker.reset(fourth);
+        assert_eq!(kinds(&mut events), ["created /r/c", "changed /r/a", "changed /r"]);
         assert!(tracker.snapshot.borrow().initialized);
     }
 
