@@ -104,6 +104,15 @@ pub async fn wait_for_state(states: &mut ConnectionStateStream, wanted: Connecti
     assert!(found.await.unwrap_or(false), "no {wanted:?} in time");
 }
 
+/// A counter from the server's `mntr` (`zk_watch_count`, `zk_num_alive_connections`, ...).
+pub async fn mntr_counter(server: &zkr_testing::TestingServer, key: &str) -> u64 {
+    let mntr = server.four_letter_word("mntr").await.unwrap();
+    zkr_testing::parse_mntr(&mntr)
+        .into_iter()
+        .find_map(|(k, v)| (k == key).then(|| v.parse().ok()).flatten())
+        .unwrap_or_else(|| panic!("{key} in mntr"))
+}
+
 /// Asserts that no further state arrives within `quiet`.
 pub async fn expect_no_state(stream: &mut ConnectionStateStream, quiet: Duration) {
     if let Ok(Some(state)) = tokio::time::timeout(quiet, stream.next()).await {

@@ -237,3 +237,29 @@ async fn discovery_register_and_unregister() {
     let gone = || async { children(&observer, &instances).await.is_empty() };
     tokio::time::timeout(Duration::from_secs(5), async { eventually("closed", gone).await }).await.unwrap();
 }
+
+/// `ZkClient::has_persistent_watches` dropped at each await keeps no answer and leaves no probe
+/// session open on the server; the run that completes answers (3.6+: true) and keeps it.
+#[tokio::test]
+async fn the_feature_probe_dropped_at_any_point_leaves_no_session() {
+    let server = zkr_testing::TestingServer::start().await.unwrap();
+    let zk = connect_with_session(&server.connect_string(), 30).await;
+    let connections = || zkr_integration_tests::mntr_counter(&server, "zk_num_alive_connections");
+    let alone = connections().await;
+    let probe = || {
+        let zk = zk.clone();
+        async move { zk.has_persistent_watches().await }
+    };
+    let left = |k| async move {
+        eventually(&format!("no probe session after drop {k}"), || async { connections().await == alone })
+            .await;
+    };
+    let (answer, drops) = cancel_at_every_await(probe, left).await;
+    println!("dropped at {drops} awaits");
+    assert!(drops > 0);
+    assert_eq!(answer.unwrap(), server.release().at_least(3, 6));
+    // Kept: asking again opens no session.
+    assert!(zk.has_persistent_watches().await.unwrap() == server.release().at_least(3, 6));
+    eventually("the probe's session closed", || async { connections().await == alone }).await;
+    zk.close().await;
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 use rand::RngExt;
 use zkr_connection::ZkClient;
 use zkr_integration_tests::{
-    builder, children, connect, connect_with_session, eventually, timing, unique_root,
+    builder, children, connect, connect_with_session, eventually, mntr_counter, timing, unique_root,
 };
 use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard, KazooLockDriver, LockError, LostReason};
 use zkr_testing::{expire_session, shared_server, FaultProxy, TestingCluster, TestingServer};
@@ -595,15 +595,6 @@ async fn assert_excluded(holder: &InterProcessMutex, other: &InterProcessMutex, 
     let held = holder.acquire().await.unwrap();
     assert!(other.acquire_timeout(wait).await.unwrap().is_none(), "both held the lock");
     held.release().await.unwrap();
-}
-
-/// One of a server's `mntr` counters.
-async fn mntr_counter(server: &TestingServer, key: &str) -> u64 {
-    let mntr = server.four_letter_word("mntr").await.unwrap();
-    zkr_testing::parse_mntr(&mntr)
-        .into_iter()
-        .find_map(|(k, v)| (k == key).then(|| v.parse().ok()).flatten())
-        .unwrap_or_else(|| panic!("{key} in mntr"))
 }
 
 /// The packets a server has received.
