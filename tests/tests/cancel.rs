@@ -263,3 +263,26 @@ async fn the_feature_probe_dropped_at_any_point_leaves_no_session() {
     eventually("the probe's session closed", || async { connections().await == alone }).await;
     zk.close().await;
 }
+
+/// Two tasks of one client probing at once get one answer and leave no probe session.
+#[tokio::test]
+async fn two_feature_probes_at_once_agree_and_leave_no_session() {
+    let server = zkr_testing::TestingServer::start().await.unwrap();
+    let zk = connect_with_session(&server.connect_string(), 30).await;
+    let connections = || zkr_integration_tests::mntr_counter(&server, "zk_num_alive_connections");
+    let alone = connections().await;
+    let (a, b) = tokio::join!(
+        tokio::spawn({
+            let zk = zk.clone();
+            async move { zk.has_persistent_watches().await }
+        }),
+        tokio::spawn({
+            let zk = zk.clone();
+            async move { zk.has_persistent_watches().await }
+        })
+    );
+    let expected = server.release().at_least(3, 6);
+    assert_eq!((a.unwrap().unwrap(), b.unwrap().unwrap()), (expected, expected));
+    eventually("the probe's session closed", || async { connections().await == alone }).await;
+    zk.close().await;
+}
