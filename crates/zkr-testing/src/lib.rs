@@ -2,7 +2,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 //!
 //! Real Apache ZooKeeper servers for tests, examples and demos: the Rust counterpart of
-//! Curator's `curator-test`, except that it runs the real Java server (from the OS packages) as
+//! Curator's `curator-test`, except that it runs the real Java server (a release from Maven Central, or Debian's) as
 //! child processes instead of in-process.
 //!
 //! Start with [`TestingServer::start`] for one server or [`TestingCluster::start`] for an

@@ -98,7 +98,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<crate::exit::Code> {
     let (cluster, connect) = match std::env::var("ZK_CONNECT") {
         Ok(cs) if !cs.is_empty() => (None, cs),
         _ => {
-            eprintln!("starting an embedded 3-server ZooKeeper ensemble (the real server, from the OS packages) ...");
+            eprintln!("starting an embedded 3-server ZooKeeper ensemble (the real server; ZKR_ZK_VERSION picks the release) ...");
             let cluster =
                 TestingCluster::start(3).await.context("starting the embedded ZooKeeper ensemble")?;
             let cs = cluster.connect_string();
