@@ -1,7 +1,8 @@
 //! TLS against real servers with a secure client port (`zkr_testing::TestCertificates`): a
 //! trusted certificate works end to end (a lock and a config value over TLS); an untrusted
 //! authority, a hostname mismatch, and a TLS client pointed at a plain port all fail with a
-//! clear error, and never fall back to plain text.
+//! clear error, and never fall back to plain text. A server that asks for client certificates
+//! (mutual TLS) knows us by ours and refuses a client without one.
 
 use std::time::Duration;
 
@@ -71,4 +72,36 @@ async fn a_certificate_for_another_host_is_refused() {
     let (server, certs, _dir) = secure_server(&["zookeeper.example.invalid"]).await;
     let secure = server.secure_connect_string().expect("a secure port");
     refused(&secure, &certs, &["not valid for name"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_asks_for_client_certificates_takes_ours_and_refuses_a_client_without() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = TestCertificates::for_loopback(dir.path()).unwrap();
+    let options = ServerOptions::default().secure_client(&certs).require_client_certificates();
+    let server = TestingServer::with_options(options).await.unwrap();
+    let secure = server.secure_connect_string().expect("a secure port");
+    let read = |path: &std::path::Path| std::fs::read_to_string(path).unwrap();
+
+    let zk = ZkClient::builder(secure.as_str())
+        .tls_trusting(certs.ca_pem())
+        .tls_identity(read(certs.client_certificate()), read(certs.client_key()))
+        .connect()
+        .await
+        .unwrap();
+    let mutex = InterProcessMutex::new(&zk, "/mtls/lock").unwrap();
+    mutex.acquire().await.unwrap().release().await.unwrap();
+    let who = zk.client().await.unwrap().list_auth_users().await.unwrap();
+    assert!(
+        who.iter().any(|user| user.scheme() == "x509" && user.user().contains("zkr-testing client")),
+        "the server knows us by our certificate: {who:?}"
+    );
+    zk.close().await;
+
+    let anonymous = ZkClient::builder(secure.as_str())
+        .tls_trusting(certs.ca_pem())
+        .connection_timeout(Duration::from_secs(2))
+        .connect()
+        .await;
+    assert!(anonymous.is_err(), "a session without a client certificate");
 }

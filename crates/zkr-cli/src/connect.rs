@@ -1,10 +1,13 @@
 //! The connection options of the subcommands that talk to ZooKeeper, and argument parsers
 //! they share.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use zkr_connection::{ConnectionStateErrorPolicy, StandardConnectionStateErrorPolicy, ZkClient};
+use zkr_connection::{
+    ConnectionStateErrorPolicy, StandardConnectionStateErrorPolicy, ZkClient, ZkClientBuilder,
+};
 
 /// How to reach ZooKeeper. Flattened into each subcommand that connects (not `server` or
 /// `demo`), after its name: `zkr lock --connect zk1:2181 /x -- cmd`.
@@ -27,6 +30,110 @@ pub(crate) struct ConnectArgs {
     /// Digest auth, `digest:USER:PASS`.
     #[arg(long, env = "ZKR_AUTH", global = true, hide_env_values = true)]
     pub(crate) auth: Option<String>,
+    #[command(flatten)]
+    pub(crate) secure: SecureArgs,
+}
+
+/// TLS and SASL: how a secured ensemble is reached. Every flag has an environment variable, so
+/// that a password or a key path stays out of `ps` and shell history.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Security")]
+pub(crate) struct SecureArgs {
+    /// Connect over TLS, trusting the certificate authority in this PEM file (the servers'
+    /// `secureClientPort`).
+    #[arg(long, env = "ZKR_TLS_CA", value_name = "PEM_FILE", global = true)]
+    tls_ca: Option<PathBuf>,
+    /// A client certificate (PEM file) for servers that ask for one (`ssl.clientAuth=need`);
+    /// needs --tls-key and --tls-ca.
+    #[arg(long, env = "ZKR_TLS_CERT", value_name = "PEM_FILE", requires = "tls_key", global = true)]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM file).
+    #[arg(long, env = "ZKR_TLS_KEY", value_name = "PEM_FILE", requires = "tls_cert", global = true)]
+    tls_key: Option<PathBuf>,
+    /// SASL: `digest-md5` (with --sasl-user and ZKR_SASL_PASSWORD) or `gssapi` (Kerberos, with
+    /// the ticket `kinit` left in the credential cache, or KRB5CCNAME's).
+    #[arg(long, env = "ZKR_SASL", value_enum, global = true)]
+    sasl: Option<SaslMechanism>,
+    /// The SASL DIGEST-MD5 user (the server's JAAS `user_<name>`).
+    #[arg(long, env = "ZKR_SASL_USER", global = true)]
+    sasl_user: Option<String>,
+    /// The SASL DIGEST-MD5 password; prefer the environment variable (a command line shows in
+    /// `ps`).
+    #[arg(long, env = "ZKR_SASL_PASSWORD", global = true, hide_env_values = true)]
+    sasl_password: Option<String>,
+    /// Kerberos: the service part of the servers' principal (`zookeeper/<host>@REALM`).
+    #[arg(long, env = "ZKR_SASL_SERVICE", default_value = "zookeeper", global = true)]
+    sasl_service: String,
+    /// Kerberos: the host part of the servers' principal; defaults to each server's host as
+    /// the connect string names it.
+    #[arg(long, env = "ZKR_SASL_HOST", global = true)]
+    sasl_host: Option<String>,
+}
+
+/// A SASL mechanism of `--sasl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum SaslMechanism {
+    /// DIGEST-MD5: a user and password from the server's JAAS configuration.
+    #[value(name = "digest-md5")]
+    DigestMd5,
+    /// GSSAPI: Kerberos.
+    Gssapi,
+}
+
+impl SecureArgs {
+    /// Applies the TLS and SASL flags to `builder`.
+    fn apply(&self, mut builder: ZkClientBuilder) -> anyhow::Result<ZkClientBuilder> {
+        if let Some(ca) = &self.tls_ca {
+            builder = builder.tls_trusting(read_pem(ca, "--tls-ca")?);
+        }
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+            if self.tls_ca.is_none() {
+                return Err(usage(
+                    "--tls-cert needs --tls-ca (the authority that signed the servers' certificates)",
+                ));
+            }
+            builder = builder.tls_identity(read_pem(cert, "--tls-cert")?, read_pem(key, "--tls-key")?);
+        }
+        match self.sasl {
+            None if self.sasl_user.is_some() => Err(usage("--sasl-user needs --sasl digest-md5")),
+            None => Ok(builder),
+            Some(SaslMechanism::DigestMd5) => {
+                let (Some(user), Some(password)) = (&self.sasl_user, &self.sasl_password) else {
+                    return Err(usage(
+                        "--sasl digest-md5 needs --sasl-user and ZKR_SASL_PASSWORD (or --sasl-password)",
+                    ));
+                };
+                Ok(builder.sasl_digest_md5(user, password))
+            }
+            Some(SaslMechanism::Gssapi) => self.kerberos(builder),
+        }
+    }
+
+    #[cfg(feature = "kerberos")]
+    fn kerberos(&self, builder: ZkClientBuilder) -> anyhow::Result<ZkClientBuilder> {
+        let mut options = zookeeper_client::SaslOptions::gssapi().with_username(self.sasl_service.clone());
+        if let Some(host) = &self.sasl_host {
+            options = options.with_hostname(host.clone());
+        }
+        Ok(builder.sasl(options))
+    }
+
+    #[cfg(not(feature = "kerberos"))]
+    fn kerberos(&self, _builder: ZkClientBuilder) -> anyhow::Result<ZkClientBuilder> {
+        let _ = (&self.sasl_service, &self.sasl_host);
+        Err(usage(
+            "this zkr was built without Kerberos: build it with `cargo install zkr-cli --features kerberos` \
+             (needs the system's GSSAPI library, Debian's libkrb5-dev)",
+        ))
+    }
+}
+
+fn read_pem(path: &std::path::Path, flag: &str) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).map_err(|e| usage(&format!("{flag} {}: {e}", path.display())))
+}
+
+fn usage(message: &str) -> anyhow::Error {
+    crate::exit::Failure::error(crate::exit::Exit::Usage, message.to_owned())
 }
 
 /// Parses `10s`, `500ms`, `2m`, `1h 30m`.
@@ -69,6 +176,7 @@ impl ConnectArgs {
         if let Some(ns) = &self.namespace {
             builder = builder.namespace(ns);
         }
+        builder = self.secure.apply(builder)?;
         if let Some(auth) = &self.auth {
             let (scheme, credentials) = auth.split_once(':').ok_or_else(|| bad_auth("digest:USER:PASS"))?;
             if scheme != "digest" {
@@ -87,5 +195,5 @@ impl ConnectArgs {
 }
 
 fn bad_auth(wanted: &str) -> anyhow::Error {
-    crate::exit::Failure::error(crate::exit::Exit::Usage, format!("--auth takes {wanted}"))
+    usage(&format!("--auth takes {wanted}"))
 }

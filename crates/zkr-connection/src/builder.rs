@@ -37,6 +37,9 @@ pub(crate) struct Config {
     /// when the first TLS connection fails.
     #[cfg(feature = "tls")]
     pub(crate) tls_ca_pem: Option<String>,
+    /// The client certificate and key (PEM) given to [`ZkClientBuilder::tls_identity`].
+    #[cfg(feature = "tls")]
+    pub(crate) tls_identity_pem: Option<(String, String)>,
 }
 
 /// Builds a [`ZkClient`]. Every setting has Curator's default; `build()` validates them all.
@@ -84,6 +87,8 @@ impl ZkClientBuilder {
                 tls: None,
                 #[cfg(feature = "tls")]
                 tls_ca_pem: None,
+                #[cfg(feature = "tls")]
+                tls_identity_pem: None,
             },
         }
     }
@@ -237,6 +242,29 @@ impl ZkClientBuilder {
     pub fn tls(mut self, options: zookeeper_client::TlsOptions) -> Self {
         self.config.tls = Some(options);
         self.config.tls_ca_pem = None;
+        self.config.tls_identity_pem = None;
+        self
+    }
+
+    /// With [`tls_trusting`](Self::tls_trusting): presents this client certificate and its
+    /// private key (PEM) to servers that ask for one (mutual TLS, ZooKeeper's
+    /// `ssl.clientAuth=need`; the server then knows the client as `x509:<subject>` in ACLs).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(ca_pem: &str, cert_pem: &str, key_pem: &str) -> zkr_connection::Result<()> {
+    /// let zk = zkr_connection::ZkClient::builder("zk1.internal:2281")
+    ///     .tls_trusting(ca_pem)
+    ///     .tls_identity(cert_pem, key_pem)
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    pub fn tls_identity(mut self, cert_pem: impl Into<String>, key_pem: impl Into<String>) -> Self {
+        self.config.tls_identity_pem = Some((cert_pem.into(), key_pem.into()));
         self
     }
 
@@ -296,19 +324,7 @@ impl ZkClientBuilder {
         #[cfg(feature = "tls")]
         let diagnosis = self.config.tls_ca_pem.clone().map(|pem| (self.config.connect_string.clone(), pem));
         let zk = self.build()?;
-        let mut refusals = zk.shared.refusals.subscribe();
-        let refused = async {
-            let _ = refusals.wait_for(|n| *n > 0).await;
-        };
-        let connected = tokio::select! {
-            connected = zk.wait_connected(timeout) => connected,
-            () = refused => {
-                // The credentials will not change: no use trying until the timeout.
-                zk.close().await;
-                return Err(Error::AuthFailed { connect_string: zk.shared.config.connect_string.clone() });
-            }
-        };
-        match connected {
+        match zk.wait_connected(timeout).await {
             Ok(()) => Ok(zk),
             #[cfg(feature = "tls")]
             Err(error @ Error::ConnectTimeout { .. }) => {
@@ -319,17 +335,34 @@ impl ZkClientBuilder {
                     None => Err(error),
                 }
             }
-            Err(error) => Err(error),
+            Err(error) => {
+                zk.close().await;
+                Err(error)
+            }
         }
     }
 }
 
-/// Turns a [`ZkClientBuilder::tls_trusting`] PEM into `zookeeper-client`'s TLS options.
+/// Turns the PEMs of [`ZkClientBuilder::tls_trusting`] and [`ZkClientBuilder::tls_identity`]
+/// into `zookeeper-client`'s TLS options.
 #[cfg(feature = "tls")]
 fn with_trusted_ca(mut config: Config) -> Result<Config> {
     if let Some(pem) = &config.tls_ca_pem {
         let options = zookeeper_client::TlsOptions::new().with_pem_ca(pem).map_err(|e| {
             Error::InvalidSetting { setting: "tls_trusting", reason: format!("the CA PEM is unusable: {e}") }
+        })?;
+        config.tls = Some(options);
+    }
+    if let Some((cert, key)) = &config.tls_identity_pem {
+        let Some(options) = config.tls.take() else {
+            return Err(Error::InvalidSetting {
+                setting: "tls_identity",
+                reason: "a client certificate needs tls_trusting (the CA that signed the servers')".into(),
+            });
+        };
+        let options = options.with_pem_identity(cert, key).map_err(|e| Error::InvalidSetting {
+            setting: "tls_identity",
+            reason: format!("the client certificate or key PEM is unusable: {e}"),
         })?;
         config.tls = Some(options);
     }
@@ -378,6 +411,27 @@ mod tests {
             matches!(built, Err(Error::InvalidSetting { setting: "tls_trusting", .. })),
             "{:?}",
             built.err()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_client_certificate_needs_a_ca_and_a_usable_pem() {
+        let alone = ZkClientBuilder::new("127.0.0.1:2181").tls_identity("cert", "key").build();
+        assert!(
+            matches!(alone, Err(Error::InvalidSetting { setting: "tls_identity", .. })),
+            "{:?}",
+            alone.err()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let certs = zkr_testing::TestCertificates::for_loopback(dir.path()).unwrap();
+        let garbled = ZkClientBuilder::new("127.0.0.1:2181")
+            .tls_trusting(certs.ca_pem())
+            .tls_identity("cert", "key")
+            .build();
+        assert!(
+            matches!(garbled, Err(Error::InvalidSetting { setting: "tls_identity", .. })),
+            "{:?}",
+            garbled.err()
         );
     }
 }

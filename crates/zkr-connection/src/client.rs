@@ -209,20 +209,32 @@ impl ZkClient {
         Ok(self.session().await?.client)
     }
 
-    /// Waits until the manager is connected (Curator's `blockUntilConnected`).
+    /// Waits until the manager is connected (Curator's `blockUntilConnected`), or the servers
+    /// refuse its credentials: those will not change, so there is no use waiting longer.
     ///
     /// # Errors
-    /// [`Error::ConnectTimeout`] (with the last connection error) or [`Error::Closed`].
+    /// [`Error::ConnectTimeout`] (with the last connection error), [`Error::AuthFailed`] (the
+    /// latest attempt was refused for its SASL credentials) or
+    /// [`Error::Closed`].
     ///
     /// # Cancel safety
     /// Cancel safe.
     pub async fn wait_connected(&self, timeout: Duration) -> Result<()> {
         let mut rx = self.shared.state.subscribe();
         let wait = rx.wait_for(|s| s.is_some_and(ConnectionState::is_connected));
+        let mut refusals = self.shared.refusals.subscribe();
+        let seen = *refusals.borrow_and_update();
+        let refused_already = *self.shared.last_error.lock() == Some(zookeeper_client::Error::AuthFailed);
+        let refused = async move {
+            if !refused_already {
+                let _ = refusals.wait_for(|n| *n > seen).await;
+            }
+        };
         tokio::select! {
             biased;
             r = wait => r.map(|_| ()).map_err(|_| Error::Closed),
             _ = self.shared.cancel.cancelled() => Err(Error::Closed),
+            () = refused => Err(Error::AuthFailed { connect_string: self.shared.config.connect_string.clone() }),
             _ = tokio::time::sleep(timeout) => Err(self.shared.connect_timeout(timeout)),
         }
     }

@@ -45,6 +45,7 @@ pub struct ServerOptions {
     pub(crate) client_port: Option<u16>,
     pub(crate) release: Option<crate::Release>,
     pub(crate) sasl_users: Vec<(String, String)>,
+    pub(crate) client_certificates_required: bool,
 }
 
 impl Default for ServerOptions {
@@ -62,6 +63,7 @@ impl Default for ServerOptions {
             client_port: None,
             release: None,
             sasl_users: Vec::new(),
+            client_certificates_required: false,
         }
     }
 }
@@ -209,6 +211,19 @@ impl ServerOptions {
         self
     }
 
+    /// With [`secure_client`](Self::secure_client): the secure port asks every client for a
+    /// certificate the authority signed (`ssl.clientAuth=need`, mutual TLS), such as
+    /// [`TestCertificates::client_certificate`](crate::TestCertificates::client_certificate).
+    ///
+    /// ```
+    /// let options = zkr_testing::ServerOptions::default().require_client_certificates();
+    /// # let _ = options;
+    /// ```
+    pub fn require_client_certificates(mut self) -> Self {
+        self.client_certificates_required = true;
+        self
+    }
+
     pub(crate) fn render_config(
         &self,
         data_dir: &std::path::Path,
@@ -245,7 +260,8 @@ impl ServerOptions {
             let _ = writeln!(cfg, "ssl.keyStore.type=PEM");
             let _ = writeln!(cfg, "ssl.trustStore.location={}", certs.truststore().display());
             let _ = writeln!(cfg, "ssl.trustStore.type=PEM");
-            let _ = writeln!(cfg, "ssl.clientAuth=none");
+            let client_auth = if self.client_certificates_required { "need" } else { "none" };
+            let _ = writeln!(cfg, "ssl.clientAuth={client_auth}");
         }
         if !self.sasl_users.is_empty() {
             // Unknown zoo.cfg keys become `zookeeper.`-prefixed system properties.

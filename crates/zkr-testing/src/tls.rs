@@ -13,8 +13,8 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, 
 #[cfg(feature = "tls")]
 use crate::error::{Error, Result};
 
-/// A certificate authority made for one test, and a server certificate it signed, written as
-/// PEM files that ZooKeeper reads (`ssl.keyStore.type=PEM`).
+/// A certificate authority made for one test, and a server and a client certificate it signed,
+/// written as PEM files that ZooKeeper reads (`ssl.keyStore.type=PEM`).
 ///
 /// The server certificate names what `names` says: IP addresses become IP entries, anything
 /// else DNS entries. [`TestCertificates::for_loopback`] names `127.0.0.1` and `localhost`;
@@ -39,6 +39,8 @@ pub struct TestCertificates {
     ca_pem: String,
     keystore: PathBuf,
     truststore: PathBuf,
+    client_certificate: PathBuf,
+    client_key: PathBuf,
 }
 
 impl TestCertificates {
@@ -55,7 +57,8 @@ impl TestCertificates {
 
     /// A new authority and a server certificate for `names`, written under `dir` as
     /// `ca.pem`, `server-keystore.pem` (certificate, authority, private key) and
-    /// `server-truststore.pem` (the authority).
+    /// `server-truststore.pem` (the authority), with a client certificate (`client.pem`,
+    /// `client-key.pem`).
     ///
     /// # Errors
     /// [`Error::Io`] when generating or writing fails.
@@ -88,6 +91,13 @@ impl TestCertificates {
         let key = KeyPair::generate().map_err(|e| failed("the server key", e))?;
         let cert = params.signed_by(&key, &issuer).map_err(|e| failed("the server certificate", e))?;
 
+        let mut client_params =
+            CertificateParams::new(Vec::<String>::new()).map_err(|e| failed("client parameters", e))?;
+        client_params.distinguished_name.push(DnType::CommonName, "zkr-testing client");
+        let client_key = KeyPair::generate().map_err(|e| failed("the client key", e))?;
+        let client_cert =
+            client_params.signed_by(&client_key, &issuer).map_err(|e| failed("the client certificate", e))?;
+
         let ca_pem = ca_cert.pem();
         let write = |name: &str, contents: String| -> Result<PathBuf> {
             let path = dir.join(name);
@@ -99,7 +109,9 @@ impl TestCertificates {
         let keystore =
             write("server-keystore.pem", format!("{}{}{}", cert.pem(), ca_pem, key.serialize_pem()))?;
         let truststore = write("server-truststore.pem", ca_pem.clone())?;
-        Ok(TestCertificates { ca_pem, keystore, truststore })
+        let client_certificate = write("client.pem", client_cert.pem())?;
+        let client_key = write("client-key.pem", client_key.serialize_pem())?;
+        Ok(TestCertificates { ca_pem, keystore, truststore, client_certificate, client_key })
     }
 
     /// The authority's certificate (PEM): what a client must trust.
@@ -115,5 +127,19 @@ impl TestCertificates {
     /// The server's trust store: the authority (PEM).
     pub fn truststore(&self) -> &Path {
         &self.truststore
+    }
+
+    /// A client certificate the authority signed (PEM file `client.pem`), for servers that
+    /// ask clients for one ([`ServerOptions::require_client_certificates`]).
+    ///
+    /// [`ServerOptions::require_client_certificates`]: crate::ServerOptions::require_client_certificates
+    pub fn client_certificate(&self) -> &Path {
+        &self.client_certificate
+    }
+
+    /// The private key of [`client_certificate`](Self::client_certificate) (PEM file
+    /// `client-key.pem`).
+    pub fn client_key(&self) -> &Path {
+        &self.client_key
     }
 }

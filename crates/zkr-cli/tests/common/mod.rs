@@ -4,12 +4,29 @@
 use tokio::process::Command;
 use zkr_testing::Timing;
 
-/// `zkr` with `ZK_CONNECT` set and no auth from the environment.
+/// `zkr` with `ZK_CONNECT` set and no auth, TLS or SASL from the environment.
 pub fn zkr(connect: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_zkr"));
-    cmd.env("ZK_CONNECT", connect).env_remove("ZKR_AUTH").kill_on_drop(true);
+    cmd.env("ZK_CONNECT", connect).kill_on_drop(true);
+    for var in SECURITY_VARS {
+        cmd.env_remove(var);
+    }
     cmd
 }
+
+/// The environment variables of zkr's auth, TLS and SASL flags.
+pub const SECURITY_VARS: [&str; 10] = [
+    "ZKR_AUTH",
+    "ZKR_TLS_CA",
+    "ZKR_TLS_CERT",
+    "ZKR_TLS_KEY",
+    "ZKR_SASL",
+    "ZKR_SASL_USER",
+    "ZKR_SASL_PASSWORD",
+    "ZKR_SASL_SERVICE",
+    "ZKR_SASL_HOST",
+    "KRB5CCNAME",
+];
 
 /// Runs `zkr ARGS` to completion.
 pub async fn run_zkr(connect: &str, args: &[&str]) -> std::process::Output {
