@@ -4,11 +4,14 @@
 # from Maven Central with it, on first use, into ~/.m2), Debian's ZooKeeper 3.8.0 (`zookeeper`,
 # one of the releases tested), a headless JRE, a headless JDK (`javac`, which builds
 # zkr-testing's Curator peer), Apache Curator 5.4 jars (`libcurator-recipes-java`, and
-# `libcurator-discovery-java` for curator-x-discovery) and kazoo (`python3-kazoo`). Installs
+# `libcurator-discovery-java` for curator-x-discovery), kazoo (`python3-kazoo`), and for the
+# Kerberos tests an MIT KDC (`krb5-kdc`, `krb5-admin-server`, `krb5-user`: the test starts its
+# own realm) and what the GSSAPI bindings build with (`libkrb5-dev`, `libclang-dev`,
+# `pkg-config`). Installs
 # them with apt-get when running as root; otherwise prints the exact command and fails.
 set -euo pipefail
 
-packages=(maven zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-discovery-java python3-kazoo)
+packages=(maven zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-discovery-java python3-kazoo krb5-kdc krb5-admin-server krb5-user libkrb5-dev libclang-dev pkg-config)
 missing=()
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
@@ -17,6 +20,12 @@ command -v javac >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/javac" 
 [ -f /usr/share/java/curator-recipes.jar ] || missing+=(libcurator-recipes-java)
 [ -f /usr/share/java/curator-x-discovery.jar ] || missing+=(libcurator-discovery-java)
 /usr/bin/python3 -c 'import kazoo' >/dev/null 2>&1 || missing+=(python3-kazoo)
+[ -x /usr/sbin/krb5kdc ] || missing+=(krb5-kdc)
+[ -x /usr/sbin/kadmin.local ] || missing+=(krb5-admin-server)
+command -v kinit >/dev/null 2>&1 || missing+=(krb5-user)
+[ -f /usr/include/gssapi/gssapi.h ] || missing+=(libkrb5-dev)
+compgen -G '/usr/lib/llvm-*/lib/libclang.so' >/dev/null || missing+=(libclang-dev)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 
 if [ -n "${ZOOKEEPER_CLASSPATH:-}" ]; then
   # A user-provided server: do not insist on Debian's.

@@ -111,11 +111,7 @@ impl SecureArgs {
 
     #[cfg(feature = "kerberos")]
     fn kerberos(&self, builder: ZkClientBuilder) -> anyhow::Result<ZkClientBuilder> {
-        let mut options = zookeeper_client::SaslOptions::gssapi().with_username(self.sasl_service.clone());
-        if let Some(host) = &self.sasl_host {
-            options = options.with_hostname(host.clone());
-        }
-        Ok(builder.sasl(options))
+        Ok(builder.sasl_gssapi_principal(&self.sasl_service, self.sasl_host.as_deref()))
     }
 
     #[cfg(not(feature = "kerberos"))]

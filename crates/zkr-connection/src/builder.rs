@@ -31,6 +31,10 @@ pub(crate) struct Config {
     /// SASL authentication for every session ([`ZkClientBuilder::sasl`]).
     #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
     pub(crate) sasl: Option<zookeeper_client::SaslOptions>,
+    /// The servers' principal given to [`ZkClientBuilder::sasl_gssapi_principal`]: kept to
+    /// name the cause when no Kerberos session comes.
+    #[cfg(feature = "sasl-gssapi")]
+    pub(crate) gssapi: Option<crate::kerberos::GssapiTarget>,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<zookeeper_client::TlsOptions>,
     /// The trusted CA (PEM) given to [`ZkClientBuilder::tls_trusting`]: kept to name the cause
@@ -83,6 +87,8 @@ impl ZkClientBuilder {
                 stall_nudge: DEFAULT_STALL_NUDGE,
                 #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
                 sasl: None,
+                #[cfg(feature = "sasl-gssapi")]
+                gssapi: None,
                 #[cfg(feature = "tls")]
                 tls: None,
                 #[cfg(feature = "tls")]
@@ -112,6 +118,10 @@ impl ZkClientBuilder {
     #[cfg_attr(docsrs, doc(cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))))]
     pub fn sasl(mut self, options: impl Into<zookeeper_client::SaslOptions>) -> Self {
         self.config.sasl = Some(options.into());
+        #[cfg(feature = "sasl-gssapi")]
+        {
+            self.config.gssapi = None;
+        }
         self
     }
 
@@ -131,9 +141,13 @@ impl ZkClientBuilder {
     }
 
     /// SASL GSSAPI (Kerberos) with the ticket the process's credential cache holds (`kinit`,
-    /// or `KRB5CCNAME`), for the server principal `zookeeper/<server host>` as Kafka and Hadoop
-    /// deployments name it; zookeeper-client's `GssapiSaslOptions` changes either part. See
-    /// [`sasl`](Self::sasl).
+    /// or `KRB5CCNAME`; the realm from `/etc/krb5.conf` or `KRB5_CONFIG`), for the servers'
+    /// principal `zookeeper/<server host>@REALM` as Kafka and Hadoop deployments name it. The
+    /// host is each server's as the connect string names it: connect to the names the
+    /// principals carry (`zk1.example.com`, not an IP address), or see
+    /// [`sasl_gssapi_principal`](Self::sasl_gssapi_principal). When no session comes,
+    /// [`connect`](Self::connect) repeats the login's first step to say why:
+    /// [`Error::Sasl`] (no credentials, the KDC unreachable, no such principal).
     ///
     /// # Examples
     ///
@@ -144,7 +158,28 @@ impl ZkClientBuilder {
     #[cfg(feature = "sasl-gssapi")]
     #[cfg_attr(docsrs, doc(cfg(feature = "sasl-gssapi")))]
     pub fn sasl_gssapi(self) -> Self {
-        self.sasl(zookeeper_client::SaslOptions::gssapi())
+        self.sasl_gssapi_principal("zookeeper", None)
+    }
+
+    /// [`sasl_gssapi`](Self::sasl_gssapi) for servers whose principal is
+    /// `<service>/<host>@REALM`: the Java client's `zookeeper.sasl.client.username` is
+    /// `service`; `host` replaces each server's host (one principal for the whole ensemble).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let builder = zkr_connection::ZkClient::builder("10.0.0.7:2181")
+    ///     .sasl_gssapi_principal("zookeeper", Some("zk.example.com"));
+    /// # let _ = builder;
+    /// ```
+    #[cfg(feature = "sasl-gssapi")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sasl-gssapi")))]
+    pub fn sasl_gssapi_principal(mut self, service: &str, host: Option<&str>) -> Self {
+        let target =
+            crate::kerberos::GssapiTarget { service: service.to_owned(), host: host.map(str::to_owned) };
+        self.config.sasl = Some(target.options());
+        self.config.gssapi = Some(target);
+        self
     }
 
     /// A remedy for the server stall of ZooKeeper 3.6.0-3.6.3, 3.7.0-3.7.1 and 3.8.0
@@ -315,26 +350,17 @@ impl ZkClientBuilder {
     ///
     /// # Errors
     /// As [`build`](Self::build), and [`Error::ConnectTimeout`] (with the last connection error)
-    /// when no session is established in time.
+    /// when no session is established in time; instead [`Error::Tls`] or [`Error::Sasl`] when a
+    /// TLS handshake or a Kerberos login of its own names the cause; [`Error::AuthFailed`] at
+    /// once when the servers refuse the credentials.
     ///
     /// # Cancel safety
     /// Cancel safe: dropping the future drops the manager, which stops connecting.
     pub async fn connect(self) -> Result<ZkClient> {
         let timeout = self.config.connection_timeout;
-        #[cfg(feature = "tls")]
-        let diagnosis = self.config.tls_ca_pem.clone().map(|pem| (self.config.connect_string.clone(), pem));
         let zk = self.build()?;
         match zk.wait_connected(timeout).await {
             Ok(()) => Ok(zk),
-            #[cfg(feature = "tls")]
-            Err(error @ Error::ConnectTimeout { .. }) => {
-                zk.close().await;
-                let Some((connect_string, pem)) = diagnosis else { return Err(error) };
-                match crate::tls::diagnose(&connect_string, &pem, Duration::from_secs(5)).await {
-                    Some(reason) => Err(Error::Tls { connect_string, reason }),
-                    None => Err(error),
-                }
-            }
             Err(error) => {
                 zk.close().await;
                 Err(error)

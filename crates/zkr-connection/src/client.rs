@@ -213,9 +213,10 @@ impl ZkClient {
     /// refuse its credentials: those will not change, so there is no use waiting longer.
     ///
     /// # Errors
-    /// [`Error::ConnectTimeout`] (with the last connection error), [`Error::AuthFailed`] (the
-    /// latest attempt was refused for its SASL credentials) or
-    /// [`Error::Closed`].
+    /// [`Error::ConnectTimeout`] (with the last connection error, and the network's cause when
+    /// a connect of our own found one), [`Error::Tls`] or [`Error::Sasl`] (when a TLS handshake
+    /// or a Kerberos login step of our own names the cause), [`Error::AuthFailed`] (the latest
+    /// attempt was refused for its SASL credentials) or [`Error::Closed`].
     ///
     /// # Cancel safety
     /// Cancel safe.

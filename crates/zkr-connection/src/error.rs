@@ -115,6 +115,16 @@ pub enum Error {
         /// The failed handshake: the host and the TLS library's reason.
         reason: String,
     },
+    /// No session could be established with SASL GSSAPI (Kerberos), and a login step of our own
+    /// says why: no credentials (no `kinit`, or `KRB5CCNAME` names an empty cache), the KDC
+    /// cannot be reached, or it knows no principal for the servers.
+    #[error("Kerberos login to the ZooKeeper servers at {connect_string} failed: {reason}")]
+    Sasl {
+        /// The connect string.
+        connect_string: String,
+        /// The failed step and the GSSAPI library's reason.
+        reason: String,
+    },
     /// The session that a sequence of operations depended on expired (or was replaced); the
     /// retry loop does not carry such a sequence over to the new session unless asked to.
     #[error("the ZooKeeper session {session:#x} expired")]
@@ -261,7 +271,8 @@ impl Error {
             | Error::InvalidConnectString { .. }
             | Error::InvalidSetting { .. }
             | Error::InvalidArgument(_)
-            | Error::AuthFailed { .. } => K::Usage,
+            | Error::AuthFailed { .. }
+            | Error::Sasl { .. } => K::Usage,
             Error::ConnectTimeout { .. } | Error::Tls { .. } | Error::DeadlineExceeded { .. } => {
                 K::Unreachable
             }

@@ -31,6 +31,8 @@ mod deadline;
 mod error;
 mod features;
 mod guard;
+#[cfg(feature = "sasl-gssapi")]
+mod kerberos;
 mod kind;
 mod ops;
 pub mod path;

@@ -1,10 +1,47 @@
 //! Why no connection could be made. `zookeeper-client` reports every failed attempt as
 //! `NoHosts` or `ConnectionLoss`; a TCP connect of our own to each host names the cause
 //! (refused, unreachable, timed out, a name that does not resolve), so that an error can say
-//! "127.0.0.1:2181: connection refused" instead of "no available hosts".
+//! "127.0.0.1:2181: connection refused" instead of "no available hosts". When the network
+//! is fine, a TLS handshake and a Kerberos login step of our own name what failed there.
 
 use std::io::ErrorKind;
 use std::time::Duration;
+
+use crate::builder::Config;
+
+/// Why the last connection attempt failed, as a step of our own found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Cause {
+    /// No host could be reached (`host: reason; host: reason`).
+    Network(String),
+    /// The TLS handshake failed (`host: reason`).
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
+    Tls(String),
+    /// The Kerberos login could not start.
+    #[cfg_attr(not(feature = "sasl-gssapi"), allow(dead_code))]
+    Sasl(String),
+}
+
+/// Why `config`'s servers take no session: the network, then TLS, then Kerberos, each step
+/// within `timeout`; `None` when none of them fails.
+pub(crate) async fn explain(config: &Config, timeout: Duration) -> Option<Cause> {
+    if let Some(reason) = diagnose(&config.connect_string, timeout).await {
+        return Some(Cause::Network(reason));
+    }
+    #[cfg(feature = "tls")]
+    if let Some(pem) = &config.tls_ca_pem {
+        if let Some(reason) = crate::tls::diagnose(&config.connect_string, pem, timeout).await {
+            return Some(Cause::Tls(reason));
+        }
+    }
+    #[cfg(feature = "sasl-gssapi")]
+    if let Some(target) = &config.gssapi {
+        if let Some(reason) = crate::kerberos::diagnose(&config.connect_string, target).await {
+            return Some(Cause::Sasl(reason));
+        }
+    }
+    None
+}
 
 /// Connects to every host of `connect_string` at once, each within `timeout`. `None` when one
 /// of them accepts (the cause is not the network: a TLS mismatch, a server that is not

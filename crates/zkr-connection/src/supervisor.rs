@@ -29,7 +29,7 @@ pub(crate) struct Shared {
     pub(crate) listeners: Mutex<Vec<mpsc::UnboundedSender<ConnectionState>>>,
     pub(crate) last_error: Mutex<Option<zookeeper_client::Error>>,
     /// Why the last connection attempt failed, as a connect of our own saw it.
-    pub(crate) last_cause: Mutex<Option<String>>,
+    pub(crate) last_cause: Mutex<Option<crate::reach::Cause>>,
     pub(crate) generation: AtomicU64,
     pub(crate) error_epoch: watch::Sender<u64>,
     pub(crate) cancel: CancellationToken,
@@ -54,14 +54,18 @@ impl Shared {
         listeners.retain(|tx| tx.send(state).is_ok());
     }
 
-    /// The error for a wait of `timeout` for a session that did not come.
+    /// The error for a wait of `timeout` for a session that did not come: what the last
+    /// attempt's own diagnosis found (TLS, Kerberos), or the timeout with the network's cause.
     pub(crate) fn connect_timeout(&self, timeout: Duration) -> Error {
-        Error::ConnectTimeout {
-            connect_string: self.config.connect_string.clone(),
-            timeout,
-            last_error: self.last_error.lock().clone(),
-            cause: self.last_cause.lock().clone(),
-        }
+        use crate::reach::Cause;
+        let connect_string = self.config.connect_string.clone();
+        let cause = match self.last_cause.lock().clone() {
+            Some(Cause::Tls(reason)) => return Error::Tls { connect_string, reason },
+            Some(Cause::Sasl(reason)) => return Error::Sasl { connect_string, reason },
+            Some(Cause::Network(reason)) => Some(reason),
+            None => None,
+        };
+        Error::ConnectTimeout { connect_string, timeout, last_error: self.last_error.lock().clone(), cause }
     }
 
     pub(crate) fn current(&self) -> Option<ConnectionState> {
@@ -154,7 +158,7 @@ impl Shared {
                         | zookeeper_client::Error::ConnectionLoss
                         | zookeeper_client::Error::Timeout => {
                             let probe = self.config.connection_timeout.min(Duration::from_secs(1));
-                            crate::reach::diagnose(&self.config.connect_string, probe).await
+                            crate::reach::explain(&self.config, probe).await
                         }
                         _ => None,
                     };

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::install::INSTALL_COMMAND;
+use crate::kerberos::KERBEROS_INSTALL_COMMAND;
 use crate::peers::{CURATOR_INSTALL_COMMAND, KAZOO_INSTALL_COMMAND};
 
 /// Result alias for this crate.
@@ -131,6 +132,23 @@ pub enum Error {
     KazooNotFound {
         /// What is missing.
         detail: String,
+    },
+    /// MIT Kerberos' KDC or its tools (`krb5kdc`, `kdb5_util`, `kadmin.local`, `kinit`) were
+    /// not found, so a [`KerberosRealm`](crate::KerberosRealm) cannot start.
+    #[error("MIT Kerberos unavailable ({detail}); install it with `{KERBEROS_INSTALL_COMMAND}`")]
+    KerberosNotFound {
+        /// What is missing.
+        detail: String,
+    },
+    /// A Kerberos tool failed while a [`KerberosRealm`](crate::KerberosRealm) was made or used.
+    #[error("{tool} failed ({status}): {output}")]
+    Kerberos {
+        /// The tool (`kdb5_util`, `kadmin.local`, `kinit`, `krb5kdc`).
+        tool: String,
+        /// Its exit status.
+        status: String,
+        /// What it printed (or the KDC's log).
+        output: String,
     },
     /// `javac` rejected the embedded `CuratorTool.java` (a broken JDK or Curator version).
     #[error("compiling CuratorTool.java failed ({status}):\n{output}")]

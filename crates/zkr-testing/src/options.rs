@@ -46,6 +46,7 @@ pub struct ServerOptions {
     pub(crate) release: Option<crate::Release>,
     pub(crate) sasl_users: Vec<(String, String)>,
     pub(crate) client_certificates_required: bool,
+    pub(crate) kerberos: Option<crate::kerberos::ServerKerberos>,
 }
 
 impl Default for ServerOptions {
@@ -64,6 +65,7 @@ impl Default for ServerOptions {
             release: None,
             sasl_users: Vec::new(),
             client_certificates_required: false,
+            kerberos: None,
         }
     }
 }
@@ -166,18 +168,45 @@ impl ServerOptions {
         self
     }
 
-    /// The JAAS configuration of [`sasl_digest_user`](Self::sasl_digest_user)'s users, if any.
+    /// Accepts SASL GSSAPI (Kerberos) logins from `realm`'s principals, as the servers'
+    /// principal `zookeeper/localhost@REALM` with its keytab (a JAAS `Server` section with
+    /// `Krb5LoginModule`). A client that authenticates as `alice@REALM` is `sasl:alice` in ACLs
+    /// (`kerberos.removeRealmFromPrincipal`, as most deployments run it). Clients connect to
+    /// `localhost:PORT`, the host of the servers' principal. Clients without SASL still connect.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let realm = zkr_testing::KerberosRealm::start("ZKR.TEST").unwrap();
+    /// let options = zkr_testing::ServerOptions::default().kerberos(&realm);
+    /// # let _ = options;
+    /// ```
+    pub fn kerberos(mut self, realm: &crate::KerberosRealm) -> Self {
+        self.kerberos = Some(crate::kerberos::ServerKerberos::of(realm));
+        self
+    }
+
+    /// The JAAS `Server` section of the SASL logins these options accept, if any.
     pub(crate) fn jaas_config(&self) -> Option<String> {
-        if self.sasl_users.is_empty() {
+        if self.sasl_users.is_empty() && self.kerberos.is_none() {
             return None;
         }
-        let mut jaas =
-            String::from("Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required");
-        for (user, password) in &self.sasl_users {
-            let _ =
-                write!(jaas, "\n  user_{user}=\"{}\"", password.replace('\\', "\\\\").replace('"', "\\\""));
+        let mut jaas = String::from("Server {");
+        if !self.sasl_users.is_empty() {
+            jaas.push_str("\n  org.apache.zookeeper.server.auth.DigestLoginModule required");
+            for (user, password) in &self.sasl_users {
+                let _ = write!(
+                    jaas,
+                    "\n  user_{user}=\"{}\"",
+                    password.replace('\\', "\\\\").replace('"', "\\\"")
+                );
+            }
+            jaas.push(';');
         }
-        jaas.push_str(";\n};\n");
+        if let Some(kerberos) = &self.kerberos {
+            jaas.push_str(&kerberos.login_module());
+        }
+        jaas.push_str("\n};\n");
         Some(jaas)
     }
 
@@ -263,7 +292,10 @@ impl ServerOptions {
             let client_auth = if self.client_certificates_required { "need" } else { "none" };
             let _ = writeln!(cfg, "ssl.clientAuth={client_auth}");
         }
-        if !self.sasl_users.is_empty() {
+        if let Some(kerberos) = &self.kerberos {
+            cfg.push_str(&kerberos.zoo_cfg());
+        }
+        if !self.sasl_users.is_empty() || self.kerberos.is_some() {
             // Unknown zoo.cfg keys become `zookeeper.`-prefixed system properties.
             let _ = writeln!(
                 cfg,
@@ -289,6 +321,9 @@ impl ServerOptions {
         ];
         if let Some(interval) = self.container_check_interval {
             args.push(format!("-Dznode.container.checkIntervalMs={}", interval.as_millis().max(1)));
+        }
+        if let Some(kerberos) = &self.kerberos {
+            args.push(kerberos.jvm_option());
         }
         args.extend(self.jvm_options.iter().cloned());
         args
