@@ -28,6 +28,8 @@ pub(crate) struct Config {
     /// After how long an outstanding request sent through the retry loop gets a nudge
     /// ([`ZkClientBuilder::stall_nudge`]).
     pub(crate) stall_nudge: Option<Duration>,
+    /// Whether the ensemble tracker follows `/zookeeper/config` ([`ZkClientBuilder::ensemble_tracker`]).
+    pub(crate) ensemble_tracker: bool,
     /// SASL authentication for every session ([`ZkClientBuilder::sasl`]).
     #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
     pub(crate) sasl: Option<zookeeper_client::SaslOptions>,
@@ -85,6 +87,7 @@ impl ZkClientBuilder {
                 can_be_read_only: false,
                 error_policy: Arc::new(StandardConnectionStateErrorPolicy),
                 stall_nudge: DEFAULT_STALL_NUDGE,
+                ensemble_tracker: true,
                 #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
                 sasl: None,
                 #[cfg(feature = "sasl-gssapi")]
@@ -179,6 +182,26 @@ impl ZkClientBuilder {
             crate::kerberos::GssapiTarget { service: service.to_owned(), host: host.map(str::to_owned) };
         self.config.sasl = Some(target.options());
         self.config.gssapi = Some(target);
+        self
+    }
+
+    /// The ensemble tracker (Curator's `EnsembleTracker`, on by default as there): the manager
+    /// follows `/zookeeper/config` and connects to the servers it lists, so that a client
+    /// started with the old hosts keeps working after a reconfiguration replaced them. New
+    /// sessions use the new list; a session whose connection drops while all its hosts have
+    /// left the ensemble is re-attached on the new ones (same session: ephemeral nodes and locks
+    /// survive). Servers whose configuration names no client addresses (a static
+    /// `clientPort`, 3.4) leave the list as given. Turn it off to stay on the connect string's
+    /// hosts, for example behind a proxy or a load balancer the configuration does not name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let builder = zkr_connection::ZkClient::builder("zk-vip.internal:2181").ensemble_tracker(false);
+    /// # let _ = builder;
+    /// ```
+    pub fn ensemble_tracker(mut self, on: bool) -> Self {
+        self.config.ensemble_tracker = on;
         self
     }
 

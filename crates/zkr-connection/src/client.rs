@@ -33,6 +33,7 @@ use crate::Deadline;
 pub struct Session {
     pub(crate) client: Client,
     pub(crate) generation: u64,
+    pub(crate) connection: u64,
 }
 
 impl Session {
@@ -44,6 +45,24 @@ impl Session {
     /// The generation: 1 for the first session of a manager, then one more per rebuild.
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// The connection: one more for every `zookeeper-client` handle the manager publishes, a new
+    /// session's or the same session's re-attached on new hosts after a reconfiguration (the
+    /// ensemble tracker). Watches set through an earlier connection's handle no longer fire:
+    /// whatever follows a watch compares connections, whatever a session owns (ephemeral
+    /// nodes, locks) compares generations.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// let session = zk.session().await?;
+    /// zk.connection_replaced(session.connection()).await;
+    /// # Ok(()) }
+    /// ```
+    pub fn connection(&self) -> u64 {
+        self.connection
     }
 
     /// ZooKeeper's session id.
@@ -127,6 +146,7 @@ impl ZkClient {
 
     pub(crate) fn start(config: Config, runtime: &tokio::runtime::Handle) -> Self {
         let cancel = CancellationToken::new();
+        let ensemble = crate::ensemble::Ensemble::new(&config.connect_string);
         let shared = Arc::new(Shared {
             config,
             session: watch::channel(None).0,
@@ -136,6 +156,8 @@ impl ZkClient {
             last_error: Mutex::new(None),
             last_cause: Mutex::new(None),
             generation: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
+            ensemble,
             error_epoch: watch::channel(0).0,
             cancel: cancel.clone(),
             expire: Notify::new(),
@@ -289,6 +311,27 @@ impl ZkClient {
     pub async fn session_replaced(&self, generation: u64) {
         let mut sessions = self.shared.session.subscribe();
         let _ = sessions.wait_for(|s| s.as_ref().is_none_or(|s| s.generation() != generation)).await;
+    }
+
+    /// Completes once the manager's connection is no longer `connection`
+    /// ([`Session::connection`]): a new session, the same session re-attached on new hosts,
+    /// the session given up, or the manager closed. Whatever waits on a watch set through a
+    /// session's handle should also wait on this.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// let session = zk.session().await?;
+    /// zk.connection_replaced(session.connection()).await;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn connection_replaced(&self, connection: u64) {
+        let mut sessions = self.shared.session.subscribe();
+        let _ = sessions.wait_for(|s| s.as_ref().is_none_or(|s| s.connection() != connection)).await;
     }
 
     /// How many times the manager has entered an error state under its error policy (for the

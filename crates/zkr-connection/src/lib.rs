@@ -28,6 +28,7 @@ mod builder;
 mod client;
 mod connect_string;
 mod deadline;
+mod ensemble;
 mod error;
 mod features;
 mod guard;

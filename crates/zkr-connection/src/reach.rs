@@ -22,21 +22,22 @@ pub(crate) enum Cause {
     Sasl(String),
 }
 
-/// Why `config`'s servers take no session: the network, then TLS, then Kerberos, each step
-/// within `timeout`; `None` when none of them fails.
-pub(crate) async fn explain(config: &Config, timeout: Duration) -> Option<Cause> {
-    if let Some(reason) = diagnose(&config.connect_string, timeout).await {
+/// Why the servers of `connect_string` take no session with `config`'s settings: the network,
+/// then TLS, then Kerberos, each step within `timeout`; `None` when none of them fails.
+pub(crate) async fn explain(config: &Config, connect_string: &str, timeout: Duration) -> Option<Cause> {
+    let _ = config;
+    if let Some(reason) = diagnose(connect_string, timeout).await {
         return Some(Cause::Network(reason));
     }
     #[cfg(feature = "tls")]
     if let Some(pem) = &config.tls_ca_pem {
-        if let Some(reason) = crate::tls::diagnose(&config.connect_string, pem, timeout).await {
+        if let Some(reason) = crate::tls::diagnose(connect_string, pem, timeout).await {
             return Some(Cause::Tls(reason));
         }
     }
     #[cfg(feature = "sasl-gssapi")]
     if let Some(target) = &config.gssapi {
-        if let Some(reason) = crate::kerberos::diagnose(&config.connect_string, target).await {
+        if let Some(reason) = crate::kerberos::diagnose(connect_string, target).await {
             return Some(Cause::Sasl(reason));
         }
     }

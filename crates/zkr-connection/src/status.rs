@@ -20,13 +20,16 @@ pub struct Status {
     pub generation: u64,
     /// The session timeout the server granted, while there is a session.
     pub negotiated_timeout: Option<Duration>,
+    /// The servers the manager connects to (`host:port`): the connect string's, or the
+    /// ensemble's as `/zookeeper/config` lists it once the tracker has read it.
+    pub servers: Vec<String>,
     /// Whether the manager has been closed.
     pub closed: bool,
 }
 
 impl ZkClient {
     /// The manager's status now: state and for how long, session id and generation, the
-    /// negotiated session timeout.
+    /// negotiated session timeout, the servers.
     ///
     /// # Examples
     ///
@@ -45,6 +48,7 @@ impl ZkClient {
             session_id: session.as_ref().map(crate::Session::id),
             generation: self.generation(),
             negotiated_timeout: session.as_ref().map(|s| s.client().session_timeout()),
+            servers: shared.ensemble.hosts(),
             closed: self.is_closed(),
         }
     }

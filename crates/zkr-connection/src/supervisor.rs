@@ -31,6 +31,11 @@ pub(crate) struct Shared {
     /// Why the last connection attempt failed, as a connect of our own saw it.
     pub(crate) last_cause: Mutex<Option<crate::reach::Cause>>,
     pub(crate) generation: AtomicU64,
+    /// How many connections (`Client`s) the manager has published: a new session, or the same
+    /// session moved to new hosts ([`Session::connection`](crate::Session::connection)).
+    pub(crate) connections: AtomicU64,
+    /// The servers to connect to, kept current by the ensemble tracker.
+    pub(crate) ensemble: crate::ensemble::Ensemble,
     pub(crate) error_epoch: watch::Sender<u64>,
     pub(crate) cancel: CancellationToken,
     pub(crate) expire: Notify,
@@ -92,13 +97,22 @@ impl Shared {
         connector
     }
 
-    /// Connects `connector` to the ensemble (over TLS when configured), within the connection
-    /// timeout.
+    /// Connects `connector` to the ensemble's current servers (over TLS when configured),
+    /// within the connection timeout.
     pub(crate) async fn dial(
         &self,
         connector: zookeeper_client::Connector,
     ) -> std::result::Result<Client, zookeeper_client::Error> {
-        let cs = &self.config.connect_string;
+        let cs = self.ensemble.connect_string(&self.ensemble.hosts());
+        self.dial_at(connector, &cs).await
+    }
+
+    /// Connects `connector` to `cs`, within the connection timeout.
+    pub(crate) async fn dial_at(
+        &self,
+        connector: zookeeper_client::Connector,
+        cs: &str,
+    ) -> std::result::Result<Client, zookeeper_client::Error> {
         #[cfg(feature = "tls")]
         let connecting = async {
             if self.config.tls.is_some() {
@@ -115,41 +129,73 @@ impl Shared {
         }
     }
 
-    pub(crate) async fn connect_once(&self) -> std::result::Result<Client, zookeeper_client::Error> {
-        let client = self.dial(self.connector()).await?;
+    /// A new session on `hosts`, rooted at the namespace (created when missing).
+    pub(crate) async fn connect_once(
+        &self,
+        hosts: &[String],
+    ) -> std::result::Result<Client, zookeeper_client::Error> {
+        let client = self.dial_at(self.connector(), &self.ensemble.connect_string(hosts)).await?;
+        if let Some(ns) = &self.config.namespace {
+            let relative = format!("/{ns}");
+            // Pipelined: every create is sent before the first reply is awaited.
+            let acls = self.config.acl_provider.acl_for_path(&relative);
+            let options =
+                zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::new(&acls));
+            let mut creates = Vec::new();
+            for p in path::ancestors(&relative).into_iter().chain(std::iter::once(relative.as_str())) {
+                creates.push(client.create(p, &[], &options));
+            }
+            for create in creates {
+                match create.await {
+                    Ok(_) | Err(zookeeper_client::Error::NodeExists) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        self.under_namespace(client)
+    }
+
+    /// `client` rooted at the namespace, if there is one.
+    fn under_namespace(&self, client: Client) -> std::result::Result<Client, zookeeper_client::Error> {
         match &self.config.namespace {
             None => Ok(client),
             Some(ns) => {
                 let root = path::join(client.path(), ns);
-                let relative = format!("/{ns}");
-                // Pipelined: every create is sent before the first reply is awaited.
-                let acls = self.config.acl_provider.acl_for_path(&relative);
-                let options =
-                    zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::new(&acls));
-                let mut creates = Vec::new();
-                for p in path::ancestors(&relative).into_iter().chain(std::iter::once(relative.as_str())) {
-                    creates.push(client.create(p, &[], &options));
-                }
-                for create in creates {
-                    match create.await {
-                        Ok(_) | Err(zookeeper_client::Error::NodeExists) => {}
-                        Err(e) => return Err(e),
-                    }
-                }
                 client.chroot(root).map_err(|_| zookeeper_client::Error::BadArguments(&"invalid namespace"))
             }
         }
     }
 
-    /// Connects a new session, retrying with a capped backoff until it works or we are closed.
-    pub(crate) async fn connect_until_done(&self) -> Client {
+    /// Attaches `session` to a new connection on the ensemble's current servers, trying until
+    /// it works (the caller bounds the wait); the hosts it dialed come with it.
+    async fn reattach(&self, session: zookeeper_client::SessionInfo) -> (Client, Vec<String>) {
         let mut delay = Duration::from_millis(50);
         loop {
-            match self.connect_once().await {
+            let hosts = self.ensemble.hosts();
+            let cs = self.ensemble.connect_string(&hosts);
+            match self.dial_at(self.connector().with_session(session.clone()), &cs).await {
+                Ok(client) => match self.under_namespace(client) {
+                    Ok(client) => return (client, hosts),
+                    Err(e) => tracing::debug!(error = %e, "re-attaching the session failed"),
+                },
+                Err(e) => tracing::debug!(error = %e, connect = %cs, "re-attaching the session failed"),
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(1));
+        }
+    }
+
+    /// Connects a new session, retrying with a capped backoff until it works or we are closed;
+    /// the hosts it dialed come with it.
+    pub(crate) async fn connect_until_done(&self) -> (Client, Vec<String>) {
+        let mut delay = Duration::from_millis(50);
+        loop {
+            let hosts = self.ensemble.hosts();
+            match self.connect_once(&hosts).await {
                 Ok(client) => {
                     *self.last_error.lock() = None;
                     *self.last_cause.lock() = None;
-                    return client;
+                    return (client, hosts);
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "connection attempt failed");
@@ -158,7 +204,8 @@ impl Shared {
                         | zookeeper_client::Error::ConnectionLoss
                         | zookeeper_client::Error::Timeout => {
                             let probe = self.config.connection_timeout.min(Duration::from_secs(1));
-                            crate::reach::explain(&self.config, probe).await
+                            crate::reach::explain(&self.config, &self.ensemble.connect_string(&hosts), probe)
+                                .await
                         }
                         _ => None,
                     };
@@ -191,28 +238,43 @@ fn lost_after(client: &Client) -> Duration {
 enum SessionEnd {
     Lost,
     Closed,
+    /// The session was re-attached on new hosts: the new connection, and the hosts it dialed.
+    Moved(Client, Vec<String>),
 }
 
 #[tracing::instrument(name = "zk.supervisor", skip_all, fields(connect = %shared.config.connect_string))]
 pub(crate) async fn supervise(shared: Arc<Shared>) {
     loop {
-        let client = tokio::select! {
+        let (mut client, mut dialed) = tokio::select! {
             biased;
             _ = shared.cancel.cancelled() => break,
-            client = shared.connect_until_done() => client,
+            connected = shared.connect_until_done() => connected,
         };
         let generation = shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
         tracing::info!(session = %client.session_id(), generation, timeout = ?client.session_timeout(), "session established");
         let mut watcher = client.state_watcher();
         let initial = watcher.state();
-        shared.session.send_replace(Some(Session { client: client.clone(), generation }));
+        let mut tracker = publish(&shared, &client, generation);
         let first = shared.current().is_none();
         shared.post(match (first, initial) {
             (_, SessionState::ConnectedReadOnly) => ConnectionState::ReadOnly,
             (true, _) => ConnectionState::Connected,
             (false, _) => ConnectionState::Reconnected,
         });
-        let end = monitor(&shared, &client, &mut watcher).await;
+        let end = loop {
+            match monitor(&shared, &client, &mut watcher, &dialed).await {
+                SessionEnd::Moved(moved, hosts) => {
+                    tracing::info!(session = %moved.session_id(), generation, ?hosts, "session moved to new hosts");
+                    tracker.abort();
+                    (client, dialed) = (moved, hosts);
+                    watcher = client.state_watcher();
+                    tracker = publish(&shared, &client, generation);
+                    shared.post(ConnectionState::Reconnected);
+                }
+                end => break end,
+            }
+        };
+        tracker.abort();
         shared.session.send_replace(None);
         if let SessionEnd::Closed = end {
             close_on_server(&shared, client, watcher).await;
@@ -223,6 +285,20 @@ pub(crate) async fn supervise(shared: Arc<Shared>) {
         crate::telemetry::session_rebuilt();
     }
     shared.session.send_replace(None);
+}
+
+/// Publishes `client` as connection of session `generation`, and starts the ensemble tracker
+/// beside it (a task that does nothing when the tracker is off).
+fn publish(shared: &Arc<Shared>, client: &Client, generation: u64) -> tokio::task::JoinHandle<()> {
+    let connection = shared.connections.fetch_add(1, Ordering::SeqCst) + 1;
+    shared.session.send_replace(Some(Session { client: client.clone(), generation, connection }));
+    let tracking =
+        shared.config.ensemble_tracker.then(|| crate::ensemble::track(shared.clone(), client.clone()));
+    tokio::spawn(async move {
+        if let Some(tracking) = tracking {
+            tracking.await;
+        }
+    })
 }
 
 /// Ends a closed manager's session on the server, so its ephemeral nodes are gone when
@@ -264,15 +340,24 @@ async fn close_on_server(shared: &Shared, client: Client, mut watcher: zookeeper
 }
 
 async fn monitor(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     client: &Client,
     watcher: &mut zookeeper_client::StateWatcher,
+    dialed: &[String],
 ) -> SessionEnd {
     let mut lost_at: Option<Instant> = None;
+    // While disconnected from hosts that all left the ensemble: the session on new hosts.
+    let mut moving: Option<std::pin::Pin<Box<dyn std::future::Future<Output = SessionEnd> + Send>>> = None;
     loop {
         let lost_timer = async {
             match lost_at {
                 Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        let moved = async {
+            match &mut moving {
+                Some(moving) => moving.await,
                 None => std::future::pending().await,
             }
         };
@@ -289,21 +374,27 @@ async fn monitor(
                 shared.post(ConnectionState::Lost);
                 return SessionEnd::Lost;
             }
+            end = moved => return end,
             state = watcher.changed() => match state {
                 SessionState::Disconnected => {
                     if !matches!(shared.current(), Some(ConnectionState::Suspended | ConnectionState::Lost)) {
                         shared.post(ConnectionState::Suspended);
                     }
                     lost_at.get_or_insert_with(|| Instant::now() + lost_after(client));
+                    if shared.config.ensemble_tracker && moving.is_none() {
+                        moving = Some(Box::pin(move_when_gone(shared.clone(), client.session().clone(), dialed.to_vec())));
+                    }
                 }
                 SessionState::SyncConnected => {
                     lost_at = None;
+                    moving = None;
                     if matches!(shared.current(), Some(ConnectionState::Suspended | ConnectionState::ReadOnly)) {
                         shared.post(ConnectionState::Reconnected);
                     }
                 }
                 SessionState::ConnectedReadOnly => {
                     lost_at = None;
+                    moving = None;
                     shared.post(ConnectionState::ReadOnly);
                 }
                 SessionState::Expired | SessionState::AuthFailed | SessionState::Closed => {
@@ -314,4 +405,30 @@ async fn monitor(
             },
         }
     }
+}
+
+/// For a disconnected handle that knows only `dialed`: when every one of them has left the
+/// ensemble (as the tracker learned it, or as the servers the tracker added say when asked
+/// through a session of their own), re-attaches `session` on the ensemble's hosts. Never while
+/// one of `dialed` remains: the handle reconnects there itself.
+async fn move_when_gone(
+    shared: Arc<Shared>,
+    session: zookeeper_client::SessionInfo,
+    dialed: Vec<String>,
+) -> SessionEnd {
+    let mut delay = Duration::from_millis(100);
+    while !shared.ensemble.left_all(&dialed) {
+        let others: Vec<String> =
+            shared.ensemble.hosts().into_iter().filter(|h| !dialed.contains(h)).collect();
+        if others.is_empty() {
+            // Nothing new is known: the handle's own hosts are the ensemble.
+            return std::future::pending().await;
+        }
+        if !crate::ensemble::probe(&shared, &others).await {
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(2));
+        }
+    }
+    let (client, hosts) = shared.reattach(session).await;
+    SessionEnd::Moved(client, hosts)
 }

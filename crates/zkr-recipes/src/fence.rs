@@ -65,6 +65,16 @@ impl SessionFence {
         &self.session
     }
 
+    /// The session's current handle: the fenced one, or the same session's on a new connection
+    /// when the manager re-attached it on new hosts (the fenced handle's requests go nowhere
+    /// then).
+    pub(crate) fn client(&self, zk: &ZkClient) -> zookeeper_client::Client {
+        match zk.try_session().filter(|s| s.generation() == self.session.generation()) {
+            Some(current) => current.client().clone(),
+            None => self.session.client().clone(),
+        }
+    }
+
     /// The session's generation in the manager.
     pub(crate) fn generation(&self) -> u64 {
         self.session.generation()
@@ -79,7 +89,13 @@ impl SessionFence {
     /// Has the session ended (replaced, given up, or the manager closed)? Connection trouble
     /// the session survives does not count.
     pub(crate) fn session_ended(&self, zk: &ZkClient) -> bool {
-        !self.is_current(zk) || zk.is_closed() || self.session.is_ended()
+        if !self.is_current(zk) || zk.is_closed() {
+            return true;
+        }
+        // The fenced handle ended: so did the session, unless the manager re-attached it on
+        // new hosts (its connection is another now, and the old handle expires alone).
+        self.session.is_ended()
+            && zk.try_session().is_some_and(|s| s.connection() == self.session.connection())
     }
 
     /// Why the hold counts as lost now, if it does: the session ended, or the connection

@@ -12,6 +12,8 @@ use crate::member::Member;
 use crate::options::{Peer, ServerOptions};
 use crate::proxy::FaultProxy;
 
+mod reconfig;
+
 /// A real ZooKeeper ensemble of 3 or 5 servers on loopback, each a child JVM with its own ports
 /// and data directory. Servers are addressed by index (`0..size`); their ZooKeeper ids are
 /// `index + 1`.
@@ -31,6 +33,7 @@ use crate::proxy::FaultProxy;
 /// ```
 #[derive(Debug)]
 pub struct TestingCluster {
+    /// Every member ever started; [`add_servers`](Self::add_servers) appends.
     members: Vec<Member>,
     options: Arc<ServerOptions>,
     /// With [`ServerOptions::partitionable`]: the proxies of the links between servers.
@@ -334,6 +337,7 @@ fn view(index: usize, peers: &[Peer], links: &[Link]) -> Vec<Peer> {
         .map(|(to, peer)| match links.iter().find(|l| l.from == index && l.to == to) {
             Some(link) => Peer {
                 id: peer.id,
+                client_port: peer.client_port,
                 quorum_port: link.proxies[0].local_addr().port(),
                 election_port: link.proxies[1].local_addr().port(),
             },

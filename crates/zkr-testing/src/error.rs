@@ -108,6 +108,11 @@ pub enum Error {
     /// [`partitionable`](crate::ServerOptions::partitionable).
     #[error("the cluster was not started partitionable (ServerOptions::partitionable)")]
     NotPartitionable,
+    /// [`TestingCluster::add_servers`](crate::TestingCluster::add_servers) or
+    /// [`remove_servers`](crate::TestingCluster::remove_servers) on a cluster not started
+    /// [`reconfigurable`](crate::ServerOptions::reconfigurable).
+    #[error("the cluster was not started reconfigurable (ServerOptions::reconfigurable)")]
+    NotReconfigurable,
     /// A cluster size other than 1, 3 or 5 was asked for.
     #[error("a TestingCluster has 1, 3 or 5 servers, not {0}")]
     ClusterSize(usize),

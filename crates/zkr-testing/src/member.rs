@@ -47,7 +47,7 @@ impl Member {
         };
         let secure_port = if options.secure.is_some() { Some(free_port()?) } else { None };
         let peer = if quorum {
-            Some(Peer { id, quorum_port: free_port()?, election_port: free_port()? })
+            Some(Peer { id, client_port, quorum_port: free_port()?, election_port: free_port()? })
         } else {
             None
         };
@@ -66,6 +66,10 @@ impl Member {
 
     pub(crate) fn address(&self) -> String {
         format!("127.0.0.1:{}", self.client_port)
+    }
+
+    pub(crate) fn installation(&self) -> &Installation {
+        &self.install
     }
 
     pub(crate) fn release(&self) -> &crate::Release {

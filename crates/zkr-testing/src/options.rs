@@ -47,6 +47,7 @@ pub struct ServerOptions {
     pub(crate) sasl_users: Vec<(String, String)>,
     pub(crate) client_certificates_required: bool,
     pub(crate) kerberos: Option<crate::kerberos::ServerKerberos>,
+    pub(crate) reconfigurable: bool,
 }
 
 impl Default for ServerOptions {
@@ -66,6 +67,7 @@ impl Default for ServerOptions {
             sasl_users: Vec::new(),
             client_certificates_required: false,
             kerberos: None,
+            reconfigurable: false,
         }
     }
 }
@@ -186,6 +188,21 @@ impl ServerOptions {
         self
     }
 
+    /// A cluster whose ensemble can be changed while it runs (dynamic reconfiguration, 3.5+):
+    /// `reconfigEnabled=true`, `standaloneEnabled=false`, and each `server.N` line with its
+    /// client address, so that `/zookeeper/config` names the client ports. Any client may
+    /// reconfigure (`skipACL=yes`: ACLs are not enforced, a test server only). See
+    /// [`TestingCluster::add_servers`](crate::TestingCluster::add_servers).
+    ///
+    /// ```
+    /// let options = zkr_testing::ServerOptions::default().reconfigurable();
+    /// # let _ = options;
+    /// ```
+    pub fn reconfigurable(mut self) -> Self {
+        self.reconfigurable = true;
+        self
+    }
+
     /// The JAAS `Server` section of the SASL logins these options accept, if any.
     pub(crate) fn jaas_config(&self) -> Option<String> {
         if self.sasl_users.is_empty() && self.kerberos.is_none() {
@@ -279,7 +296,14 @@ impl ServerOptions {
         let _ = writeln!(cfg, "forceSync=yes");
         let _ = writeln!(cfg, "preAllocSize=4096");
         for peer in peers {
-            let _ = writeln!(cfg, "server.{}=127.0.0.1:{}:{}", peer.id, peer.quorum_port, peer.election_port);
+            let _ = write!(cfg, "server.{}=127.0.0.1:{}:{}", peer.id, peer.quorum_port, peer.election_port);
+            if self.reconfigurable {
+                let _ = write!(cfg, ":participant;127.0.0.1:{}", peer.client_port);
+            }
+            cfg.push('\n');
+        }
+        if self.reconfigurable {
+            cfg.push_str("reconfigEnabled=true\nstandaloneEnabled=false\nskipACL=yes\n");
         }
         if let (Some(certs), Some(port)) = (&self.secure, secure_port) {
             let _ = writeln!(cfg, "secureClientPort={port}");
@@ -334,6 +358,7 @@ impl ServerOptions {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Peer {
     pub(crate) id: u32,
+    pub(crate) client_port: u16,
     pub(crate) quorum_port: u16,
     pub(crate) election_port: u16,
 }

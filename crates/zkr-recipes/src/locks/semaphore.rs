@@ -298,7 +298,7 @@ impl InterProcessSemaphoreV2 {
 
     /// Waits until there are no more lease nodes than the maximum; `false` at the deadline.
     async fn wait_for_room(&self, lease: &Lease, deadline: Option<Deadline>) -> Result<bool, LockError> {
-        let client = lease.fence.session().client();
+        let client = lease.fence.client(&self.zk);
         let mut pause = SessionPause::default();
         loop {
             let max = self.max_leases().await?;

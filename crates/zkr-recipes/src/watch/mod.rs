@@ -285,18 +285,20 @@ impl<C: Consumer> Watch<C> {
                     session
                 }
             };
-            let generation = session.generation();
+            // A connection, not a generation: a session re-attached on new hosts (the ensemble
+            // tracker) keeps its generation, but the watches of its old handle are gone.
+            let connection = session.connection();
             let zk = self.zk.clone();
-            let switched = last.is_some_and(|(g, _)| g != generation);
-            if last.is_some_and(|(g, told)| g != generation && !told) {
+            let switched = last.is_some_and(|(g, _)| g != connection);
+            if last.is_some_and(|(g, told)| g != connection && !told) {
                 self.consumer.session_ended();
             }
-            last = Some((generation, false));
+            last = Some((connection, false));
             // A session after another may be served by a follower behind the copy: sync first.
             self.sync_before_read = switched;
             let followed = tokio::select! {
                 end = self.follow(&session, first.take()) => end,
-                () = zk.session_replaced(generation) => Ok(End::Session),
+                () = zk.connection_replaced(connection) => Ok(End::Session),
                 () = &mut stop => return,
             };
             if followed.is_ok() {
@@ -306,13 +308,13 @@ impl<C: Consumer> Watch<C> {
                 Ok(End::Stopped) => return,
                 Ok(End::Session) => {
                     self.consumer.session_ended();
-                    last = Some((generation, true));
-                    after = Some(generation);
+                    last = Some((connection, true));
+                    after = Some(connection);
                 }
                 Err(error) if is_session_error(&error) => {
                     self.consumer.session_ended();
-                    last = Some((generation, true));
-                    after = Some(generation);
+                    last = Some((connection, true));
+                    after = Some(connection);
                 }
                 Err(error) => {
                     if self.consumer.failed(&error).is_break() {
@@ -325,7 +327,9 @@ impl<C: Consumer> Watch<C> {
                     }
                     // Again on the current session: it may still be this one.
                     after = None;
-                    if matches!(sessions, Sessions::Only(_)) && zk.generation() != generation {
+                    if matches!(sessions, Sessions::Only(_))
+                        && zk.try_session().is_none_or(|s| s.connection() != connection)
+                    {
                         return;
                     }
                     continue;
@@ -534,13 +538,13 @@ async fn burst(watcher: &mut PersistentWatcher) -> Vec<WatchedEvent> {
     burst
 }
 
-/// The manager's current session if it is newer than `after`, else the next one; `None` once
-/// the manager is closed.
+/// The manager's current session if its connection is newer than `after`, else the next one;
+/// `None` once the manager is closed.
 async fn next_session(zk: &ZkClient, after: Option<u64>) -> Option<Session> {
     let mut sessions = zk.session_watch();
     loop {
         let current = sessions.borrow_and_update().clone();
-        if let Some(s) = current.filter(|s| after.is_none_or(|g| s.generation() > g)) {
+        if let Some(s) = current.filter(|s| after.is_none_or(|c| s.connection() > c)) {
             return Some(s);
         }
         if zk.is_closed() || sessions.changed().await.is_err() {

@@ -329,7 +329,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             self.delete_in_background(node);
             return Err("in_background");
         }
-        Ok(Box::pin(node.session().client().delete(&node.path, None)))
+        Ok(Box::pin(node.fence.client(&self.zk).delete(&node.path, None)))
     }
 
     /// The second half of [`release_lock`](Self::release_lock): awaits what

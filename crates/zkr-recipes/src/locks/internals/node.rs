@@ -131,19 +131,30 @@ pub(crate) async fn follow_node<T>(
     let ended = zk.session_replaced(generation);
     let follow = async {
         let mut pause = zkr_connection::retry::SessionPause::default();
+        let mut session = session.clone();
         loop {
-            match read_watched(session, path, data).await {
+            // The same session on a new connection (re-attached on new hosts): follow there.
+            if let Some(current) = zk.try_session().filter(|s| s.generation() == generation) {
+                session = current;
+            }
+            match read_watched(&session, path, data).await {
                 Ok(None) => continue,
                 Ok(Some((node, watcher))) => {
                     pause.reset();
                     if let Some(found) = check(node.as_deref()) {
                         return Ok(found);
                     }
-                    if watcher.changed().await.event_type == EventType::Session {
-                        return Err(session_state_ended(session).await);
+                    let event = tokio::select! {
+                        event = watcher.changed() => event,
+                        () = zk.connection_replaced(session.connection()) => continue,
+                    };
+                    if event.event_type == EventType::Session && !moved(zk, &session) {
+                        return Err(session_state_ended(&session).await);
                     }
                 }
-                Err(e) if is_session_error(&e) => return Err(session_state_ended(session).await),
+                Err(e) if is_session_error(&e) && !moved(zk, &session) => {
+                    return Err(session_state_ended(&session).await)
+                }
                 // The connection is down: ask again once it may be back.
                 Err(_) => pause.sleep().await,
             }
@@ -153,6 +164,13 @@ pub(crate) async fn follow_node<T>(
         () = ended => Err(SessionEnded),
         outcome = follow => outcome,
     }
+}
+
+/// Is `session` on the manager under another connection now (re-attached on new hosts), so
+/// that its old handle's end is not the session's?
+fn moved(zk: &ZkClient, session: &Session) -> bool {
+    zk.try_session()
+        .is_some_and(|s| s.generation() == session.generation() && s.connection() != session.connection())
 }
 
 /// [`SessionEnded`], once `session`'s own state says so too: zookeeper-client wakes the

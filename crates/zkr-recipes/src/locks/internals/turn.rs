@@ -104,10 +104,13 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         };
         // A session the manager gives up never fires its watches: stop waiting on it.
         let event = tokio::select! {
-            event = watcher.changed() => event,
+            biased;
             () = self.zk.session_replaced(session.generation()) => {
                 return Err(zookeeper_client::Error::SessionExpired);
             }
+            // The session re-attached on new hosts: the old handle's watch is gone.
+            () = self.zk.connection_replaced(session.connection()) => return Ok(Step::ListAgain),
+            event = watcher.changed() => event,
         };
         match event.event_type {
             // Ours unless the connection was disrupted meanwhile: then list again to be sure.

@@ -49,10 +49,16 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     ) -> Result<u64, WaitError> {
         let deadline = wait.deadline();
         let mut look = first;
+        let mut session = session.clone();
         loop {
             if self.zk.generation() != session.generation() {
                 return Err(WaitError::NodeMissing);
             }
+            // The same session on a new connection (re-attached on new hosts): wait through it.
+            if let Some(current) = self.zk.try_session().filter(|s| s.generation() == session.generation()) {
+                session = current;
+            }
+            let session = &session;
             // Every request of the wait counts against the deadline: a request to a server that
             // lost its quorum can go unanswered for seconds.
             let step = zkr_connection::within(deadline, self.step(session, our_name, look, wait));
