@@ -119,7 +119,7 @@ impl SecureArgs {
         let _ = (&self.sasl_service, &self.sasl_host);
         Err(usage(
             "this zkr was built without Kerberos: build it with `cargo install zkr-cli --features kerberos` \
-             (needs the system's GSSAPI library, Debian's libkrb5-dev)",
+             (needs the system's GSSAPI library: Debian's libkrb5-dev, libclang-dev and pkg-config)",
         ))
     }
 }
