@@ -27,6 +27,7 @@ mod acl;
 mod builder;
 mod client;
 mod connect_string;
+mod crud;
 mod deadline;
 mod ensemble;
 mod error;

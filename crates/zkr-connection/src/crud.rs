@@ -1,0 +1,280 @@
+//! The framework's reads and writes, the calls a port from Curator meets first:
+//! `getData`, `checkExists`, `getChildren`, `setData`, `delete` (with
+//! `deletingChildrenIfNeeded`), `getACL`, `setACL` and `sync`, each under the retry policy and
+//! on the manager's namespace. An absent node is `None` where Curator throws
+//! `NoNodeException`. A write with an expected version is never sent twice: after a lost reply
+//! its resend could fail on its own first effect (`BadVersion`), so the error is returned and
+//! says it may have been applied ([`Error::is_ambiguous`]).
+
+use zookeeper_client::{Acl, Stat};
+
+use crate::client::ZkClient;
+use crate::error::{Error, Result};
+use crate::path;
+use crate::retry_loop::RetryOptions;
+
+/// `Ok(None)` for `NoNode`.
+fn absent<T>(result: Result<T>) -> Result<Option<T>> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        Err(e) if e.is_no_node() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// A versioned write is sent once; an unversioned one may be sent again after a lost reply.
+fn write_options(version: Option<i32>) -> RetryOptions {
+    match version {
+        Some(_) => RetryOptions::default().no_resend(),
+        None => RetryOptions::default(),
+    }
+}
+
+impl ZkClient {
+    /// A node's data and `Stat`, or `None` when there is no node (Curator:
+    /// `getData().storingStatIn(stat).forPath(path)`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`], or as [`retry`](Self::retry).
+    ///
+    /// # Cancel safety
+    /// Cancel safe (a read).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// if let Some((data, stat)) = zk.get_data("/app/settings").await? {
+    ///     println!("{} bytes, version {}", data.len(), stat.version);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn get_data(&self, path: &str) -> Result<Option<(Vec<u8>, Stat)>> {
+        path::validate_path(path)?;
+        absent(self.retry(|s| async move { s.client().get_data(path).await }).await)
+    }
+
+    /// A node's `Stat`, or `None` when there is no node (Curator: `checkExists().forPath(path)`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`], or as [`retry`](Self::retry).
+    ///
+    /// # Cancel safety
+    /// Cancel safe (a read).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// let exists = zk.exists("/app/settings").await?.is_some();
+    /// # Ok(()) }
+    /// ```
+    pub async fn exists(&self, path: &str) -> Result<Option<Stat>> {
+        path::validate_path(path)?;
+        self.retry(|s| async move { s.client().check_stat(path).await }).await
+    }
+
+    /// A node's children (names, unsorted, as the server lists them) and its `Stat`, or `None`
+    /// when there is no node (Curator: `getChildren().storingStatIn(stat).forPath(path)`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`], or as [`retry`](Self::retry).
+    ///
+    /// # Cancel safety
+    /// Cancel safe (a read).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// let members = zk.get_children("/app/members").await?.map(|(names, _)| names).unwrap_or_default();
+    /// # Ok(()) }
+    /// ```
+    pub async fn get_children(&self, path: &str) -> Result<Option<(Vec<String>, Stat)>> {
+        path::validate_path(path)?;
+        absent(self.retry(|s| async move { s.client().get_children(path).await }).await)
+    }
+
+    /// Sets a node's data, if its version is `version` when given (Curator:
+    /// `setData().withVersion(v).forPath(path, data)`); returns the new `Stat`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`], [`Error::DataTooLarge`]; `NoNode` and `BadVersion` as
+    /// [`Error::Zk`] ([`Error::is_no_node`], [`Error::is_bad_version`]); with a version, a lost
+    /// reply is not resent and its error is [ambiguous](Error::is_ambiguous); otherwise as
+    /// [`retry`](Self::retry).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: dropped after the request was sent, the data may be set.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// let stat = zk.set_data("/app/settings", b"{\"limit\": 5}", Some(3)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<Stat> {
+        path::validate_node_path(path)?;
+        path::validate_data(path, data)?;
+        self.retry_with(
+            write_options(version),
+            |s| async move { s.client().set_data(path, data, version).await },
+        )
+        .await
+    }
+
+    /// Deletes a node, if its version is `version` when given (Curator:
+    /// `delete().withVersion(v).forPath(path)`). Without a version, a resent delete that finds
+    /// no node counts as done (its first send deleted it).
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`]; `NoNode`, `NotEmpty` and `BadVersion` as [`Error::Zk`]; with a
+    /// version, a lost reply is not resent and its error is [ambiguous](Error::is_ambiguous);
+    /// otherwise as [`retry`](Self::retry).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: dropped after the request was sent, the node may be gone.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// zk.delete("/app/old-flag", None).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn delete(&self, path: &str, version: Option<i32>) -> Result<()> {
+        path::validate_node_path(path)?;
+        let sent = self
+            .retry_write(write_options(version), |s| async move { s.client().delete(path, version).await });
+        let sent = sent.await;
+        match sent.result {
+            Err(e) if e.is_no_node() && sent.sends > 1 => Ok(()),
+            other => other,
+        }
+    }
+
+    /// Deletes a node and everything under it (Curator: `delete().deletingChildrenIfNeeded()`);
+    /// `false` when there was no node. Children created while it runs are deleted too; the
+    /// deletion never leaves the subtree (it follows child names, not links).
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] (including `/`, which is never deleted), or as
+    /// [`retry`](Self::retry).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: dropped midway, part of the subtree is gone.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// let existed = zk.delete_recursive("/app/tmp").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn delete_recursive(&self, path: &str) -> Result<bool> {
+        path::validate_node_path(path)?;
+        // Depth first, without recursion: a stack of nodes whose children are not yet gone.
+        let mut stack = vec![path.to_owned()];
+        let mut existed = false;
+        while let Some(node) = stack.last().cloned() {
+            let Some((children, _)) = self.get_children(&node).await? else {
+                stack.pop();
+                continue;
+            };
+            existed |= node == path;
+            if !children.is_empty() {
+                stack.extend(children.iter().map(|child| path::join(&node, child)));
+                continue;
+            }
+            match self.delete(&node, None).await {
+                Ok(()) => {
+                    stack.pop();
+                }
+                // A child was created meanwhile: list again.
+                Err(Error::Zk(zookeeper_client::Error::NotEmpty)) => {}
+                Err(e) if e.is_no_node() => {
+                    stack.pop();
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(existed)
+    }
+
+    /// A node's ACL and `Stat`, or `None` when there is no node (Curator: `getACL().forPath(path)`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`], or as [`retry`](Self::retry).
+    ///
+    /// # Cancel safety
+    /// Cancel safe (a read).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// if let Some((acl, _)) = zk.get_acl("/app").await? {
+    ///     for entry in acl {
+    ///         println!("{}:{} {:?}", entry.scheme(), entry.id(), entry.permission());
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn get_acl(&self, path: &str) -> Result<Option<(Vec<Acl>, Stat)>> {
+        path::validate_path(path)?;
+        absent(self.retry(|s| async move { s.client().get_acl(path).await }).await)
+    }
+
+    /// Sets a node's ACL, if its ACL version (`Stat::aversion`) is `version` when given
+    /// (Curator: `setACL().withVersion(v).withACL(acl).forPath(path)`); returns the new `Stat`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`]; `NoNode`, `BadVersion`, `InvalidAcl` as [`Error::Zk`]; with a
+    /// version, a lost reply is not resent; otherwise as [`retry`](Self::retry).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: dropped after the request was sent, the ACL may be set.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// use zkr_connection::zookeeper_client::{AuthId, Permission};
+    /// use zkr_connection::Acl;
+    /// let read_only = [Acl::new(Permission::READ, AuthId::anyone())];
+    /// zk.set_acl("/app/public", &read_only, None).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_acl(&self, path: &str, acl: &[Acl], version: Option<i32>) -> Result<Stat> {
+        path::validate_path(path)?;
+        self.retry_with(
+            write_options(version),
+            |s| async move { s.client().set_acl(path, acl, version).await },
+        )
+        .await
+    }
+
+    /// Makes the server this session is connected to catch up with the leader for `path`
+    /// before the next read (Curator: `sync().forPath(path)`): a read after it sees every write
+    /// committed before it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`], or as [`retry`](Self::retry).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// zk.sync("/app/settings").await?;
+    /// let fresh = zk.get_data("/app/settings").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn sync(&self, path: &str) -> Result<()> {
+        path::validate_path(path)?;
+        self.retry(|s| async move { s.client().sync(path).await }).await
+    }
+}
