@@ -373,3 +373,58 @@ async fn curator_and_zkr_selectors_share_one_election() {
     assert!(java.wait().await.unwrap().success());
     eventually("no node left", || async { children(&observer, &path).await.is_empty() }).await;
 }
+
+/// Two selectors of one client (one session): `leader()` names the same participant to both;
+/// interrupting the leader hands over to the other and cancels the work; without auto-requeue
+/// the interrupted one stays out until `requeue()`, which is refused while it is queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupt_hands_leadership_over_and_requeue_joins_again() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use zkr_recipes::leader::LeaderSelector;
+
+    let server = shared_server().await.unwrap();
+    let path = unique_root("selector-interrupt");
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let forever = |flag: Arc<AtomicBool>| {
+        move |_term| {
+            let flag = flag.clone();
+            async move {
+                let _armed = DropFlag(flag);
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    let cancelled_a = Arc::new(AtomicBool::new(false));
+    let a = LeaderSelector::builder(&zk, &path, "a", forever(cancelled_a.clone())).start().await.unwrap();
+    let mut leading_a = a.leadership();
+    tokio::time::timeout(timing().wait(), leading_a.wait_for(Option::is_some)).await.unwrap().unwrap();
+    let b = LeaderSelector::builder(&zk, &path, "b", forever(Arc::new(AtomicBool::new(false))))
+        .start()
+        .await
+        .unwrap();
+    eventually("b to queue", || async { children(&observer, &path).await.len() == 2 }).await;
+    assert_eq!(a.leader().await.unwrap().map(|p| p.id), Some("a".to_owned()));
+    assert_eq!(b.leader().await.unwrap().map(|p| p.id), Some("a".to_owned()));
+    assert!(!b.interrupt_leadership(), "b does not lead");
+    assert!(!a.requeue(), "a leads: already queued");
+
+    assert!(a.interrupt_leadership());
+    let mut leading_b = b.leadership();
+    tokio::time::timeout(timing().wait(), leading_b.wait_for(Option::is_some)).await.unwrap().unwrap();
+    assert!(cancelled_a.load(Ordering::SeqCst), "a's work was cancelled");
+    eventually("a's node gone", || async { children(&observer, &path).await.len() == 1 }).await;
+    assert_eq!(b.leader().await.unwrap().map(|p| p.id), Some("b".to_owned()));
+    assert!(!a.has_leadership());
+
+    assert!(a.requeue(), "a was out of the election");
+    eventually("a queued behind b", || async { children(&observer, &path).await.len() == 2 }).await;
+    assert!(!a.requeue(), "queued already");
+    b.close().await;
+    tokio::time::timeout(timing().wait(), leading_a.wait_for(Option::is_some)).await.unwrap().unwrap();
+    a.close().await;
+    assert!(!a.requeue(), "closed");
+    eventually("no node left", || async { children(&observer, &path).await.is_empty() }).await;
+    zk.close().await;
+}

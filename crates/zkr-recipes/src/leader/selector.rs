@@ -64,6 +64,8 @@ struct Inner {
     /// How many terms have ended.
     terms: watch::Sender<u64>,
     closing: Notify,
+    /// Ends the current term ([`LeaderSelector::interrupt_leadership`]); no permit is kept.
+    interrupt: Notify,
     closed: std::sync::atomic::AtomicBool,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -121,6 +123,7 @@ impl LeaderSelectorBuilder {
             leading: watch::channel(None).0,
             terms: watch::channel(0).0,
             closing: Notify::new(),
+            interrupt: Notify::new(),
             closed: std::sync::atomic::AtomicBool::new(false),
             task: Mutex::new(None),
         });
@@ -178,6 +181,67 @@ impl LeaderSelector {
         super::latch::participants_of(self.inner.mutex.internals().zk(), nodes).await
     }
 
+    /// The current leader, if any (Curator's `getLeader`): the first participant in queue order.
+    ///
+    /// # Errors
+    /// As [`participants`](Self::participants).
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read-only).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(selector: zkr_recipes::leader::LeaderSelector) -> Result<(), zkr_recipes::locks::LockError> {
+    /// if let Some(leader) = selector.leader().await? {
+    ///     println!("{} leads", leader.id);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn leader(&self) -> Result<Option<Participant>, LockError> {
+        Ok(self.participants().await?.into_iter().find(|p| p.is_leader))
+    }
+
+    /// Ends the current term, if we lead (Curator's `interruptLeadership`): the work's future is
+    /// dropped, our node deleted, and the next participant leads; with
+    /// [`auto_requeue`](LeaderSelectorBuilder::auto_requeue) we queue again. `false` when we did
+    /// not lead.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(selector: zkr_recipes::leader::LeaderSelector) {
+    /// if selector.interrupt_leadership() {
+    ///     println!("handed leadership on");
+    /// }
+    /// # }
+    /// ```
+    pub fn interrupt_leadership(&self) -> bool {
+        let leading = self.has_leadership();
+        self.inner.interrupt.notify_waiters();
+        leading
+    }
+
+    /// Queues for leadership again when we are not queued (Curator's `requeue`): after a term
+    /// ended without [`auto_requeue`](LeaderSelectorBuilder::auto_requeue), or after an error
+    /// stopped the participation. `false` when already queued or leading, or once closed.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(selector: zkr_recipes::leader::LeaderSelector) {
+    /// let queued_again = selector.requeue();
+    /// # }
+    /// ```
+    pub fn requeue(&self) -> bool {
+        let mut task = self.inner.task.lock();
+        if is_closed(&self.inner) || task.as_ref().is_some_and(|t| !t.is_finished()) {
+            return false;
+        }
+        *task = Some(tokio::spawn(participate(self.inner.clone())));
+        true
+    }
+
     /// Leaves the election: cancels the work if leading, deletes our node, stops. Idempotent.
     ///
     /// # Cancel safety
@@ -214,12 +278,17 @@ async fn participate(inner: Arc<Inner>) {
         };
         pause.reset();
         let term = Leadership { node: guard.node_path().to_owned(), fencing_token: guard.fencing_token() };
+        // Listening before leadership is announced: an interrupt right after is not missed.
+        let interrupted = inner.interrupt.notified();
+        tokio::pin!(interrupted);
+        interrupted.as_mut().enable();
         inner.leading.send_replace(Some(term.clone()));
         let work = (inner.work)(term);
         let ended: Option<LostReason> = tokio::select! {
             () = work => None,
             reason = guard.lost() => Some(reason),
             () = inner.closing.notified() => None,
+            () = &mut interrupted => None,
         };
         if let Some(reason) = ended {
             tracing::warn!(%path, %reason, "leadership lost; the work was cancelled");
