@@ -86,6 +86,33 @@ async fn semaphore_acquire_and_release() {
 }
 
 #[tokio::test]
+async fn semaphore_acquire_many_and_release() {
+    let (zk, observer) = clients().await;
+    let path = unique_root("cancel-semaphore-many");
+    let semaphore = InterProcessSemaphoreV2::new(&zk, &path, MaxLeases::Fixed(3)).unwrap();
+    let (leases, locks) = (format!("{path}/leases"), format!("{path}/locks"));
+    let cycle = || async {
+        for lease in semaphore.acquire_many(2).await? {
+            lease.release().await?;
+        }
+        Ok::<_, zkr_recipes::locks::LockError>(())
+    };
+    let after = |k| {
+        let (observer, leases, locks) = (&observer, &leases, &locks);
+        async move {
+            cleaned(observer, leases, none, k).await;
+            cleaned(observer, locks, none, k).await;
+        }
+    };
+    let (done, drops) = cancel_at_every_await(cycle, after).await;
+    println!("dropped at {drops} awaits");
+    done.unwrap();
+    assert!(drops > 2);
+    let all = tokio::time::timeout(timing().wait(), semaphore.acquire_many(3)).await.unwrap().unwrap();
+    assert_eq!(all.len(), 3, "every lease was returned");
+}
+
+#[tokio::test]
 async fn leader_latch_start_lead_and_close() {
     let (zk, observer) = clients().await;
     let path = unique_root("cancel-latch");

@@ -147,3 +147,42 @@ async fn curator_and_zkr_share_a_semaphore() {
     }
     assert!(ours.acquire_timeout(timing().wait()).await.unwrap().is_some());
 }
+
+/// Several leases at once, all or none, with data on each lease node: two users of one client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_leases_at_once_all_or_none_with_data_on_each() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("semaphore-many");
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let semaphore = InterProcessSemaphoreV2::new(&zk, &root, MaxLeases::Fixed(4))
+        .unwrap()
+        .with_node_data("worker-1")
+        .unwrap();
+    let taken = semaphore.acquire_many(3).await.unwrap();
+    assert_eq!((taken.len(), leases(&observer, &root).await), (3, 3));
+    for lease in &taken {
+        assert_eq!(lease.data().await.unwrap(), b"worker-1");
+    }
+
+    // Another user of the same client wants two of the one left: none are kept.
+    let other = InterProcessSemaphoreV2::new(&zk, &root, MaxLeases::Fixed(4)).unwrap();
+    assert!(other.acquire_many_timeout(2, SHORT).await.unwrap().is_none());
+    eventually("the partial take returned", || async { leases(&observer, &root).await == 3 }).await;
+    let one = other.acquire_many_timeout(1, SHORT).await.unwrap().expect("the fourth lease");
+    assert_eq!(one[0].data().await.unwrap(), b"", "no data unless given");
+
+    for qty in [0, 5] {
+        let refused = semaphore.acquire_many(qty).await.unwrap_err();
+        assert!(matches!(refused, LockError::InvalidArgument(_)), "{qty}: {refused:?}");
+    }
+    assert!(InterProcessSemaphoreV2::new(&zk, &root, MaxLeases::Fixed(1))
+        .unwrap()
+        .with_node_data(vec![0u8; 2 * 1024 * 1024])
+        .is_err());
+    for lease in taken.into_iter().chain(one) {
+        lease.release().await.unwrap();
+    }
+    assert_eq!(leases(&observer, &root).await, 0);
+    zk.close().await;
+}

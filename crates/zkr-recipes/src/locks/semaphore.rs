@@ -57,6 +57,8 @@ pub struct InterProcessSemaphoreV2 {
     leases_path: String,
     max: MaxLeases,
     mutex: InterProcessMutex,
+    /// What each lease node holds ([`InterProcessSemaphoreV2::with_node_data`]).
+    node_data: Vec<u8>,
 }
 
 /// One lease of a semaphore: hold it to keep your place; [`release`](Self::release) it (or
@@ -74,6 +76,29 @@ impl Lease {
     /// The lease node's path.
     pub fn node_path(&self) -> &str {
         self.node.as_deref().unwrap_or_default()
+    }
+
+    /// What the lease node holds (Curator's `Lease.getData()`): the data the semaphore was given
+    /// with [`with_node_data`](InterProcessSemaphoreV2::with_node_data).
+    ///
+    /// # Errors
+    /// As [`ZkClient::get_data`]; `NoNode` (as [`LockError::Connection`]) when the lease is gone.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (a read).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(lease: zkr_recipes::locks::Lease) -> Result<(), zkr_recipes::locks::LockError> {
+    /// let holder = lease.data().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn data(&self) -> Result<Vec<u8>, LockError> {
+        match self.zk.get_data(self.node_path()).await? {
+            Some((data, _)) => Ok(data),
+            None => Err(zkr_connection::Error::Zk(zookeeper_client::Error::NoNode).into()),
+        }
     }
 
     /// The lease node's creation zxid: grows with every new lease.
@@ -186,7 +211,31 @@ impl InterProcessSemaphoreV2 {
             leases_path: path::join(path, "leases"),
             max,
             mutex,
+            node_data: Vec::new(),
         })
+    }
+
+    /// Each lease node this semaphore creates holds `data` (Curator's `setNodeData`; empty by
+    /// default, where Curator writes the local IP address), for whoever lists the holders:
+    /// [`Lease::data`].
+    ///
+    /// # Errors
+    /// [`LockError::Connection`] with [`DataTooLarge`](zkr_connection::Error::DataTooLarge) over
+    /// ZooKeeper's limit.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(zk: &zkr_connection::ZkClient) -> Result<(), zkr_recipes::locks::LockError> {
+    /// use zkr_recipes::locks::{InterProcessSemaphoreV2, MaxLeases};
+    /// let semaphore = InterProcessSemaphoreV2::new(zk, "/pools/db", MaxLeases::Fixed(8))?.with_node_data("worker-7")?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_node_data(mut self, data: impl Into<Vec<u8>>) -> Result<Self, LockError> {
+        let data = data.into();
+        path::validate_data(&self.leases_path, &data)?;
+        self.node_data = data;
+        Ok(self)
     }
 
     /// The semaphore's path.
@@ -219,6 +268,78 @@ impl InterProcessSemaphoreV2 {
     /// As [`acquire`](Self::acquire).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Lease>, LockError> {
         self.acquire_until(Some(Deadline::after(timeout))).await
+    }
+
+    /// Takes `qty` leases (Curator's `acquire(qty)`), one after the other, each queueing as
+    /// [`acquire`](Self::acquire) does, waiting as long as it takes. All or none: on an error the
+    /// leases taken so far are returned.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for `qty` 0, or above a fixed maximum (it could never be
+    /// granted); otherwise as [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped call returns the leases it took.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(semaphore: zkr_recipes::locks::InterProcessSemaphoreV2) -> Result<(), zkr_recipes::locks::LockError> {
+    /// let leases = semaphore.acquire_many(3).await?;
+    /// // ... use three slots ...
+    /// for lease in leases {
+    ///     lease.release().await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn acquire_many(&self, qty: usize) -> Result<Vec<Lease>, LockError> {
+        match self.acquire_many_until(qty, None).await? {
+            Some(leases) => Ok(leases),
+            None => unreachable_lease(&self.path),
+        }
+    }
+
+    /// [`acquire_many`](Self::acquire_many) within `timeout` for all of them: `None` (with no
+    /// lease kept) when they are not all granted in time.
+    ///
+    /// # Errors
+    /// As [`acquire_many`](Self::acquire_many).
+    ///
+    /// # Cancel safety
+    /// As [`acquire_many`](Self::acquire_many).
+    pub async fn acquire_many_timeout(
+        &self,
+        qty: usize,
+        timeout: Duration,
+    ) -> Result<Option<Vec<Lease>>, LockError> {
+        self.acquire_many_until(qty, Some(Deadline::after(timeout))).await
+    }
+
+    async fn acquire_many_until(
+        &self,
+        qty: usize,
+        deadline: Option<Deadline>,
+    ) -> Result<Option<Vec<Lease>>, LockError> {
+        if qty == 0 || matches!(self.max, MaxLeases::Fixed(max) if qty > max) {
+            return Err(LockError::InvalidArgument(format!(
+                "{}: {qty} leases cannot be granted by a semaphore of {:?}",
+                self.path, self.max
+            )));
+        }
+        let mut leases = Vec::with_capacity(qty);
+        while leases.len() < qty {
+            let taken = self.acquire_until(deadline).await;
+            match taken {
+                Ok(Some(lease)) => leases.push(lease),
+                other => {
+                    for lease in leases {
+                        let _ = lease.release().await;
+                    }
+                    return other.map(|_| None);
+                }
+            }
+        }
+        Ok(Some(leases))
     }
 
     /// Every lease node's name (the holders).
@@ -264,6 +385,7 @@ impl InterProcessSemaphoreV2 {
         // Queue for the acquirers' mutex first (Curator's `lock`), then create our lease.
         let Some(guard) = self.mutex.acquire_until(deadline).await? else { return Ok(None) };
         let request = ProtectedCreate::new(&self.leases_path, LEASE_NAME, CreateMode::EphemeralSequential)
+            .data(&self.node_data)
             .retry_options(RetryOptions::default().deadline(deadline));
         let created = match self.zk.create_protected_ext(request).await {
             Ok(created) => created,
@@ -359,7 +481,7 @@ fn is_lease_node(name: &str) -> bool {
     StandardLockInternalsDriver.fix_for_sorting(name, LEASE_NAME).is_some()
 }
 
-fn unreachable_lease(path: &str) -> Result<Lease, LockError> {
+fn unreachable_lease<T>(path: &str) -> Result<T, LockError> {
     Err(LockError::IllegalState {
         path: path.to_owned(),
         reason: "an acquire without a deadline ended without a lease",
