@@ -33,6 +33,12 @@ fn none(_: &str) -> bool {
     false
 }
 
+/// A semaphore's lease and lock directories are both clean after a drop at poll `k`.
+async fn semaphore_cleaned(observer: &Client, leases: &str, locks: &str, k: usize) {
+    cleaned(observer, leases, none, k).await;
+    cleaned(observer, locks, none, k).await;
+}
+
 #[tokio::test]
 async fn mutex_acquire_and_release() {
     let (zk, observer) = clients().await;
@@ -70,13 +76,7 @@ async fn semaphore_acquire_and_release() {
     let semaphore = InterProcessSemaphoreV2::new(&zk, &path, MaxLeases::Fixed(1)).unwrap();
     let (leases, locks) = (format!("{path}/leases"), format!("{path}/locks"));
     let cycle = || async { semaphore.acquire().await?.release().await };
-    let after = |k| {
-        let (observer, leases, locks) = (&observer, &leases, &locks);
-        async move {
-            cleaned(observer, leases, none, k).await;
-            cleaned(observer, locks, none, k).await;
-        }
-    };
+    let after = |k| semaphore_cleaned(&observer, &leases, &locks, k);
     let (done, drops) = cancel_at_every_await(cycle, after).await;
     println!("dropped at {drops} awaits");
     done.unwrap();
@@ -97,13 +97,7 @@ async fn semaphore_acquire_many_and_release() {
         }
         Ok::<_, zkr_recipes::locks::LockError>(())
     };
-    let after = |k| {
-        let (observer, leases, locks) = (&observer, &leases, &locks);
-        async move {
-            cleaned(observer, leases, none, k).await;
-            cleaned(observer, locks, none, k).await;
-        }
-    };
+    let after = |k| semaphore_cleaned(&observer, &leases, &locks, k);
     let (done, drops) = cancel_at_every_await(cycle, after).await;
     println!("dropped at {drops} awaits");
     done.unwrap();

@@ -208,6 +208,22 @@ impl Drop for DropFlag {
     }
 }
 
+/// Selector work that runs until it is cancelled, and then sets `flag`.
+fn forever(
+    flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> impl Fn(zkr_recipes::leader::Leadership) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+       + Send
+       + Sync
+       + 'static {
+    move |_term| {
+        let flag = flag.clone();
+        Box::pin(async move {
+            let _armed = DropFlag(flag);
+            std::future::pending::<()>().await;
+        })
+    }
+}
+
 /// Counts a running piece of work out when it is dropped.
 struct Inside(std::sync::Arc<std::sync::atomic::AtomicUsize>);
 
@@ -279,15 +295,6 @@ async fn losing_leadership_cancels_the_work_and_close_hands_over() {
     let server = shared_server().await.unwrap();
     let path = unique_root("selector-cancel");
     let observer = Client::connect(&server.connect_string()).await.unwrap();
-    let forever = |flag: Arc<AtomicBool>| {
-        move |_term| {
-            let flag = flag.clone();
-            async move {
-                let _armed = DropFlag(flag);
-                std::future::pending::<()>().await;
-            }
-        }
-    };
     let (zk_a, zk_b) = (connect(&server.connect_string()).await, connect(&server.connect_string()).await);
     let cancelled_a = Arc::new(AtomicBool::new(false));
     let a = LeaderSelector::builder(&zk_a, &path, "a", forever(cancelled_a.clone()))
@@ -387,15 +394,6 @@ async fn interrupt_hands_leadership_over_and_requeue_joins_again() {
     let path = unique_root("selector-interrupt");
     let observer = Client::connect(&server.connect_string()).await.unwrap();
     let zk = connect(&server.connect_string()).await;
-    let forever = |flag: Arc<AtomicBool>| {
-        move |_term| {
-            let flag = flag.clone();
-            async move {
-                let _armed = DropFlag(flag);
-                std::future::pending::<()>().await;
-            }
-        }
-    };
     let cancelled_a = Arc::new(AtomicBool::new(false));
     let a = LeaderSelector::builder(&zk, &path, "a", forever(cancelled_a.clone())).start().await.unwrap();
     let mut leading_a = a.leadership();
