@@ -272,7 +272,11 @@ impl InterProcessSemaphoreV2 {
 
     /// Takes `qty` leases (Curator's `acquire(qty)`), one after the other, each queueing as
     /// [`acquire`](Self::acquire) does, waiting as long as it takes. All or none: on an error the
-    /// leases taken so far are returned.
+    /// leases taken so far are returned. As with Curator's, callers whose quantities add up to
+    /// more than the maximum can each hold part and wait for the rest forever (4 leases, two
+    /// callers of 3 each holding 2): give such callers
+    /// [`acquire_many_timeout`](Self::acquire_many_timeout), which returns its part at the
+    /// deadline.
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] for `qty` 0, or above a fixed maximum (it could never be
