@@ -108,3 +108,39 @@ async fn a_dropped_guard_deletes_its_node_ahead_of_the_next_acquire() {
     }
     guard.release().await.unwrap();
 }
+
+/// The hang of a CI run (lock-safe queue, `cancel` test): a consumer's lock create found
+/// another's item lock (`NodeExists`), so it set the item aside until the queue's view of the
+/// lock directory changed. But a lock created and deleted between two of that cache's reads
+/// never shows in it: nothing changed, and `take` waited forever beside a free item. Here
+/// another client flaps the item's lock (create and delete sent back to back, so the cache
+/// mostly reads neither) while `take` runs, then stops: `take` gets the item.
+#[tokio::test]
+async fn a_lock_safe_take_beside_a_lock_that_came_and_went_unseen_gets_the_item() {
+    use zkr_recipes::queues::{DistributedQueue, Utf8};
+    use zookeeper_client::{Acls, CreateMode};
+    let server = shared_server().await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let other = zookeeper_client::Client::connect(&server.connect_string()).await.unwrap();
+    let root = unique_root("flapping-item-lock");
+    let (path, locks) = (format!("{root}/queue"), format!("{root}/locks"));
+    let queue = DistributedQueue::builder(&zk, &path, Utf8).lock_path(&locks).build().unwrap();
+    queue.put(&"job".to_string()).await.unwrap();
+    let item = queue.take().await.unwrap(); // the caches are up; the lock's name is known
+    let lock = format!("{locks}/{}", zkr_connection::path::node_name(item.node()));
+    item.release().await.unwrap();
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    let hang = timing().multiple(Duration::from_secs(10));
+    for round in 0..100 {
+        let flaps = rand::rng().random_range(1..20);
+        let flapper = async {
+            for _ in 0..flaps {
+                let (created, deleted) = (other.create(&lock, b"x", &ephemeral), other.delete(&lock, None));
+                let _ = futures::join!(created, deleted);
+            }
+        };
+        let (taken, ()) = futures::join!(tokio::time::timeout(hang, queue.take()), flapper);
+        let taken = taken.unwrap_or_else(|_| panic!("take hung beside a free item in round {round}"));
+        taken.unwrap().release().await.unwrap();
+    }
+}

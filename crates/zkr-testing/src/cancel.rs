@@ -8,6 +8,9 @@ use std::task::Poll;
 /// How many polls [`cancel_at_every_await`] tries before it calls a future endless.
 pub const MAX_POLLS: usize = 10_000;
 
+/// How long one run of [`cancel_at_every_await`] may take before it is called hung.
+pub const RUN_BOUND: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Runs `make()` and drops its future right after its `k`-th poll returned `Pending`, for
 /// `k = 1, 2, …`, awaiting `after_drop(k)` after each drop (where a test checks that nothing
 /// was left behind and the recipe still works), until a run completes within `k` polls. Returns
@@ -19,7 +22,8 @@ pub const MAX_POLLS: usize = 10_000;
 /// polled again.)
 ///
 /// # Panics
-/// When the future is still pending after [`MAX_POLLS`] polls.
+/// When the future is still pending after [`MAX_POLLS`] polls, or when one run takes longer
+/// than [`RUN_BOUND`] (a hang, reported as one instead of a test that never ends).
 ///
 /// # Cancel safety
 /// Cancel safe: dropped, the future it was polling is dropped too.
@@ -63,15 +67,18 @@ where
 async fn poll_at_most<Fut: Future>(future: Fut, polls: usize) -> Option<Fut::Output> {
     let mut future = pin!(future);
     let mut done = 0;
-    std::future::poll_fn(|cx| {
+    let run = std::future::poll_fn(|cx| {
         done += 1;
         match future.as_mut().poll(cx) {
             Poll::Ready(output) => Poll::Ready(Some(output)),
             Poll::Pending if done >= polls => Poll::Ready(None),
             Poll::Pending => Poll::Pending,
         }
-    })
-    .await
+    });
+    match tokio::time::timeout(RUN_BOUND, run).await {
+        Ok(output) => output,
+        Err(_) => panic!("the run of at most {polls} polls hung: not done within {RUN_BOUND:?}"),
+    }
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ mod session;
 mod timing;
 mod tls;
 
-pub use cancel::{cancel_at_every_await, MAX_POLLS};
+pub use cancel::{cancel_at_every_await, MAX_POLLS, RUN_BOUND};
 pub use cluster::{ServerInfo, TestingCluster};
 pub use error::{Error, Result};
 pub use four_letter::{four_letter_word, parse_mntr};

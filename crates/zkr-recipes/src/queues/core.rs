@@ -10,7 +10,7 @@ use tokio::time::Duration;
 use zkr_connection::{path, Deadline, RetryOptions, ZkClient};
 use zookeeper_client::{Acls, CreateMode};
 
-use super::item::ItemLock;
+use super::item::{Busy, ItemLock};
 use super::{framing, QueueError};
 use crate::cache::{CacheMode, CacheSnapshot, CachedNode, CuratorCache};
 
@@ -214,12 +214,16 @@ impl Core {
     /// Takes the first node in queue order, waiting for one until `deadline`; `None` then.
     pub(crate) async fn take_by(&self, deadline: Option<Deadline>) -> Result<Option<Taken>, QueueError> {
         let mut views = self.views().await?;
+        // Nodes another consumer got first, and the locks that keep them, looked at again
+        // when the views change or such a lock does.
         let mut skip = HashSet::new();
+        let mut busy = Vec::new();
         loop {
             let (ready, next_due) = self.look(&mut views, &skip);
             for (name, node) in &ready {
-                if let Some(taken) = self.take_node(name, Some((&node.data, node.stat.version))).await? {
-                    return Ok(Some(taken));
+                match self.take_node(name, Some((&node.data, node.stat.version))).await? {
+                    Ok(taken) => return Ok(Some(taken)),
+                    Err(missed) => busy.extend(missed),
                 }
                 skip.insert(name.clone());
             }
@@ -229,11 +233,12 @@ impl Core {
             let due =
                 next_due.map(|ms| Deadline::after(Duration::from_millis(ms.saturating_sub(now_epoch_ms()))));
             let wake = due.into_iter().chain(deadline).min();
-            match zkr_connection::within(wake, changed(&mut views)).await {
-                Some(true) => skip.clear(),
+            let woke = zkr_connection::within(wake, changed(&mut views, std::mem::take(&mut busy))).await;
+            skip.clear();
+            match woke {
                 Some(false) => return Err(zkr_connection::Error::Closed.into()),
                 None if deadline.is_some_and(|d| d.has_passed()) => return Ok(None),
-                None => {}
+                Some(true) | None => {}
             }
         }
     }
@@ -256,19 +261,24 @@ impl Core {
     }
 
     /// Takes the node `name`: deletes it (plain) or locks it and reads it again (lock-safe).
-    /// `known` is its data and version as cached; read when `None`. `None` when another
-    /// consumer got it first.
+    /// `known` is its data and version as cached; read when `None`. `Err` when another
+    /// consumer got it first: with the lock that another consumer holds on it, if any.
     pub(crate) async fn take_node(
         &self,
         name: &str,
         known: Option<(&[u8], i32)>,
-    ) -> Result<Option<Taken>, QueueError> {
+    ) -> Result<Result<Taken, Option<Busy>>, QueueError> {
         let node = path::join(&self.path, name);
         if let Some(lock_path) = &self.lock_path {
-            let Some(lock) = ItemLock::acquire(&self.zk, &path::join(lock_path, name)).await? else {
-                return Ok(None);
+            let lock = match ItemLock::acquire(&self.zk, &path::join(lock_path, name)).await? {
+                Ok(lock) => lock,
+                Err(busy) => return Ok(Err(Some(busy))),
             };
-            return Ok(lock.read(&node).await?.map(|data| Taken { node, data, lock: Some(lock) }));
+            return Ok(lock
+                .read(&node)
+                .await?
+                .map(|data| Taken { node, data, lock: Some(lock) })
+                .ok_or(None));
         }
         let (data, version) = match known {
             Some((data, version)) => (data.to_vec(), version),
@@ -281,7 +291,7 @@ impl Core {
                 .await
             {
                 Ok((data, stat)) => (data, stat.version),
-                Err(e) if e.is_no_node() => return Ok(None),
+                Err(e) if e.is_no_node() => return Ok(Err(None)),
                 Err(e) => return Err(e.into()),
             },
         };
@@ -292,12 +302,12 @@ impl Core {
             async move { s.client().delete(node, Some(version)).await }
         });
         match deleted.await {
-            Ok(()) => Ok(Some(Taken { node, data, lock: None })),
+            Ok(()) => Ok(Ok(Taken { node, data, lock: None })),
             Err(e) if e.is_no_node() || e.is_bad_version() => {
                 if attempts > 1 {
                     tracing::warn!(node = %node, "a queue item's delete lost its reply: the item may be lost (use lock safety)");
                 }
-                Ok(None)
+                Ok(Err(None))
             }
             Err(e) => Err(e.into()),
         }
@@ -309,7 +319,7 @@ impl Core {
             if self.order == Order::Delay && framing::parse_delay(&name) > now_epoch_ms() {
                 break;
             }
-            if let Some(taken) = self.take_node(&name, None).await? {
+            if let Ok(taken) = self.take_node(&name, None).await? {
                 return Ok(Some(taken));
             }
         }
@@ -412,7 +422,8 @@ impl Core {
 }
 
 /// Waits until one of the views has a new snapshot; `false` when a cache stopped.
-async fn changed(views: &mut Views) -> bool {
+/// Waits until a view changed (`false` when its cache closed) or one of the `busy` locks did.
+async fn changed(views: &mut Views, busy: Vec<Busy>) -> bool {
     let Views { items, locks } = views;
     let locks = async {
         match locks.as_mut() {
@@ -420,8 +431,15 @@ async fn changed(views: &mut Views) -> bool {
             None => std::future::pending().await,
         }
     };
+    let released = async {
+        if busy.is_empty() {
+            std::future::pending::<()>().await;
+        }
+        futures::future::select_all(busy.into_iter().map(|b| Box::pin(b.released()))).await;
+    };
     tokio::select! {
         changed = items.changed() => changed.is_ok(),
         changed = locks => changed.is_ok(),
+        () = released => true,
     }
 }

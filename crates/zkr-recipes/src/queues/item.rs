@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use zkr_connection::{Session, Transaction, ZkClient};
-use zookeeper_client::{Acls, Client, CreateMode};
+use zookeeper_client::{Acls, Client, CreateMode, OneshotWatcher};
 
 use super::QueueError;
 use crate::fence::SessionFence;
@@ -240,6 +240,48 @@ async fn delete_owned(zk: ZkClient, session: Session, path: String, token: Arc<[
     }
 }
 
+/// Creates the ephemeral lock `path` holding `token` on session `owner`: `None` when it is
+/// ours (created now, or found by a retried create whose reply was lost), else a watch on
+/// another consumer's lock, which fires when that lock changes or goes.
+async fn create_or_watch(
+    client: &Client,
+    path: &str,
+    token: &[u8],
+    acls: &[zookeeper_client::Acl],
+    owner: i64,
+) -> Result<Option<OneshotWatcher>, zookeeper_client::Error> {
+    let options = CreateMode::Ephemeral.with_acls(Acls::new(acls));
+    loop {
+        match client.create(path, token, &options).await {
+            Ok(_) => return Ok(None),
+            Err(zookeeper_client::Error::NodeExists) => match client.get_and_watch_data(path).await {
+                Ok((data, stat, _)) if stat.ephemeral_owner == owner && data == token => return Ok(None),
+                Ok((_, _, holder)) => return Ok(Some(holder)),
+                // Released between the create and the read: try again.
+                Err(zookeeper_client::Error::NoNode) => {}
+                Err(e) => return Err(e),
+            },
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Another consumer holds an item's lock. A cache of the lock directory is no way to wait
+/// for it: a lock created and deleted between two of the cache's reads never shows in it, so
+/// [`released`](Self::released) follows the lock itself.
+pub(crate) struct Busy(Option<OneshotWatcher>);
+
+impl Busy {
+    /// Resolves when the holder's lock changed or went; never when the session ended (the
+    /// queue's views change when they follow the next one).
+    pub(crate) async fn released(self) {
+        match self.0 {
+            Some(holder) => drop(holder.changed().await),
+            None => std::future::pending().await,
+        }
+    }
+}
+
 /// The version of the lock at `path` when it is ours: an ephemeral node of session `owner`
 /// holding `token`; `None` when it is missing or another consumer's.
 async fn owned_version(
@@ -256,9 +298,9 @@ async fn owned_version(
 }
 
 impl ItemLock {
-    /// Takes the lock `path` on a current session: `None` when another consumer holds it,
+    /// Takes the lock `path` on a current session: [`Busy`] when another consumer holds it,
     /// whether in another process or on this client.
-    pub(crate) async fn acquire(zk: &ZkClient, path: &str) -> Result<Option<ItemLock>, QueueError> {
+    pub(crate) async fn acquire(zk: &ZkClient, path: &str) -> Result<Result<ItemLock, Busy>, QueueError> {
         let session = zk.session().await?;
         let mut lock = ItemLock {
             zk: zk.clone(),
@@ -273,29 +315,20 @@ impl ItemLock {
         let (owner, token) = (lock.fence.session().id(), &lock.token);
         let created = pinned(zk, lock.fence.session(), |client| {
             let acls = acls.clone();
-            async move {
-                let options = CreateMode::Ephemeral.with_acls(Acls::new(&acls));
-                match client.create(path, token, &options).await {
-                    Ok(_) => Ok(true),
-                    // Ours only when a retried create finds the node its lost reply made.
-                    Err(zookeeper_client::Error::NodeExists) => {
-                        Ok(owned_version(&client, path, owner, token).await?.is_some())
-                    }
-                    Err(e) => Err(e),
-                }
-            }
+            async move { create_or_watch(&client, path, token, &acls, owner).await }
         });
         match created.await {
-            Ok(true) => {
+            Ok(None) => {
                 guard.disarm();
                 lock.armed = true;
-                Ok(Some(lock))
+                Ok(Ok(lock))
             }
-            Ok(false) => {
+            Ok(Some(holder)) => {
                 guard.disarm();
-                Ok(None)
+                Ok(Err(Busy(Some(holder))))
             }
-            Err(e) if session_ended(&e) => Ok(None),
+            // The views go stale with the session and change when they follow the next one.
+            Err(e) if session_ended(&e) => Ok(Err(Busy(None))),
             // Unknown outcome: the guard deletes a create that may have been applied.
             Err(e) => Err(e.into()),
         }
