@@ -1,7 +1,8 @@
 //! `CuratorCache` against a real ZooKeeper server: the first read's events, every change in
 //! order, the three modes, a blackholed connection and a session expiry with writes in
 //! between (the copy converges and nothing is reported twice), and random writes from
-//! several clients with the events replayed into the same tree.
+//! several clients with the events replayed into the same tree. `PersistentWatcher` through a
+//! session expiry.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -9,9 +10,9 @@ use std::time::Duration;
 use futures::{Stream, StreamExt as _};
 use zkr_connection::ConnectionState;
 use zkr_integration_tests::{connect, connect_with_session, eventually, timing, unique_root, wait_for_state};
-use zkr_recipes::cache::{CacheEvent, CacheMode, CuratorCache};
+use zkr_recipes::cache::{CacheEvent, CacheMode, CuratorCache, PersistentWatcher, WatcherEvent};
 use zkr_testing::{expire_session, shared_server, FaultProxy};
-use zookeeper_client::{Client, CreateMode};
+use zookeeper_client::{Client, CreateMode, EventType};
 
 async fn raw(connect_string: &str) -> Client {
     Client::connect(connect_string).await.expect("raw client")
@@ -292,4 +293,58 @@ async fn no_snapshot_shows_part_of_a_multi_op() {
         torn.len(),
         &torn[..torn.len().min(3)]
     );
+}
+
+/// The next watcher event within the test's bound.
+async fn next_watched(events: &mut (impl Stream<Item = WatcherEvent> + Unpin)) -> WatcherEvent {
+    tokio::time::timeout(timing().wait(), events.next()).await.expect("an event in time").expect("open")
+}
+
+fn node(event_type: EventType, path: &str) -> WatcherEvent {
+    WatcherEvent::Node { event_type, path: path.to_owned() }
+}
+
+/// Curator's `PersistentWatcher`: every change under the path, a `Reset` after the session is
+/// replaced (the watch set again on the new one), and the events go on; two users of one
+/// client each get every event, and one dropping its watcher leaves the other's watch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistent_watcher_follows_its_path_through_a_session_expiry() {
+    let server = shared_server().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let writer = raw(&server.connect_string()).await;
+    let root = unique_root("persistent-watcher");
+    create(&writer, &root, b"").await;
+    let zk = connect_with_session(proxy.connect_string(), 6).await;
+    let (watcher, mut events) = PersistentWatcher::start(&zk, &root, true).await.unwrap();
+    let (shallow, mut shallow_events) = PersistentWatcher::start(&zk, &root, false).await.unwrap();
+    assert_eq!(watcher.path(), root);
+
+    let a = format!("{root}/a");
+    create(&writer, &a, b"").await;
+    writer.set_data(&a, b"1", None).await.unwrap();
+    create(&writer, &format!("{a}/deep"), b"").await;
+    assert_eq!(next_watched(&mut events).await, node(EventType::NodeCreated, &a));
+    assert_eq!(next_watched(&mut events).await, node(EventType::NodeDataChanged, &a));
+    assert_eq!(next_watched(&mut events).await, node(EventType::NodeCreated, &format!("{a}/deep")));
+    // Not recursive: the root's own events only (its children changed once).
+    assert_eq!(next_watched(&mut shallow_events).await, node(EventType::NodeChildrenChanged, &root));
+    drop((shallow, shallow_events));
+    let c = format!("{root}/c");
+    create(&writer, &c, b"").await;
+    assert_eq!(next_watched(&mut events).await, node(EventType::NodeCreated, &c), "the other watch stays");
+
+    let session = zk.session().await.unwrap();
+    expire_session(session.client(), &proxy.connect_string()).await.unwrap();
+    assert_eq!(next_watched(&mut events).await, WatcherEvent::Reset);
+    let b = format!("{root}/b");
+    create(&writer, &b, b"").await;
+    assert_eq!(next_watched(&mut events).await, node(EventType::NodeCreated, &b));
+    writer.delete(&b, None).await.unwrap();
+    assert_eq!(next_watched(&mut events).await, node(EventType::NodeDeleted, &b));
+    assert!(matches!(
+        PersistentWatcher::start(&zk, "bad", true).await,
+        Err(zkr_connection::Error::InvalidPath { .. })
+    ));
+    drop(watcher);
+    zk.close().await;
 }

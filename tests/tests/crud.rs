@@ -2,12 +2,15 @@
 //! `set_data`, `delete`, `delete_recursive`, `get_acl`, `set_acl`, `sync`) against a real
 //! server: absent nodes are `None`, versions are checked, the namespace applies, two users of
 //! one client racing on a version get one winner, and a versioned write whose reply is lost is
-//! not sent again: it is applied once and its error says it may have been.
+//! not sent again: it is applied once and its error says it may have been. The create builder
+//! (`ZkClient::create_node`) in every mode, the multi-read and the session's ephemerals.
 
+use std::time::Duration;
 use zkr_connection::zookeeper_client::{AuthId, Permission};
-use zkr_connection::{Acl, CreateMode, Error};
-use zkr_integration_tests::{builder, eventually, unique_root};
-use zkr_testing::{shared_server, FaultProxy};
+use zkr_connection::{Acl, CreateMode, Error, Parents, ReadOp, ReadResult};
+use zkr_integration_tests::{builder, children, eventually, unique_root};
+
+use zkr_testing::{shared_server, FaultProxy, ServerOptions, TestingServer};
 use zookeeper_client::Client;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -142,5 +145,202 @@ async fn reads_dropped_at_every_await_leave_the_client_answering() {
     assert!(drops >= 5, "dropped at {drops} awaits");
     assert_eq!(done.unwrap(), (Some(b"v".to_vec()), true, Some(0), Some(1)));
     zk.delete(&path, None).await.unwrap();
+    zk.close().await;
+}
+
+/// Deletes everything under the client's namespace.
+async fn clear(zk: &zkr_connection::ZkClient) {
+    for child in zk.get_children("/").await.unwrap().expect("the namespace").0 {
+        zk.delete_recursive(&format!("/{child}")).await.unwrap();
+    }
+    zk.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_create_builder_makes_every_mode_with_its_parents_and_acl_under_a_namespace() {
+    let server = shared_server().await.unwrap();
+    let ns = unique_root("crud-create").trim_start_matches('/').to_owned();
+    let zk = builder(&server.connect_string()).namespace(&ns).connect().await.unwrap();
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let stat = |path: &str| {
+        let path = format!("/{ns}{path}");
+        let observer = &observer;
+        async move { observer.check_stat(&path).await.unwrap().expect("the node") }
+    };
+
+    // Curator's plain create(): no parents.
+    let missing = zk.create_node("/a/b").await.unwrap_err();
+    assert!(missing.is_no_node(), "{missing:?}");
+    let made = zk.create_node("/a/b").data(b"x").parents(Parents::Persistent).await.unwrap();
+    assert_eq!((made.path.as_str(), made.sequence), ("/a/b", None));
+    zk.create_node("/c/d").parents(Parents::Containers).await.unwrap();
+    assert!(zk.create_node("/a/b").await.unwrap_err().is_node_exists());
+
+    let first = zk.create_node("/c/job-").mode(CreateMode::PersistentSequential).await.unwrap();
+    let second = zk.create_node("/c/job-").mode(CreateMode::PersistentSequential).await.unwrap();
+    assert_eq!((first.path.as_str(), first.sequence), ("/c/job-0000000001", Some(1)));
+    assert_eq!(second.sequence, Some(2));
+    let session = zk.session().await.unwrap().id();
+    let mine = zk.create_node("/c/mine").mode(CreateMode::Ephemeral).await.unwrap();
+    assert_eq!((mine.stat.ephemeral_owner, stat("/c/mine").await.ephemeral_owner), (session, session));
+
+    let read_only = vec![Acl::new(Permission::READ, AuthId::anyone())];
+    zk.create_node("/ro").data(b"r").acl(read_only.clone()).await.unwrap();
+    assert_eq!(observer.get_acl(&format!("/{ns}/ro")).await.unwrap().0, read_only);
+    assert!(zk.set_data("/ro", b"w", None).await.unwrap_err().zk().is_some(), "NoAuth");
+
+    let tagged = zk
+        .create_node("/p/q/lease-")
+        .mode(CreateMode::EphemeralSequential)
+        .parents(Parents::Containers)
+        .protected()
+        .await
+        .unwrap();
+    let name = zkr_connection::path::node_name(&tagged.path);
+    assert!(name.starts_with("_c_") && name.ends_with("lease-0000000000"), "{name}");
+    assert_eq!(tagged.sequence, Some(0));
+    assert_eq!(children(&observer, &format!("/{ns}/p/q")).await, [name]);
+
+    let bad_ttl = zk.create_node("/t").mode(CreateMode::Ephemeral).ttl(std::time::Duration::from_secs(1));
+    assert!(matches!(bad_ttl.await, Err(Error::InvalidArgument(_))));
+    assert!(matches!(zk.create_node("no-slash").await, Err(Error::InvalidPath { .. })));
+    clear(&zk).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sequential_create_whose_reply_is_lost_is_not_sent_again() {
+    let server = shared_server().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let zk = builder(&proxy.connect_string()).connect().await.unwrap();
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let dir = unique_root("crud-seq-lost");
+    zk.create(&dir, b"", CreateMode::Persistent).await.unwrap();
+    proxy.hold_replies();
+    let creating = {
+        let (zk, dir) = (zk.clone(), dir.clone());
+        tokio::spawn(async move {
+            zk.create_node(&format!("{dir}/job-")).mode(CreateMode::PersistentSequential).await
+        })
+    };
+    eventually("the create to reach the server", || async { children(&observer, &dir).await.len() == 1 })
+        .await;
+    proxy.cut();
+    proxy.heal();
+    let error = creating.await.unwrap().expect_err("the reply was lost");
+    assert!(error.is_ambiguous(), "{error:?}");
+    assert_eq!(children(&observer, &dir).await, ["job-0000000000"], "one node, not two");
+    zk.delete_recursive(&dir).await.unwrap();
+    zk.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protected_create_from_the_builder_dropped_at_every_await_leaves_nothing() {
+    let server = shared_server().await.unwrap();
+    let zk = builder(&server.connect_string()).connect().await.unwrap();
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let dir = unique_root("crud-create-cancel");
+    let node = format!("{dir}/worker-");
+    let create = || async {
+        let created = zk
+            .create_node(&node)
+            .mode(CreateMode::EphemeralSequential)
+            .parents(Parents::Containers)
+            .protected()
+            .await?;
+        zk.delete(&created.path, None).await
+    };
+    let after_drop = |k: usize| {
+        let (observer, dir) = (&observer, &dir);
+        async move {
+            let gone = || async { children(observer, dir).await.is_empty() };
+            eventually(&format!("nothing left after a drop at poll {k}"), gone).await;
+        }
+    };
+    let (done, drops) = zkr_testing::cancel_at_every_await(create, after_drop).await;
+    done.unwrap();
+    assert!(drops >= 2, "dropped at {drops} awaits");
+    zk.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_read_answers_each_read_and_the_session_lists_its_ephemerals() {
+    let server = shared_server().await.unwrap();
+    let ns = unique_root("crud-reads").trim_start_matches('/').to_owned();
+    let zk = builder(&server.connect_string()).namespace(&ns).connect().await.unwrap();
+    zk.create_node("/app/config").data(b"c").parents(Parents::Persistent).await.unwrap();
+    // Two users of one client: one session, so one list of ephemerals.
+    let (one, two) = (zk.clone(), zk.clone());
+    let (a, b) = tokio::join!(
+        one.create_node("/app/members/a").mode(CreateMode::Ephemeral).parents(Parents::Containers),
+        two.create_node("/app/members/b").mode(CreateMode::Ephemeral).parents(Parents::Containers),
+    );
+    a.unwrap();
+    b.unwrap();
+
+    let reads = [
+        ReadOp::Data("/app/config"),
+        ReadOp::Data("/app/missing"),
+        ReadOp::Children("/app/members"),
+        ReadOp::Children("/nowhere"),
+    ];
+    let found = zk.multi_read(&reads).await.unwrap();
+    assert!(matches!(&found[0], ReadResult::Data(Some((data, stat))) if data == b"c" && stat.version == 0));
+    assert_eq!(found[1], ReadResult::Data(None));
+    let ReadResult::Children(Some(mut members)) = found[2].clone() else { panic!("{:?}", found[2]) };
+    members.sort();
+    assert_eq!(members, ["a", "b"]);
+    assert_eq!(found[3], ReadResult::Children(None));
+    assert!(matches!(zk.multi_read(&[]).await, Err(Error::InvalidArgument(_))));
+    assert!(matches!(zk.multi_read(&[ReadOp::Data("bad")]).await, Err(Error::InvalidPath { .. })));
+
+    assert_eq!(zk.ephemerals("/").await.unwrap(), ["/app/members/a", "/app/members/b"]);
+    assert_eq!(zk.ephemerals("/app/members/b").await.unwrap(), ["/app/members/b"]);
+    assert!(zk.ephemerals("/app/config").await.unwrap().is_empty());
+    clear(&zk).await;
+}
+
+/// Containers and TTL nodes look like persistent ones in a `Stat` (the server shows clients
+/// no `ephemeralOwner` for them): what tells them apart is that the server deletes them. On a
+/// server that checks every 100 ms, parents made as containers and a container go once
+/// empty, a TTL node once its TTL is over, and persistent parents stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_create_builder_makes_containers_and_ttl_nodes_that_the_server_deletes() {
+    let options = ServerOptions::default().container_check_interval(Duration::from_millis(100));
+    let server = TestingServer::with_options(options).await.unwrap();
+    let zk = builder(&server.connect_string()).connect().await.unwrap();
+    zk.create_node("/kept/x").parents(Parents::Persistent).await.unwrap();
+    zk.create_node("/gone/x").parents(Parents::Containers).await.unwrap();
+    zk.create_node("/box").mode(CreateMode::Container).await.unwrap();
+    zk.create_node("/box/x").await.unwrap();
+    zk.create_node("/lease").ttl(Duration::from_millis(300)).await.unwrap();
+    for child in ["/kept/x", "/gone/x", "/box/x"] {
+        zk.delete(child, None).await.unwrap();
+    }
+    for gone in ["/gone", "/box", "/lease"] {
+        eventually(&format!("the server to delete {gone}"), || async {
+            zk.exists(gone).await.unwrap().is_none()
+        })
+        .await;
+    }
+    assert!(zk.exists("/kept").await.unwrap().is_some(), "a persistent parent stays");
+    zk.close().await;
+}
+
+/// The calls that need ZooKeeper 3.6 say so on a 3.5 server, which would close the connection
+/// on a request it does not know, and the client goes on working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_3_5_server_the_3_6_calls_say_unimplemented_and_the_client_goes_on() {
+    let release: zkr_testing::Release = "3.5.10".parse().unwrap();
+    let server = TestingServer::with_options(ServerOptions::default().release(release)).await.unwrap();
+    let zk = builder(&server.connect_string()).connect().await.unwrap();
+    let unimplemented = |e: &Error| matches!(e, Error::Zk(zookeeper_client::Error::Unimplemented));
+    let read = zk.multi_read(&[ReadOp::Data("/")]).await.unwrap_err();
+    assert!(unimplemented(&read), "{read:?}");
+    let ephemerals = zk.ephemerals("/").await.unwrap_err();
+    assert!(unimplemented(&ephemerals), "{ephemerals:?}");
+    let watcher = zkr_recipes::cache::PersistentWatcher::start(&zk, "/", true).await.map(drop).unwrap_err();
+    assert!(unimplemented(&watcher), "{watcher:?}");
+    let node = zk.create_node("/still-works").mode(CreateMode::PersistentSequential).await.unwrap();
+    assert_eq!(node.path, "/still-works0000000000");
     zk.close().await;
 }

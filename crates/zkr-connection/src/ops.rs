@@ -1,13 +1,64 @@
 //! Helpers every recipe needs: creating parents as containers, idempotent create and delete,
 //! and Curator's guaranteed delete.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
-use zookeeper_client::{Acls, Client, CreateMode, CreateSequence, Stat};
+use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, CreateSequence, Stat};
 
 use crate::client::ZkClient;
 use crate::error::{is_retryable, is_session_error, Error, Result};
 use crate::path;
+
+/// How a create makes the missing ancestors of its node: Curator's
+/// `creatingParentContainersIfNeeded` and `creatingParentsIfNeeded`, or not at all (its plain
+/// `create()`, which fails with `NoNode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Parents {
+    /// None: a missing parent is `NoNode` ([`Error::Zk`]).
+    None,
+    /// As container nodes, which the server deletes once they are empty (the default of
+    /// [`ZkClient::create`] and of every recipe).
+    #[default]
+    Containers,
+    /// As persistent nodes, which stay (Curator's `creatingParentsIfNeeded`).
+    Persistent,
+}
+
+/// How a node is created: its mode, time to live, ACL (the manager's
+/// [`AclProvider`](crate::AclProvider) when `None`) and parents.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NodeSpec<'a> {
+    pub(crate) mode: CreateMode,
+    pub(crate) ttl: Option<Duration>,
+    pub(crate) acl: Option<&'a [zookeeper_client::Acl]>,
+    pub(crate) parents: Parents,
+}
+
+impl<'a> NodeSpec<'a> {
+    /// The manager's ACL, parents as containers.
+    pub(crate) fn new(mode: CreateMode, ttl: Option<Duration>) -> NodeSpec<'static> {
+        NodeSpec { mode, ttl, acl: None, parents: Parents::Containers }
+    }
+
+    /// The node's ACL: the spec's, else what the manager's provider gives for `path`.
+    pub(crate) fn acl_for(&self, zk: &ZkClient, path: &str) -> Cow<'a, [zookeeper_client::Acl]> {
+        match self.acl {
+            Some(acl) => Cow::Borrowed(acl),
+            None => Cow::Owned(zk.acl_for_path(path)),
+        }
+    }
+
+    /// The create's options with `acls` (from [`acl_for`](Self::acl_for)).
+    pub(crate) fn options<'b>(&self, acls: &'b [zookeeper_client::Acl]) -> CreateOptions<'b> {
+        let options = self.mode.with_acls(Acls::new(acls));
+        match self.ttl {
+            Some(ttl) => options.with_ttl(ttl),
+            None => options,
+        }
+    }
+}
 
 /// Sends a create for every missing ancestor of `path` as a container node, all pipelined
 /// (one round trip), ignoring `NodeExists`.
@@ -16,12 +67,22 @@ pub(crate) async fn create_parents_on(
     client: &Client,
     path: &str,
 ) -> std::result::Result<(), zookeeper_client::Error> {
+    create_parents_as(zk, client, path, CreateMode::Container).await
+}
+
+/// [`create_parents_on`] in `mode` (container or persistent).
+async fn create_parents_as(
+    zk: &ZkClient,
+    client: &Client,
+    path: &str,
+    mode: CreateMode,
+) -> std::result::Result<(), zookeeper_client::Error> {
     let ancestors = path::ancestors(path);
     if ancestors.is_empty() {
         return Ok(());
     }
     let acls: Vec<_> = ancestors.iter().map(|p| zk.acl_for_path(p)).collect();
-    let options: Vec<_> = acls.iter().map(|a| CreateMode::Container.with_acls(Acls::new(a))).collect();
+    let options: Vec<_> = acls.iter().map(|a| mode.with_acls(Acls::new(a))).collect();
     let creates: Vec<_> = ancestors.iter().zip(&options).map(|(p, o)| client.create(p, &[], o)).collect();
     for create in creates {
         match create.await {
@@ -52,14 +113,28 @@ pub(crate) async fn create_ttl_on(
     mode: CreateMode,
     ttl: Option<Duration>,
 ) -> std::result::Result<(Stat, CreateSequence), zookeeper_client::Error> {
-    let acls = zk.acl_for_path(path);
-    let mut options = mode.with_acls(Acls::new(&acls));
-    if let Some(ttl) = ttl {
-        options = options.with_ttl(ttl);
-    }
+    create_spec_on(zk, client, path, data, &NodeSpec::new(mode, ttl)).await
+}
+
+/// Creates `path` as `spec` says, making its missing parents on `NoNode` (unless
+/// [`Parents::None`]).
+pub(crate) async fn create_spec_on(
+    zk: &ZkClient,
+    client: &Client,
+    path: &str,
+    data: &[u8],
+    spec: &NodeSpec<'_>,
+) -> std::result::Result<(Stat, CreateSequence), zookeeper_client::Error> {
+    let acls = spec.acl_for(zk, path);
+    let options = spec.options(&acls);
+    let parents = match spec.parents {
+        Parents::None => return client.create(path, data, &options).await,
+        Parents::Containers => CreateMode::Container,
+        Parents::Persistent => CreateMode::Persistent,
+    };
     match client.create(path, data, &options).await {
         Err(zookeeper_client::Error::NoNode) => {
-            create_parents_on(zk, client, path).await?;
+            create_parents_as(zk, client, path, parents).await?;
             client.create(path, data, &options).await
         }
         other => other,

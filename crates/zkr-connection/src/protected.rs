@@ -9,7 +9,7 @@ use zookeeper_client::{Client, CreateMode, Stat};
 use crate::client::{Session, ZkClient};
 use crate::error::{is_retryable, is_session_error, Error, Result};
 use crate::guard::DropGuard;
-use crate::ops::{create_parents_on, create_ttl_on, ttl_error, validate_ttl};
+use crate::ops::{create_spec_on, ttl_error, validate_ttl, NodeSpec, Parents};
 use crate::path;
 use crate::retry_loop::RetryOptions;
 
@@ -153,7 +153,7 @@ pub fn listing_is_complete(listed: &Stat, sequence: i64, after: &Stat) -> bool {
     listed.czxid == after.czxid && listing_precedes(listed, sequence)
 }
 
-fn is_sequential(mode: CreateMode) -> bool {
+pub(crate) fn is_sequential(mode: CreateMode) -> bool {
     matches!(mode, CreateMode::EphemeralSequential | CreateMode::PersistentSequential)
 }
 
@@ -192,6 +192,8 @@ pub struct ProtectedCreate<'a> {
     tag: Option<String>,
     list_siblings: bool,
     ttl: Option<Duration>,
+    acl: Option<Vec<zookeeper_client::Acl>>,
+    parents: Parents,
     options: RetryOptions,
 }
 
@@ -207,6 +209,8 @@ impl<'a> ProtectedCreate<'a> {
             tag: None,
             list_siblings: false,
             ttl: None,
+            acl: None,
+            parents: Parents::Containers,
             options: RetryOptions::default(),
         }
     }
@@ -248,6 +252,18 @@ impl<'a> ProtectedCreate<'a> {
         self
     }
 
+    /// The node's ACL instead of the manager's [`AclProvider`](crate::AclProvider)'s.
+    pub fn acl(mut self, acl: Vec<zookeeper_client::Acl>) -> Self {
+        self.acl = Some(acl);
+        self
+    }
+
+    /// How missing parents are made. Defaults to [`Parents::Containers`].
+    pub fn parents(mut self, parents: Parents) -> Self {
+        self.parents = parents;
+        self
+    }
+
     /// Retry options (deadline, policy).
     pub fn retry_options(mut self, options: RetryOptions) -> Self {
         self.options = options;
@@ -262,8 +278,7 @@ struct Attempt<'a> {
     node_prefix: &'a str,
     node_path: &'a str,
     data: &'a [u8],
-    mode: CreateMode,
-    ttl: Option<Duration>,
+    spec: NodeSpec<'a>,
     list_siblings: bool,
 }
 
@@ -290,7 +305,7 @@ impl ZkClient {
                 Err(e) => return Err(e),
             }
             if let Some((found, stat)) = find(client, a.parent, a.prefix).await? {
-                if is_ephemeral(a.mode) && stat.ephemeral_owner != session.id() {
+                if is_ephemeral(a.spec.mode) && stat.ephemeral_owner != session.id() {
                     // CURATOR-498: a node of a session that has ended (seen through a
                     // lagging server): not ours any more.
                     tracing::debug!(node = %found, "protected node from an older session; deleting it");
@@ -302,12 +317,9 @@ impl ZkClient {
         }
         // Every request is sent before any reply is awaited: one round trip. A listing for
         // a sequential create goes first (see `ProtectedCreate::list_siblings`).
-        let acls = self.acl_for_path(a.node_path);
-        let mut create_options = a.mode.with_acls(zookeeper_client::Acls::new(&acls));
-        if let Some(ttl) = a.ttl {
-            create_options = create_options.with_ttl(ttl);
-        }
-        let list_first = a.list_siblings && is_sequential(a.mode);
+        let acls = a.spec.acl_for(self, a.node_path);
+        let create_options = a.spec.options(&acls);
+        let list_first = a.list_siblings && is_sequential(a.spec.mode);
         let before = list_first.then(|| client.get_children(a.parent));
         let create = client.create(a.node_path, a.data, &create_options);
         let after = (a.list_siblings && !list_first).then(|| client.list_children(a.parent));
@@ -323,16 +335,15 @@ impl ZkClient {
             None => None,
         };
         let (stat, seq) = match created {
-            Err(zookeeper_client::Error::NoNode) => {
-                create_parents_on(self, client, a.node_path).await?;
-                let created = create_ttl_on(self, client, a.node_path, a.data, a.mode, a.ttl).await?;
-                let name = node_name(a.node_prefix, a.mode, created.1);
-                return Ok((name, created.0, is_sequential(a.mode).then(|| created.1.into_i64()), None));
+            Err(zookeeper_client::Error::NoNode) if a.spec.parents != Parents::None => {
+                let created = create_spec_on(self, client, a.node_path, a.data, &a.spec).await?;
+                let name = node_name(a.node_prefix, a.spec.mode, created.1);
+                return Ok((name, created.0, is_sequential(a.spec.mode).then(|| created.1.into_i64()), None));
             }
             other => other?,
         };
-        let sequence = is_sequential(a.mode).then(|| seq.into_i64());
-        let name = node_name(a.node_prefix, a.mode, seq);
+        let sequence = is_sequential(a.spec.mode).then(|| seq.into_i64());
+        let name = node_name(a.node_prefix, a.spec.mode, seq);
         let incarnation = match incarnation {
             Some(stat) => stat.await.ok().flatten(),
             None => None,
@@ -417,7 +428,8 @@ impl ZkClient {
     /// As [`create_protected`](Self::create_protected).
     #[tracing::instrument(level = "debug", name = "zk.create_protected", skip_all, fields(parent = request.parent, name = request.name))]
     pub async fn create_protected_ext(&self, request: ProtectedCreate<'_>) -> Result<ProtectedNode> {
-        let ProtectedCreate { parent, name, mode, data, tag, list_siblings, ttl, options } = request;
+        let ProtectedCreate { parent, name, mode, data, tag, list_siblings, ttl, acl, parents, options } =
+            request;
         path::validate_path(parent)?;
         if let Some(ttl) = ttl {
             validate_ttl(mode, ttl)?;
@@ -446,8 +458,7 @@ impl ZkClient {
             node_prefix: &node_prefix,
             node_path: &node_path,
             data,
-            mode,
-            ttl,
+            spec: NodeSpec { mode, ttl, acl: acl.as_deref(), parents },
             list_siblings,
         };
         let mut attempted = false;

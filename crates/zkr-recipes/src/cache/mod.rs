@@ -16,7 +16,10 @@
 //!
 //! Unlike [`ConfigTreeWatcher`](crate::config::ConfigTreeWatcher), nodes without data are part
 //! of the copy, and values stay bytes: decode them with a config codec
-//! ([`CachedNode::decode`]). The cache needs ZooKeeper 3.6 or later (persistent watches).
+//! ([`CachedNode::decode`]). On servers before 3.6 (no persistent watches) the cache sets
+//! one-shot watches and reads again on every event.
+//!
+//! [`PersistentWatcher`] is the watch alone, without a copy: Curator's `PersistentWatcher`.
 //!
 //! # Examples
 //!
@@ -38,7 +41,10 @@
 //! # Ok(()) }
 //! ```
 
+mod persistent_watcher;
 mod tracker;
+
+pub use persistent_watcher::{PersistentWatcher, WatcherEvent};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
