@@ -10,6 +10,7 @@ use zkr_connection::zookeeper_client::{AuthId, Permission};
 use zkr_connection::{Acl, CreateMode, Error, Parents, ReadOp, ReadResult};
 use zkr_integration_tests::{builder, children, eventually, unique_root};
 
+use zkr_testing::peers::{parse_result, CuratorTool};
 use zkr_testing::{shared_server, FaultProxy, ServerOptions, TestingServer};
 use zookeeper_client::Client;
 
@@ -343,4 +344,53 @@ async fn on_a_3_5_server_the_3_6_calls_say_unimplemented_and_the_client_goes_on(
     let node = zk.create_node("/still-works").mode(CreateMode::PersistentSequential).await.unwrap();
     assert_eq!(node.path, "/still-works0000000000");
     zk.close().await;
+}
+
+/// Curator's `GzipCompressionProvider` format both ways: Curator (`create().compressed()`,
+/// `getData().decompressed()`) and a zkr client with compression on read each other's data;
+/// the bytes on the server are gzip; a node written uncompressed is an error, not garbage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_and_zkr_read_each_others_compressed_data() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let zk = builder(&cs).compression(true).connect().await.unwrap();
+    let plain = builder(&cs).connect().await.unwrap();
+    let root = unique_root("crud-gzip");
+    let curator = CuratorTool::locate().unwrap();
+    let value = "compressed ".repeat(40);
+
+    let ours = format!("{root}/zkr");
+    zk.create_node(&ours).data(value.as_bytes()).parents(Parents::Persistent).await.unwrap();
+    assert_eq!(curator_read(&curator, &cs, &ours).await, value, "Curator reads zkr's create");
+    zk.set_data(&ours, b"changed", None).await.unwrap();
+    assert_eq!(curator_read(&curator, &cs, &ours).await, "changed", "and zkr's set");
+    let stored = plain.get_data(&ours).await.unwrap().unwrap().0;
+    assert_eq!(&stored[..2], [0x1f, 0x8b], "gzip on the server");
+
+    let theirs = format!("{root}/curator");
+    let mut writer = curator.spawn(&["compressed-write", &cs, &theirs, &value]).unwrap();
+    let line = writer.expect_line("RESULT").await.unwrap();
+    assert!(writer.wait().await.unwrap().success());
+    let (data, _) = zk.get_data(&theirs).await.unwrap().expect("Curator's node");
+    assert_eq!(data, value.as_bytes(), "zkr reads Curator's compressed create");
+    let raw = plain.get_data(&theirs).await.unwrap().unwrap().0;
+    assert_eq!(parse_result(&line), [("stored".to_owned(), raw.len().to_string())]);
+    assert!(raw.len() < value.len(), "{} bytes for {}", raw.len(), value.len());
+
+    let uncompressed = format!("{root}/plain");
+    zk.create_node(&uncompressed).data(b"as is").compressed(false).await.unwrap();
+    assert_eq!(plain.get_data(&uncompressed).await.unwrap().unwrap().0, b"as is");
+    let error = zk.get_data(&uncompressed).await.unwrap_err();
+    assert!(matches!(&error, Error::Decompress { path, .. } if *path == uncompressed), "{error:?}");
+    zk.delete_recursive(&root).await.unwrap();
+    zk.close().await;
+    plain.close().await;
+}
+
+/// What a Curator process reads at `path` with `getData().decompressed()`.
+async fn curator_read(curator: &CuratorTool, cs: &str, path: &str) -> String {
+    let mut reader = curator.spawn(&["compressed-read", cs, path]).unwrap();
+    let line = reader.expect_line("RESULT").await.unwrap();
+    assert!(reader.wait().await.unwrap().success());
+    line.strip_prefix("RESULT value=").expect("a value").to_owned()
 }

@@ -21,6 +21,7 @@ pub(crate) struct Config {
     pub(crate) connection_timeout: Duration,
     pub(crate) retry_policy: Arc<dyn RetryPolicy>,
     pub(crate) namespace: Option<String>,
+    pub(crate) compression: bool,
     pub(crate) auth: Vec<(String, Vec<u8>)>,
     pub(crate) acl_provider: Arc<dyn AclProvider>,
     pub(crate) can_be_read_only: bool,
@@ -85,6 +86,7 @@ impl ZkClientBuilder {
                 auth: Vec::new(),
                 acl_provider: Arc::new(OpenAclProvider),
                 can_be_read_only: false,
+                compression: false,
                 error_policy: Arc::new(StandardConnectionStateErrorPolicy),
                 stall_nudge: DEFAULT_STALL_NUDGE,
                 ensemble_tracker: true,
@@ -252,6 +254,16 @@ impl ZkClientBuilder {
     /// relative to `/<namespace>`, which is created (persistent) when missing. Defaults to none.
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
         self.config.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Curator's `enableCompression()` with its default `GzipCompressionProvider`: the
+    /// framework calls compress the data they write ([`create`](ZkClient::create),
+    /// [`create_node`](ZkClient::create_node), [`set_data`](ZkClient::set_data)) and
+    /// decompress what they read ([`get_data`](ZkClient::get_data)) as gzip, the format
+    /// Curator reads and writes. Recipes keep their own formats. Defaults to false.
+    pub fn compression(mut self, enabled: bool) -> Self {
+        self.config.compression = enabled;
         self
     }
 

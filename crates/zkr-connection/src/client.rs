@@ -418,6 +418,12 @@ impl ZkClient {
         Ok(())
     }
 
+    /// Whether the framework calls compress and decompress data
+    /// ([`ZkClientBuilder::compression`](crate::ZkClientBuilder::compression)).
+    pub fn compression_enabled(&self) -> bool {
+        self.shared.config.compression
+    }
+
     /// The ACL for a node created at `path`.
     pub fn acl_for_path(&self, path: &str) -> Vec<Acl> {
         self.shared.config.acl_provider.acl_for_path(path)

@@ -35,6 +35,7 @@ pub struct CreateNode<'a> {
     acl: Option<Vec<Acl>>,
     parents: Parents,
     protected: bool,
+    compressed: Option<bool>,
     options: RetryOptions,
 }
 
@@ -103,6 +104,7 @@ impl ZkClient {
             acl: None,
             parents: Parents::None,
             protected: false,
+            compressed: None,
             options: RetryOptions::default(),
         }
     }
@@ -150,6 +152,13 @@ impl<'a> CreateNode<'a> {
         self
     }
 
+    /// Curator's `compressed()` / `uncompressed()`: whether the data is stored gzip-compressed.
+    /// Defaults to the client's [`compression`](crate::ZkClientBuilder::compression).
+    pub fn compressed(mut self, compressed: bool) -> Self {
+        self.compressed = Some(compressed);
+        self
+    }
+
     /// A bound on the whole call, waits for a connection and retries included.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.options = self.options.timeout(timeout);
@@ -162,8 +171,13 @@ impl<'a> CreateNode<'a> {
         self
     }
 
-    async fn send(self) -> Result<Created> {
+    async fn send(mut self) -> Result<Created> {
         path::validate_node_path(self.path)?;
+        let packed;
+        if self.compressed.unwrap_or(self.zk.compression_enabled()) {
+            packed = crate::compression::compress(self.data);
+            self.data = &packed;
+        }
         path::validate_data(self.path, self.data)?;
         if let Some(ttl) = self.ttl {
             validate_ttl(self.mode, ttl)?;

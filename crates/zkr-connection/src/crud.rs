@@ -4,7 +4,9 @@
 //! on the manager's namespace. An absent node is `None` where Curator throws
 //! `NoNodeException`. A write with an expected version is never sent twice: after a lost reply
 //! its resend could fail on its own first effect (`BadVersion`), so the error is returned and
-//! says it may have been applied ([`Error::is_ambiguous`]).
+//! says it may have been applied ([`Error::is_ambiguous`]). With compression on
+//! ([`ZkClientBuilder::compression`](crate::ZkClientBuilder::compression)), data is stored
+//! gzip-compressed as Curator's `GzipCompressionProvider` stores it.
 
 use zookeeper_client::{Acl, Stat};
 
@@ -31,6 +33,14 @@ fn write_options(version: Option<i32>) -> RetryOptions {
 }
 
 impl ZkClient {
+    /// `data` as the framework calls store it: compressed when compression is on.
+    pub(crate) fn stored<'a>(&self, data: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
+        match self.compression_enabled() {
+            true => std::borrow::Cow::Owned(crate::compression::compress(data)),
+            false => std::borrow::Cow::Borrowed(data),
+        }
+    }
+
     /// A node's data and `Stat`, or `None` when there is no node (Curator:
     /// `getData().storingStatIn(stat).forPath(path)`).
     ///
@@ -51,7 +61,13 @@ impl ZkClient {
     /// ```
     pub async fn get_data(&self, path: &str) -> Result<Option<(Vec<u8>, Stat)>> {
         path::validate_path(path)?;
-        absent(self.retry(|s| async move { s.client().get_data(path).await }).await)
+        let found = absent(self.retry(|s| async move { s.client().get_data(path).await }).await)?;
+        match found {
+            Some((data, stat)) if self.compression_enabled() => {
+                Ok(Some((crate::compression::decompress(path, &data)?, stat)))
+            }
+            other => Ok(other),
+        }
     }
 
     /// A node's `Stat`, or `None` when there is no node (Curator: `checkExists().forPath(path)`).
@@ -116,6 +132,7 @@ impl ZkClient {
     /// ```
     pub async fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<Stat> {
         path::validate_node_path(path)?;
+        let data = &*self.stored(data);
         path::validate_data(path, data)?;
         self.retry_with(
             write_options(version),

@@ -192,6 +192,16 @@ pub enum Error {
         #[source]
         source: zookeeper_client::Error,
     },
+    /// A node read with compression on holds data that is not gzip data as Curator's
+    /// `GzipCompressionProvider` writes it (written uncompressed, or by another format).
+    #[error("the data at {path} is not gzip-compressed (compression is on)")]
+    Decompress {
+        /// The node read.
+        path: String,
+        /// What the gzip decoder found.
+        #[source]
+        source: std::sync::Arc<std::io::Error>,
+    },
     /// ZooKeeper answered with an error that is not retried (or retrying is not allowed).
     #[error(transparent)]
     Zk(#[from] zookeeper_client::Error),
@@ -279,7 +289,7 @@ impl Error {
             Error::RetriesExhausted { .. } => K::Unreachable,
             Error::SessionExpired { .. } => K::Lost,
             Error::Closed => K::Closed,
-            Error::TtlDisabled { .. } => K::Other,
+            Error::TtlDisabled { .. } | Error::Decompress { .. } => K::Other,
             Error::TransactionFailed { retried: true, .. } => K::Indeterminate,
             Error::TransactionFailed { source, .. } | Error::Zk(source) => K::of_zk(source),
         }

@@ -26,6 +26,7 @@
 mod acl;
 mod builder;
 mod client;
+pub mod compression;
 mod connect_string;
 mod create;
 mod crud;

@@ -18,6 +18,10 @@
 //   group-member CONNECT PATH ID PAYLOAD       a started GroupMember (Curator's recipe, on a CuratorCache of
 //                                              PATH): READY, then for each stdin line MEMBERS <id=payload,...>
 //                                              (sorted by id) from getCurrentMembers(); closes it on stdin EOF
+//   compressed-write CONNECT PATH VALUE        create().compressed().creatingParentsIfNeeded() of PATH with
+//                                              VALUE (UTF-8), Curator's GzipCompressionProvider:
+//                                              RESULT stored=<bytes stored>
+//   compressed-read CONNECT PATH               getData().decompressed() of PATH: RESULT value=<UTF-8>
 
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
@@ -38,7 +42,8 @@ import org.apache.curator.framework.recipes.nodes.GroupMember;
 final class CacheCommands {
     static final String USAGE = " | config-subscribers CONNECT PATH N | cache-load CONNECT PATH REPS"
             + " | cache-memory CONNECT PATH | cache-propagation CONNECT PATH CLIENTS N"
-            + " | group-member CONNECT PATH ID PAYLOAD";
+            + " | group-member CONNECT PATH ID PAYLOAD | compressed-write CONNECT PATH VALUE"
+            + " | compressed-read CONNECT PATH";
     private static final long INIT_TIMEOUT_S = 300;
     private static final int GC_ROUNDS = 5;
     private static final int WARMUP_LOADS = 3;
@@ -69,6 +74,20 @@ final class CacheCommands {
                 Peer.arity(args, 5);
                 groupMember(args[1], args[2], args[3], args[4]);
                 return true;
+            case "compressed-write": {
+                Peer.arity(args, 4);
+                CuratorFramework client = Peer.connect(args[1]);
+                client.create().compressed().creatingParentsIfNeeded()
+                        .forPath(args[2], args[3].getBytes(StandardCharsets.UTF_8));
+                Peer.out("RESULT stored=" + client.getData().forPath(args[2]).length);
+                return true;
+            }
+            case "compressed-read": {
+                Peer.arity(args, 3);
+                byte[] value = Peer.connect(args[1]).getData().decompressed().forPath(args[2]);
+                Peer.out("RESULT value=" + new String(value, StandardCharsets.UTF_8));
+                return true;
+            }
             default:
                 return false;
         }
