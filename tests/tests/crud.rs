@@ -8,8 +8,13 @@
 use std::time::Duration;
 use zkr_connection::zookeeper_client::{AuthId, Permission};
 use zkr_connection::{Acl, CreateMode, Error, Parents, ReadOp, ReadResult};
-use zkr_integration_tests::{builder, children, eventually, unique_root};
+use zkr_integration_tests::{builder, children, eventually, timing, unique_root};
 
+use zkr_recipes::cache::CuratorCache;
+use zkr_recipes::config::{ConfigWatcher, Gzip, Utf8};
+use zkr_recipes::counters::SharedCount;
+use zkr_recipes::locks::{InterProcessSemaphoreV2, MaxLeases};
+use zkr_recipes::nodes::PersistentNode;
 use zkr_testing::peers::{parse_result, CuratorTool};
 use zkr_testing::{shared_server, FaultProxy, ServerOptions, TestingServer};
 use zookeeper_client::Client;
@@ -377,6 +382,35 @@ async fn curator_and_zkr_read_each_others_compressed_data() {
     assert_eq!(parse_result(&line), [("stored".to_owned(), raw.len().to_string())]);
     assert!(raw.len() < value.len(), "{} bytes for {}", raw.len(), value.len());
 
+    // A cache told so and a config watcher with the `Gzip` codec read Curator's node as written.
+    let cache = CuratorCache::builder(&plain, &root).compressed(true).start().await.unwrap();
+    assert_eq!(cache.get(&theirs).expect("cached").data, value.as_bytes());
+    let config = ConfigWatcher::builder(&plain, &theirs, Gzip(Utf8)).start().await.unwrap();
+    assert_eq!(*config.get().expect("a value").value, value);
+    // A node told so stores its data as Curator does with compression on.
+    let kept = format!("{root}/node");
+    let node = PersistentNode::builder(&plain, &kept, CreateMode::Persistent)
+        .data(b"kept".to_vec())
+        .compressed(true)
+        .build()
+        .unwrap();
+    node.wait_for_initial_create_timeout(timing().wait()).await.unwrap().expect("created in time");
+    assert_eq!(curator_read(&curator, &cs, &kept).await, "kept");
+    assert_eq!(node.data(), b"kept");
+    node.close().await;
+    // Recipes store their data as given on a compressing client.
+    let count = SharedCount::start(&zk, &format!("{root}/count"), 7).await.unwrap();
+    assert_eq!(count.get().unwrap(), 7);
+    assert_eq!(plain.get_data(&format!("{root}/count")).await.unwrap().unwrap().0, 7i32.to_be_bytes());
+    let semaphore = InterProcessSemaphoreV2::new(&zk, &format!("{root}/sem"), MaxLeases::Fixed(1))
+        .unwrap()
+        .with_node_data("holder")
+        .unwrap();
+    let lease = semaphore.acquire().await.unwrap();
+    assert_eq!(lease.data().await.unwrap(), b"holder");
+    lease.release().await.unwrap();
+    count.close().await;
+
     let uncompressed = format!("{root}/plain");
     zk.create_node(&uncompressed).data(b"as is").compressed(false).await.unwrap();
     assert_eq!(plain.get_data(&uncompressed).await.unwrap().unwrap().0, b"as is");
@@ -393,4 +427,45 @@ async fn curator_read(curator: &CuratorTool, cs: &str, path: &str) -> String {
     let line = reader.expect_line("RESULT").await.unwrap();
     assert!(reader.wait().await.unwrap().success());
     line.strip_prefix("RESULT value=").expect("a value").to_owned()
+}
+
+/// Curator's `usingNamespace`: views of one client under other namespaces share its session,
+/// carry recipes, make their namespace node, and follow the client onto a new session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn using_namespace_views_share_the_session_and_follow_it_through_an_expiry() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let root = unique_root("crud-views").trim_start_matches('/').to_owned();
+    let zk = builder(&cs).namespace(format!("{root}/base")).connect().await.unwrap();
+    let observer = Client::connect(&cs).await.unwrap();
+    let a = zk.using_namespace(Some(&format!("{root}/a/deep"))).unwrap();
+    let top = zk.using_namespace(None).unwrap();
+    assert_eq!(a.namespace(), Some(format!("{root}/a/deep").as_str()));
+    assert_eq!((top.namespace(), zk.namespace()), (None, Some(format!("{root}/base").as_str())));
+    let session = zk.session().await.unwrap();
+    assert_eq!(a.session().await.unwrap().id(), session.id(), "one session");
+
+    a.create_node("/x").data(b"a").await.unwrap();
+    zk.create_node("/x").data(b"base").await.unwrap();
+    assert_eq!(observer.get_data(&format!("/{root}/a/deep/x")).await.unwrap().0, b"a");
+    assert_eq!(top.get_data(&format!("/{root}/base/x")).await.unwrap().unwrap().0, b"base");
+    let mutex = zkr_recipes::locks::InterProcessMutex::new(&a, "/lock").unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    assert_eq!(children(&observer, &format!("/{root}/a/deep/lock")).await.len(), 1, "a recipe on the view");
+    guard.release().await.unwrap();
+
+    zkr_testing::expire_session(session.client(), &cs).await.unwrap();
+    eventually("the view on the new session", || async {
+        a.session().await.is_ok_and(|s| s.id() != session.id())
+    })
+    .await;
+    a.create_node("/y").await.unwrap();
+    assert!(observer.check_stat(&format!("/{root}/a/deep/y")).await.unwrap().is_some());
+    assert_eq!(a.session().await.unwrap().id(), zk.session().await.unwrap().id());
+
+    for bad in ["/lead", "", "a//b"] {
+        assert!(zk.using_namespace(Some(bad)).is_err(), "{bad:?}");
+    }
+    top.delete_recursive(&format!("/{root}")).await.unwrap();
+    zk.close().await;
 }

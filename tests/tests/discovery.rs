@@ -209,3 +209,70 @@ async fn an_instance_that_cannot_be_read_fails_the_query_instead_of_a_partial_li
     assert_eq!(discovery.query_for_instances("api").await.unwrap().len(), 1);
     discovery.close().await;
 }
+
+/// The next instances a cache's change stream gives, within the test's bound.
+async fn next_instances(
+    changes: &mut (impl futures::Stream<Item = Vec<ServiceInstance<Value>>> + Unpin),
+) -> Vec<ServiceInstance<Value>> {
+    use futures::StreamExt;
+    tokio::time::timeout(timing().wait(), changes.next()).await.expect("a change in time").expect("open")
+}
+
+/// The extension points: a path constructor puts a service's instances where it says (and its
+/// cache and queries read them there), filters and a custom strategy choose among them, and a
+/// cache's change stream hands out the instances after each registration and removal. Two
+/// discoveries on one client register side by side.
+#[tokio::test]
+async fn a_path_constructor_filters_a_custom_strategy_and_cache_changes() {
+    let server = shared_server().await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let base = unique_root("disc-extend");
+    let layout = |base: &str| {
+        let base = base.to_owned();
+        move |name: &str| format!("{base}/{name}/instances")
+    };
+    let first = Discovery::new(&zk, &base).unwrap().with_path_constructor(layout(&base));
+    let second = Discovery::new(&zk, &base).unwrap().with_path_constructor(layout(&base));
+    assert_eq!(first.path_for_name("api"), format!("{base}/api/instances"));
+    let cache = first.service_cache("api").await.unwrap();
+    let mut changes = cache.changes();
+    assert!(next_instances(&mut changes).await.is_empty(), "the instances now: none");
+
+    for (discovery, id, port, zone) in
+        [(&first, "a", 8001, "x"), (&second, "b", 8002, "y"), (&first, "c", 8003, "x")]
+    {
+        let instance = ServiceInstance::builder("api", json!({ "zone": zone })).id(id).port(port).build();
+        discovery.register(&instance).await.unwrap();
+    }
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        seen = next_instances(&mut changes).await.into_iter().map(|i| i.id).collect();
+    }
+    assert_eq!(seen, ["a", "b", "c"]);
+    let ids: Vec<String> =
+        first.query_for_instances("api").await.unwrap().into_iter().map(|i| i.id).collect();
+    assert_eq!(ids, ["a", "b", "c"], "queries read the constructed path");
+    let observer = zookeeper_client::Client::connect(&server.connect_string()).await.unwrap();
+    let nodes = zkr_integration_tests::children(&observer, &format!("{base}/api/instances")).await;
+    assert_eq!(nodes.len(), 3, "{nodes:?}");
+
+    let in_x = ServiceProvider::builder(cache.clone())
+        .filter(|i| i.payload.as_ref().is_some_and(|p| p["zone"] == "x"))
+        .custom_strategy(|offered| offered.iter().enumerate().max_by_key(|(_, i)| i.port).map(|(k, _)| k))
+        .build();
+    assert_eq!(in_x.get_all_instances().len(), 2);
+    assert!((0..3).all(|_| in_x.get_instance().unwrap().id == "c"), "the highest port in zone x");
+    let nobody = ServiceProvider::builder(cache.clone()).custom_strategy(|_| None).build();
+    assert!(nobody.get_instance().is_none());
+    let out_of_range = ServiceProvider::builder(cache.clone()).custom_strategy(|_| Some(99)).build();
+    assert!(out_of_range.get_instance().is_none(), "an index past the end gives none");
+
+    second.close().await;
+    loop {
+        let now: Vec<String> = next_instances(&mut changes).await.into_iter().map(|i| i.id).collect();
+        if now == ["a", "c"] {
+            break;
+        }
+    }
+    first.close().await;
+}

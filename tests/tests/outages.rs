@@ -364,3 +364,37 @@ async fn a_timed_acquire_on_a_dead_server_is_bounded_by_its_timeout_and_says_why
     );
     assert!(message.contains("within 2s") && message.contains("connection refused"), "{message}");
 }
+
+/// Curator's `CircuitBreakingConnectionStateListener`: a connection cut three times in a row
+/// gives the plain stream three `Suspended` and three `Reconnected`, and the circuit-breaking
+/// stream one of each (the second once the policy's delay has passed); closed again, the next
+/// cut goes through at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_circuit_breaking_state_stream_passes_one_suspension_of_a_flapping_connection() {
+    use zkr_connection::ConnectionState::{Reconnected, Suspended};
+    let server = shared_server().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let zk = zkr_integration_tests::connect_with_session(proxy.connect_string(), 30).await;
+    let mut plain = zk.state_changes();
+    let delay = timing().multiple(Duration::from_secs(2));
+    let mut breaking = zk.state_changes().circuit_breaking(zkr_connection::retry::RetryNTimes::new(3, delay));
+    for _ in 0..3 {
+        proxy.cut();
+        zkr_integration_tests::wait_for_state(&mut plain, Reconnected).await;
+    }
+    let bound = delay + timing().wait();
+    let mut first = tokio::time::timeout(bound, breaking.next()).await.expect("in time");
+    if first == Some(zkr_connection::ConnectionState::Connected) {
+        // A new subscriber may begin with the state the manager is in: passed on as it is.
+        first = tokio::time::timeout(bound, breaking.next()).await.expect("in time");
+    }
+    assert_eq!(first, Some(Suspended));
+    let second = tokio::time::timeout(bound, breaking.next()).await.expect("in time");
+    assert_eq!(second, Some(Reconnected), "once, after the delay");
+    let quiet = tokio::time::timeout(Duration::from_millis(300), breaking.next()).await;
+    assert!(quiet.is_err(), "nothing else: {quiet:?}");
+    proxy.cut();
+    let after = tokio::time::timeout(bound, breaking.next()).await.expect("in time");
+    assert_eq!(after, Some(Suspended), "closed: the next cut goes through");
+    zk.close().await;
+}

@@ -186,3 +186,36 @@ async fn several_leases_at_once_all_or_none_with_data_on_each() {
     assert_eq!(leases(&observer, &root).await, 0);
     zk.close().await;
 }
+
+/// Callers whose quantities add up to more than the maximum take turns: with Curator's
+/// `acquire(qty)` (the mutex released between leases) two callers of 3 on 4 leases could each
+/// hold 2 and wait forever. Here several rounds of two users of one client and a third on
+/// another session, each taking 3 and giving them back, all finish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_of_several_leases_beyond_the_maximum_together_take_turns() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("semaphore-many-turns");
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let (zk, other) = (connect(&server.connect_string()).await, connect(&server.connect_string()).await);
+    let hang = timing().multiple(Duration::from_secs(20));
+    for round in 0..5 {
+        let callers = [&zk, &zk, &other].map(|client| {
+            let semaphore = InterProcessSemaphoreV2::new(client, &root, MaxLeases::Fixed(4)).unwrap();
+            tokio::spawn(async move {
+                let leases = semaphore.acquire_many(3).await?;
+                tokio::task::yield_now().await;
+                for lease in leases {
+                    lease.release().await?;
+                }
+                Ok::<_, LockError>(())
+            })
+        });
+        for caller in callers {
+            let done = tokio::time::timeout(hang, caller).await;
+            done.unwrap_or_else(|_| panic!("round {round}: a caller waits forever")).unwrap().unwrap();
+        }
+    }
+    assert_eq!(leases(&observer, &root).await, 0);
+    zk.close().await;
+    other.close().await;
+}

@@ -258,10 +258,13 @@ impl ZkClientBuilder {
     }
 
     /// Curator's `enableCompression()` with its default `GzipCompressionProvider`: the
-    /// framework calls compress the data they write ([`create`](ZkClient::create),
-    /// [`create_node`](ZkClient::create_node), [`set_data`](ZkClient::set_data)) and
-    /// decompress what they read ([`get_data`](ZkClient::get_data)) as gzip, the format
-    /// Curator reads and writes. Recipes keep their own formats. Defaults to false.
+    /// framework calls compress the data they write ([`create_node`](ZkClient::create_node),
+    /// [`set_data`](ZkClient::set_data)) and decompress what they read
+    /// ([`get_data`](ZkClient::get_data)) as gzip, the format Curator reads and writes. The
+    /// recipes' helpers ([`create`](ZkClient::create), [`create_if_absent`](ZkClient::create_if_absent),
+    /// [`create_with_ttl`](ZkClient::create_with_ttl)) and the recipes store data as given
+    /// (`zkr_recipes::config::Gzip` and the caches' `compressed` flag read Curator's
+    /// compressed values). Defaults to false.
     pub fn compression(mut self, enabled: bool) -> Self {
         self.config.compression = enabled;
         self
@@ -445,13 +448,7 @@ fn validate(config: &Config) -> Result<()> {
         });
     }
     if let Some(ns) = &config.namespace {
-        if ns.is_empty() || ns.starts_with('/') {
-            return Err(Error::InvalidSetting {
-                setting: "namespace",
-                reason: format!("{ns:?} must be non-empty and have no leading slash"),
-            });
-        }
-        path::validate_path(&format!("/{ns}"))?;
+        validate_namespace(ns)?;
     }
     for (scheme, _) in &config.auth {
         if scheme.is_empty() {
@@ -459,6 +456,17 @@ fn validate(config: &Config) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A namespace is a relative path: non-empty, no leading slash.
+pub(crate) fn validate_namespace(ns: &str) -> Result<()> {
+    if ns.is_empty() || ns.starts_with('/') {
+        return Err(Error::InvalidSetting {
+            setting: "namespace",
+            reason: format!("{ns:?} must be non-empty and have no leading slash"),
+        });
+    }
+    path::validate_path(&format!("/{ns}"))
 }
 
 #[cfg(all(test, feature = "tls"))]

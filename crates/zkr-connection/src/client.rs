@@ -124,6 +124,8 @@ impl Session {
 #[derive(Debug, Clone)]
 pub struct ZkClient {
     pub(crate) shared: Arc<Shared>,
+    /// Set on a [`using_namespace`](Self::using_namespace) view.
+    pub(crate) view: Option<Arc<crate::namespace::View>>,
     _stop_on_last_drop: Arc<DropGuard>,
 }
 
@@ -167,7 +169,7 @@ impl ZkClient {
         });
         let task = runtime.spawn(crate::supervisor::supervise(shared.clone()));
         *shared.supervisor.lock() = Some(task);
-        ZkClient { shared, _stop_on_last_drop: Arc::new(cancel.drop_guard()) }
+        ZkClient { shared, view: None, _stop_on_last_drop: Arc::new(cancel.drop_guard()) }
     }
 
     /// The current session, waiting up to the connection timeout while there is none (before
@@ -184,7 +186,15 @@ impl ZkClient {
 
     /// The current session if there is one, without waiting.
     pub fn try_session(&self) -> Option<Session> {
-        self.shared.session.borrow().clone()
+        self.sessions().borrow().clone()
+    }
+
+    /// The sessions this handle works on: the manager's, re-rooted on a namespace view.
+    fn sessions(&self) -> watch::Receiver<Option<Session>> {
+        match &self.view {
+            Some(view) => view.sessions.clone(),
+            None => self.shared.session.subscribe(),
+        }
     }
 
     /// The session for an operation with an optional overall deadline (when it falls, and the
@@ -201,7 +211,7 @@ impl ZkClient {
     }
 
     async fn session_until(&self, deadline: Instant, bound: Duration) -> Result<Session> {
-        let mut rx = self.shared.session.subscribe();
+        let mut rx = self.sessions();
         let wait = async {
             loop {
                 if let Some(session) = rx.borrow_and_update().clone() {
@@ -288,7 +298,7 @@ impl ZkClient {
 
     /// A `watch` receiver of the current session (`None` while there is none).
     pub fn session_watch(&self) -> watch::Receiver<Option<Session>> {
-        self.shared.session.subscribe()
+        self.sessions()
     }
 
     /// Completes once the manager's session is no longer the one of `generation`: replaced
@@ -309,7 +319,7 @@ impl ZkClient {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn session_replaced(&self, generation: u64) {
-        let mut sessions = self.shared.session.subscribe();
+        let mut sessions = self.sessions();
         let _ = sessions.wait_for(|s| s.as_ref().is_none_or(|s| s.generation() != generation)).await;
     }
 
@@ -330,7 +340,7 @@ impl ZkClient {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn connection_replaced(&self, connection: u64) {
-        let mut sessions = self.shared.session.subscribe();
+        let mut sessions = self.sessions();
         let _ = sessions.wait_for(|s| s.as_ref().is_none_or(|s| s.connection() != connection)).await;
     }
 
@@ -358,7 +368,10 @@ impl ZkClient {
 
     /// The namespace, if any.
     pub fn namespace(&self) -> Option<&str> {
-        self.shared.config.namespace.as_deref()
+        match &self.view {
+            Some(view) => view.namespace.as_deref(),
+            None => self.shared.config.namespace.as_deref(),
+        }
     }
 
     /// The session timeout asked for.

@@ -25,6 +25,7 @@
 
 mod acl;
 mod builder;
+mod circuit;
 mod client;
 pub mod compression;
 mod connect_string;
@@ -38,6 +39,7 @@ mod guard;
 #[cfg(feature = "sasl-gssapi")]
 mod kerberos;
 mod kind;
+mod namespace;
 mod ops;
 pub mod path;
 pub mod protected;

@@ -189,7 +189,6 @@ impl ZkClient {
     /// ```
     pub async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<(Stat, CreateSequence)> {
         path::validate_node_path(path)?;
-        let data = &*self.stored(data);
         path::validate_data(path, data)?;
         self.retry(|s| async move { create_on(self, s.client(), path, data, mode).await }).await
     }
@@ -230,7 +229,6 @@ impl ZkClient {
         ttl: Duration,
     ) -> Result<(Stat, CreateSequence)> {
         path::validate_node_path(path)?;
-        let data = &*self.stored(data);
         path::validate_data(path, data)?;
         validate_ttl(mode, ttl)?;
         let created =

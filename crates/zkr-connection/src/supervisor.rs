@@ -136,21 +136,7 @@ impl Shared {
     ) -> std::result::Result<Client, zookeeper_client::Error> {
         let client = self.dial_at(self.connector(), &self.ensemble.connect_string(hosts)).await?;
         if let Some(ns) = &self.config.namespace {
-            let relative = format!("/{ns}");
-            // Pipelined: every create is sent before the first reply is awaited.
-            let acls = self.config.acl_provider.acl_for_path(&relative);
-            let options =
-                zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::new(&acls));
-            let mut creates = Vec::new();
-            for p in path::ancestors(&relative).into_iter().chain(std::iter::once(relative.as_str())) {
-                creates.push(client.create(p, &[], &options));
-            }
-            for create in creates {
-                match create.await {
-                    Ok(_) | Err(zookeeper_client::Error::NodeExists) => {}
-                    Err(e) => return Err(e),
-                }
-            }
+            ensure_namespace(&client, ns, &*self.config.acl_provider).await?;
         }
         self.under_namespace(client)
     }
@@ -431,4 +417,27 @@ async fn move_when_gone(
     }
     let (client, hosts) = shared.reattach(session).await;
     SessionEnd::Moved(client, hosts)
+}
+
+/// Creates the namespace node `/<ns>` and its ancestors (persistent, with the provider's ACL)
+/// on `client`, rooted at the connect string's chroot, where they are missing: one round trip.
+pub(crate) async fn ensure_namespace(
+    client: &Client,
+    ns: &str,
+    acl_provider: &dyn crate::AclProvider,
+) -> std::result::Result<(), zookeeper_client::Error> {
+    let relative = format!("/{ns}");
+    let acls = acl_provider.acl_for_path(&relative);
+    let options = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::new(&acls));
+    let mut creates = Vec::new();
+    for p in path::ancestors(&relative).into_iter().chain(std::iter::once(relative.as_str())) {
+        creates.push(client.create(p, &[], &options));
+    }
+    for create in creates {
+        match create.await {
+            Ok(_) | Err(zookeeper_client::Error::NodeExists) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }

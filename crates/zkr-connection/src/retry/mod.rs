@@ -1,7 +1,10 @@
 //! Retry policies (Curator's, with their exact formulas), and with the `backon` feature an
-//! adapter for the `backon` crate's backoffs. The retry loop itself is
+//! adapter for the `backon` crate's backoffs (with the `backoff` feature, one for the
+//! unmaintained `backoff` crate's). The retry loop itself is
 //! [`ZkClient::retry`](crate::ZkClient::retry).
 
+#[cfg(feature = "backoff")]
+mod backoff;
 #[cfg(feature = "backon")]
 mod backon;
 mod budget;
@@ -10,6 +13,8 @@ mod policies;
 use std::fmt;
 use std::time::Duration;
 
+#[cfg(feature = "backoff")]
+pub use self::backoff::BackoffRetry;
 #[cfg(feature = "backon")]
 pub use self::backon::BackonRetry;
 pub use budget::{RetryBudget, SessionPause, Stop};

@@ -7,7 +7,7 @@
 //!   the barrier's path; the one that counts the last member creates `ready`. Curator processes
 //!   can be members of the same barrier.
 //!
-//! Waits follow a [`CuratorCache`](crate::cache::CuratorCache) of the barrier's path (the shared
+//! Waits follow a [`CuratorCache`] of the barrier's path (the shared
 //! watch engine), so they ride out disconnects and session expiries.
 //!
 //! Where zkr differs from Curator (each has a test):

@@ -205,6 +205,7 @@ pub struct CuratorCacheBuilder {
     mode: CacheMode,
     initial_timeout: Option<Duration>,
     capacity: usize,
+    compressed: Option<bool>,
 }
 
 impl CuratorCacheBuilder {
@@ -217,6 +218,15 @@ impl CuratorCacheBuilder {
     /// How long `start` waits for a connection (default: the manager's connection timeout).
     pub fn initial_timeout(mut self, timeout: Duration) -> Self {
         self.initial_timeout = Some(timeout);
+        self
+    }
+
+    /// Curator's `CuratorCache.Options.COMPRESSED_DATA`: node data is gzip as Curator's
+    /// `GzipCompressionProvider` writes it, and the cache keeps it decompressed (a node whose
+    /// data is not gzip is kept as it is, with a warning). Defaults to the client's
+    /// [`compression`](zkr_connection::ZkClientBuilder::compression).
+    pub fn compressed(mut self, compressed: bool) -> Self {
+        self.compressed = Some(compressed);
         self
     }
 
@@ -281,6 +291,7 @@ impl CuratorCacheBuilder {
             snapshot,
             events: events.clone(),
             pending: Vec::new(),
+            compressed: self.compressed.unwrap_or(self.zk.compression_enabled()),
         };
         let recursive = max_depth != Some(0);
         let mut engine = Watch::new(&self.zk, &self.path, recursive, WatchMode::Auto, tracker);
@@ -331,6 +342,7 @@ impl CuratorCache {
             mode: CacheMode::Tree { max_depth: None },
             initial_timeout: None,
             capacity: 4096,
+            compressed: None,
         }
     }
 

@@ -23,6 +23,8 @@ pub(super) struct Tracker {
     pub(super) events: broadcast::Sender<CacheEvent>,
     /// The events of the burst being applied, published with its snapshot when it is done.
     pub(super) pending: Vec<CacheEvent>,
+    /// Whether node data is gzip to decompress (Curator's `COMPRESSED_DATA`).
+    pub(super) compressed: bool,
 }
 
 /// How many levels below `root` `node` is: `Some(0)` for the root itself, `None` for a node
@@ -52,7 +54,11 @@ impl Consumer for Tracker {
         session: &zkr_connection::Session,
     ) -> ZkResult<(Self::Read, Vec<zookeeper_client::OneshotWatcher>)> {
         let (nodes, watchers) = read_tree(session.client(), &self.root, self.max_depth, true).await?;
-        Ok((nodes.into_iter().map(|(path, (data, stat))| (path, cached(data, stat))).collect(), watchers))
+        let nodes = nodes.into_iter().map(|(path, (data, stat))| {
+            let node = self.cached(&path, data, stat);
+            (path, node)
+        });
+        Ok((nodes.collect(), watchers))
     }
 
     fn reset(&mut self, read: Self::Read) {
@@ -107,6 +113,21 @@ impl Consumer for Tracker {
 }
 
 impl Tracker {
+    /// The node as the cache keeps it: its data decompressed when the cache is told so (kept
+    /// as it is, with a warning, when it is not gzip). `zookeeper-client` hands the data back
+    /// in the reply's buffer, which also held its length prefix and the `Stat` (72 bytes more
+    /// than the data); the copy keeps only the data.
+    fn cached(&self, path: &str, mut data: Vec<u8>, stat: Stat) -> CachedNode {
+        if self.compressed {
+            match zkr_connection::compression::decompress(path, &data) {
+                Ok(plain) => data = plain,
+                Err(error) => tracing::warn!(%error, "cached as it is"),
+            }
+        }
+        data.shrink_to_fit();
+        CachedNode { data, stat }
+    }
+
     fn keeps(&self, node: &str) -> bool {
         depth_under(&self.root, node).is_some_and(|d| self.max_depth.is_none_or(|max| d <= max))
     }
@@ -140,9 +161,9 @@ impl Tracker {
     /// resync would find those changes already in the copy and never report them.)
     fn settle(&mut self, paths: &[String], read: Vec<ZkResult<(Vec<u8>, Stat)>>) -> ZkResult<()> {
         let mut found = Vec::with_capacity(read.len());
-        for reply in read {
+        for (path, reply) in paths.iter().zip(read) {
             found.push(match reply {
-                Ok((data, stat)) => Some(cached(data, stat)),
+                Ok((data, stat)) => Some(self.cached(path, data, stat)),
                 Err(zookeeper_client::Error::NoNode) => None,
                 Err(e) => return Err(e),
             });
@@ -183,7 +204,7 @@ impl Tracker {
                         if deeper && stat.num_children > 0 {
                             parents.push(node.clone());
                         }
-                        all.insert(node.clone(), cached(data, stat));
+                        all.insert(node.clone(), self.cached(node, data, stat));
                     }
                     MultiReadResult::Error { err: zookeeper_client::Error::NoNode } => {}
                     MultiReadResult::Error { err } => return Err(err),
@@ -236,14 +257,6 @@ async fn multi_read(client: &Client, nodes: &[String], children: bool) -> ZkResu
     Ok(results)
 }
 
-/// The node as the cache keeps it. `zookeeper-client` hands the data back in the reply's
-/// buffer, which also held its length prefix and the `Stat` (72 bytes more than the data); the
-/// copy keeps only the data.
-fn cached(mut data: Vec<u8>, stat: Stat) -> CachedNode {
-    data.shrink_to_fit();
-    CachedNode { data, stat }
-}
-
 /// Is `new` a later state of the node than `old`: a later change, or a node created again?
 fn is_newer(old: &Stat, new: &Stat) -> bool {
     new.mzxid > old.mzxid || new.czxid != old.czxid
@@ -275,6 +288,7 @@ mod tests {
             snapshot,
             events,
             pending: Vec::new(),
+            compressed: false,
         };
         (tracker, receiver)
     }

@@ -187,6 +187,38 @@ impl Codec<Vec<u8>> for Raw {
     }
 }
 
+/// Another codec's bytes gzip-compressed as Curator's `GzipCompressionProvider` stores them
+/// (Curator's `compressed()` writes and `decompressed()` reads): for config values and cached
+/// nodes that Curator processes with compression on share. `Gzip(Json)` is JSON,
+/// compressed.
+///
+/// # Examples
+///
+/// ```
+/// use zkr_recipes::config::{Codec, Gzip, Utf8};
+/// let codec = Gzip(Utf8);
+/// let stored = codec.encode(&"value ".repeat(20)).unwrap();
+/// assert_eq!(&stored[..2], &[0x1f, 0x8b]);
+/// assert_eq!(codec.decode(&stored).unwrap(), "value ".repeat(20));
+/// assert!(codec.decode(b"not gzip").is_err());
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Gzip<C>(pub C);
+
+impl<T, C: Codec<T>> Codec<T> for Gzip<C> {
+    fn decode(&self, data: &[u8]) -> Result<T, CodecError> {
+        let plain = zkr_connection::compression::decompress("", data).map_err(|e| match e {
+            zkr_connection::Error::Decompress { source, .. } => CodecError::new("gzip", source),
+            other => CodecError::new("gzip", other),
+        })?;
+        self.0.decode(&plain)
+    }
+
+    fn encode(&self, value: &T) -> Result<Vec<u8>, CodecError> {
+        Ok(zkr_connection::compression::compress(&self.0.encode(value)?))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

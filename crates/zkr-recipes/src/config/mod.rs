@@ -55,7 +55,7 @@ use zookeeper_client::Stat;
 pub use crate::codec::Toml;
 #[cfg(feature = "yaml")]
 pub use crate::codec::Yaml;
-pub use crate::codec::{Codec, Json, Raw, Utf8};
+pub use crate::codec::{Codec, Gzip, Json, Raw, Utf8};
 pub use crate::watch::WatchMode;
 use crate::watch::{Sessions, Watch};
 use engine::{Scope, Tracker};

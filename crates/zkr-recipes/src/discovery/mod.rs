@@ -28,7 +28,9 @@ mod service;
 pub use instance::{
     ServiceInstance, ServiceInstanceBuilder, ServiceType, UriPart, UriSpec, DEFAULT_PAYLOAD_CLASS,
 };
-pub use provider::{DownInstancePolicy, ProviderStrategy, ServiceCache, ServiceProvider};
+pub use provider::{
+    DownInstancePolicy, ProviderStrategy, ServiceCache, ServiceProvider, ServiceProviderBuilder,
+};
 pub use service::{ServiceDiscovery, DEFAULT_BASE_PATH};
 
 use crate::nodes::NodeError;

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::{Stream, StreamExt as _};
 use parking_lot::Mutex;
 use rand::RngExt as _;
 use serde::de::DeserializeOwned;
@@ -89,6 +90,29 @@ impl<P: DeserializeOwned + Clone> ServiceCache<P> {
     }
 }
 
+impl<P: DeserializeOwned + Clone + Send + Sync + 'static> ServiceCache<P> {
+    /// The instances now, then again after every change of the service's nodes (Curator's
+    /// `ServiceCacheListener.cacheChanged`, with the instances it would read). A subscriber
+    /// that falls behind skips to the latest instances; nothing is queued for it.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(cache: zkr_recipes::discovery::ServiceCache<serde_json::Value>) {
+    /// use futures::StreamExt;
+    ///
+    /// let mut changes = cache.changes();
+    /// while let Some(instances) = changes.next().await {
+    ///     println!("{} instances", instances.len());
+    /// }
+    /// # }
+    /// ```
+    pub fn changes(&self) -> impl Stream<Item = Vec<ServiceInstance<P>>> + Send + Unpin + 'static {
+        let cache = self.clone();
+        tokio_stream::wrappers::WatchStream::new(self.cache.snapshots()).map(move |_| cache.instances())
+    }
+}
+
 /// How a [`ServiceProvider`] picks among the instances (Curator's `ProviderStrategy`s).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -120,8 +144,8 @@ impl Default for DownInstancePolicy {
 }
 
 /// Hands out one instance of a service at a time (Curator's `ServiceProvider`): the enabled
-/// instances of a [`ServiceCache`], less those reported down, picked by a
-/// [`ProviderStrategy`].
+/// instances of a [`ServiceCache`], less those reported down and those a filter refuses,
+/// picked by a [`ProviderStrategy`] or a strategy of your own.
 ///
 /// # Examples
 ///
@@ -136,20 +160,118 @@ impl Default for DownInstancePolicy {
 /// }
 /// # Ok(()) }
 /// ```
-#[derive(Debug)]
 pub struct ServiceProvider<P> {
     cache: ServiceCache<P>,
     strategy: ProviderStrategy,
     policy: DownInstancePolicy,
+    filters: Vec<InstanceFilter<P>>,
+    picker: Option<Picker<P>>,
     next: AtomicUsize,
     sticky: Mutex<Option<String>>,
     errors: Mutex<HashMap<String, (u32, Instant)>>,
 }
 
+/// Curator's `InstanceFilter`: keeps the instances for which it is true.
+type InstanceFilter<P> = Arc<dyn Fn(&ServiceInstance<P>) -> bool + Send + Sync>;
+/// A custom strategy: the index of the instance to give among those offered, or `None`.
+type Picker<P> = Arc<dyn Fn(&[ServiceInstance<P>]) -> Option<usize> + Send + Sync>;
+
+impl<P> std::fmt::Debug for ServiceProvider<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceProvider")
+            .field("cache", &self.cache)
+            .field("strategy", &self.strategy)
+            .field("policy", &self.policy)
+            .field("filters", &self.filters.len())
+            .field("custom_strategy", &self.picker.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`ServiceProvider`] (Curator's `ServiceProviderBuilder`).
+#[must_use]
+pub struct ServiceProviderBuilder<P> {
+    provider: ServiceProvider<P>,
+}
+
+impl<P> std::fmt::Debug for ServiceProviderBuilder<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.provider.fmt(f)
+    }
+}
+
+impl<P> ServiceProviderBuilder<P> {
+    /// How it picks (`providerStrategy`). Defaults to [`ProviderStrategy::RoundRobin`].
+    pub fn strategy(mut self, strategy: ProviderStrategy) -> Self {
+        self.provider.strategy = strategy;
+        self
+    }
+
+    /// A strategy of your own (Curator's `ProviderStrategy` interface): given the instances
+    /// on offer (enabled, not down, through the filters; sorted by id; never empty), the index
+    /// of the one to give, or `None` for none. Replaces [`strategy`](Self::strategy).
+    pub fn custom_strategy(
+        mut self,
+        pick: impl Fn(&[ServiceInstance<P>]) -> Option<usize> + Send + Sync + 'static,
+    ) -> Self {
+        self.provider.picker = Some(Arc::new(pick));
+        self
+    }
+
+    /// Only instances for which `filter` is true are offered (`additionalFilter`; several
+    /// filters must all agree).
+    pub fn filter(mut self, filter: impl Fn(&ServiceInstance<P>) -> bool + Send + Sync + 'static) -> Self {
+        self.provider.filters.push(Arc::new(filter));
+        self
+    }
+
+    /// When a failing instance is skipped (`downInstancePolicy`). Defaults to Curator's.
+    pub fn down_instance_policy(mut self, policy: DownInstancePolicy) -> Self {
+        self.provider.policy = policy;
+        self
+    }
+
+    /// The provider.
+    pub fn build(self) -> ServiceProvider<P> {
+        self.provider
+    }
+}
+
+impl<P> ServiceProvider<P> {
+    /// A builder over `cache`: strategy, filters, down-instance policy.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(discovery: zkr_recipes::discovery::ServiceDiscovery<serde_json::Value>) -> Result<(), zkr_recipes::discovery::DiscoveryError> {
+    /// use zkr_recipes::discovery::ServiceProvider;
+    ///
+    /// let provider = ServiceProvider::builder(discovery.service_cache("orders").await?)
+    ///     .filter(|i| i.payload.as_ref().is_some_and(|p| p["zone"] == "a"))
+    ///     .custom_strategy(|offered| offered.iter().position(|i| i.ssl_port.is_some()).or(Some(0)))
+    ///     .build();
+    /// # Ok(()) }
+    /// ```
+    pub fn builder(cache: ServiceCache<P>) -> ServiceProviderBuilder<P> {
+        ServiceProviderBuilder {
+            provider: ServiceProvider {
+                cache,
+                strategy: ProviderStrategy::default(),
+                policy: DownInstancePolicy::default(),
+                filters: Vec::new(),
+                picker: None,
+                next: AtomicUsize::new(0),
+                sticky: Mutex::new(None),
+                errors: Mutex::new(HashMap::new()),
+            },
+        }
+    }
+}
+
 impl<P: DeserializeOwned + Clone> ServiceProvider<P> {
     /// A provider over `cache` with Curator's default [`DownInstancePolicy`].
     pub fn new(cache: ServiceCache<P>, strategy: ProviderStrategy) -> Self {
-        Self::with_policy(cache, strategy, DownInstancePolicy::default())
+        Self::builder(cache).strategy(strategy).build()
     }
 
     /// A provider with its own down-instance policy.
@@ -158,24 +280,19 @@ impl<P: DeserializeOwned + Clone> ServiceProvider<P> {
         strategy: ProviderStrategy,
         policy: DownInstancePolicy,
     ) -> Self {
-        ServiceProvider {
-            cache,
-            strategy,
-            policy,
-            next: AtomicUsize::new(0),
-            sticky: Mutex::new(None),
-            errors: Mutex::new(HashMap::new()),
-        }
+        Self::builder(cache).strategy(strategy).down_instance_policy(policy).build()
     }
 
-    /// The instances it picks from: enabled, not down (Curator's `getAllInstances` with its
-    /// filters).
+    /// The instances it picks from: enabled, not down, through the filters (Curator's
+    /// `getAllInstances` with its filters).
     pub fn get_all_instances(&self) -> Vec<ServiceInstance<P>> {
         let now = Instant::now();
         let mut errors = self.errors.lock();
         errors.retain(|_, (_, last)| now.duration_since(*last) < self.policy.timeout);
         let down = |id: &str| errors.get(id).is_some_and(|(count, _)| *count >= self.policy.error_threshold);
-        self.cache.parsed().iter().filter(|i| i.enabled && !down(&i.id)).cloned().collect()
+        let offered =
+            |i: &&ServiceInstance<P>| i.enabled && !down(&i.id) && self.filters.iter().all(|f| f(i));
+        self.cache.parsed().iter().filter(offered).cloned().collect()
     }
 
     /// One instance, or `None` when there is none to give (Curator's `getInstance`).
@@ -183,6 +300,9 @@ impl<P: DeserializeOwned + Clone> ServiceProvider<P> {
         let instances = self.get_all_instances();
         if instances.is_empty() {
             return None;
+        }
+        if let Some(pick) = &self.picker {
+            return pick(&instances).and_then(|i| instances.get(i).cloned());
         }
         match self.strategy {
             ProviderStrategy::RoundRobin => Some(self.round_robin(&instances)),

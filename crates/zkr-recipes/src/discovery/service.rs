@@ -42,8 +42,23 @@ pub const DEFAULT_BASE_PATH: &str = "/services";
 pub struct ServiceDiscovery<P> {
     zk: ZkClient,
     base_path: String,
+    paths: PathConstructor,
     registered: DashMap<(String, String), Arc<PersistentNode>>,
     _payload: PhantomData<fn() -> P>,
+}
+
+/// Where a service's instances live (Curator's `PathConstructor`): `<base path>/<name>`
+/// unless [`ServiceDiscovery::with_path_constructor`] says otherwise.
+#[derive(Clone)]
+struct PathConstructor(Option<Arc<PathFn>>);
+
+/// A service name to the parent of its instance nodes.
+type PathFn = dyn Fn(&str) -> String + Send + Sync;
+
+impl std::fmt::Debug for PathConstructor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "custom" } else { "<base path>/<name>" })
+    }
 }
 
 impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P> {
@@ -56,6 +71,7 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
         Ok(ServiceDiscovery {
             zk: zk.clone(),
             base_path: base_path.to_owned(),
+            paths: PathConstructor(None),
             registered: DashMap::new(),
             _payload: PhantomData,
         })
@@ -66,9 +82,33 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
         &self.base_path
     }
 
+    /// Where each service's instances live (Curator's `pathConstructor`): `paths(name)` gives
+    /// the parent of the service's instance nodes instead of `<base path>/<name>`, for layouts
+    /// such as `/services/<name>/instances`. Every reader of the service must use the same.
+    /// [`query_for_names`](Self::query_for_names) still lists the base path's children.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::discovery::DiscoveryError> {
+    /// use zkr_recipes::discovery::ServiceDiscovery;
+    ///
+    /// let discovery = ServiceDiscovery::<serde_json::Value>::new(&zk, "/services")?
+    ///     .with_path_constructor(|name| format!("/services/{name}/instances"));
+    /// assert_eq!(discovery.path_for_name("orders"), "/services/orders/instances");
+    /// # Ok(()) }
+    /// ```
+    pub fn with_path_constructor(mut self, paths: impl Fn(&str) -> String + Send + Sync + 'static) -> Self {
+        self.paths = PathConstructor(Some(Arc::new(paths)));
+        self
+    }
+
     /// The path of a service's instances.
     pub fn path_for_name(&self, name: &str) -> String {
-        path::join(&self.base_path, name)
+        match &self.paths.0 {
+            Some(paths) => paths(name),
+            None => path::join(&self.base_path, name),
+        }
     }
 
     /// Registers `instance` and waits (at most the connection timeout) until its node exists;

@@ -95,10 +95,9 @@ impl Lease {
     /// # Ok(()) }
     /// ```
     pub async fn data(&self) -> Result<Vec<u8>, LockError> {
-        match self.zk.get_data(self.node_path()).await? {
-            Some((data, _)) => Ok(data),
-            None => Err(zkr_connection::Error::Zk(zookeeper_client::Error::NoNode).into()),
-        }
+        // As stored: the client's compression is for the framework calls, not recipe nodes.
+        let node = self.node_path();
+        Ok(self.zk.retry(|s| async move { s.client().get_data(node).await }).await?.0)
     }
 
     /// The lease node's creation zxid: grows with every new lease.
@@ -270,13 +269,12 @@ impl InterProcessSemaphoreV2 {
         self.acquire_until(Some(Deadline::after(timeout))).await
     }
 
-    /// Takes `qty` leases (Curator's `acquire(qty)`), one after the other, each queueing as
-    /// [`acquire`](Self::acquire) does, waiting as long as it takes. All or none: on an error the
-    /// leases taken so far are returned. As with Curator's, callers whose quantities add up to
-    /// more than the maximum can each hold part and wait for the rest forever (4 leases, two
-    /// callers of 3 each holding 2): give such callers
-    /// [`acquire_many_timeout`](Self::acquire_many_timeout), which returns its part at the
-    /// deadline.
+    /// Takes `qty` leases (Curator's `acquire(qty)`), queueing once for the acquirers' mutex as
+    /// [`acquire`](Self::acquire) does and holding it until it has them all, waiting as long as
+    /// it takes. All or none: on an error the leases taken so far are returned. Callers whose
+    /// quantities add up to more than the maximum take turns (Curator's releases the mutex
+    /// between leases, so two callers of 3 on 4 leases can each hold 2 and wait forever); a
+    /// Curator process's `acquire(qty)` beside zkr still takes its leases one at a time.
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] for `qty` 0, or above a fixed maximum (it could never be
@@ -330,12 +328,17 @@ impl InterProcessSemaphoreV2 {
                 self.path, self.max
             )));
         }
+        // The acquirers' mutex is held across all `qty` leases: no other acquirer of this
+        // process or another zkr one takes a lease in between, so callers whose quantities
+        // together exceed the maximum cannot each hold part and wait for the rest forever
+        // (Curator's `acquire(qty)` releases it between leases, and can).
+        let Some(guard) = self.mutex.acquire_until(deadline).await? else { return Ok(None) };
         let mut leases = Vec::with_capacity(qty);
         while leases.len() < qty {
-            let taken = self.acquire_until(deadline).await;
-            match taken {
+            match self.lease_under_mutex(deadline).await {
                 Ok(Some(lease)) => leases.push(lease),
                 other => {
+                    let _ = guard.release().await;
                     for lease in leases {
                         let _ = lease.release().await;
                     }
@@ -343,6 +346,7 @@ impl InterProcessSemaphoreV2 {
                 }
             }
         }
+        let _ = guard.release().await;
         Ok(Some(leases))
     }
 
@@ -388,6 +392,14 @@ impl InterProcessSemaphoreV2 {
     async fn acquire_until(&self, deadline: Option<Deadline>) -> Result<Option<Lease>, LockError> {
         // Queue for the acquirers' mutex first (Curator's `lock`), then create our lease.
         let Some(guard) = self.mutex.acquire_until(deadline).await? else { return Ok(None) };
+        let lease = self.lease_under_mutex(deadline).await;
+        let _ = guard.release().await;
+        lease
+    }
+
+    /// Creates a lease node and waits for room, with the acquirers' mutex held by the caller:
+    /// the lease, or `None` (and no node) at the deadline.
+    async fn lease_under_mutex(&self, deadline: Option<Deadline>) -> Result<Option<Lease>, LockError> {
         let request = ProtectedCreate::new(&self.leases_path, LEASE_NAME, CreateMode::EphemeralSequential)
             .data(&self.node_data)
             .retry_options(RetryOptions::default().deadline(deadline));
@@ -407,7 +419,6 @@ impl InterProcessSemaphoreV2 {
         // Every request of the wait counts against the deadline: a request to a server that
         // lost its quorum can go unanswered for seconds.
         let granted = within(deadline, self.wait_for_room(&lease, deadline)).await.unwrap_or(Ok(false));
-        let _ = guard.release().await;
         match granted {
             Ok(true) => Ok(Some(lease)),
             Ok(false) => {

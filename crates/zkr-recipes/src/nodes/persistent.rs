@@ -23,9 +23,19 @@ pub struct PersistentNodeBuilder {
     data: Vec<u8>,
     ttl: Option<Duration>,
     delete_on_close: bool,
+    compressed: bool,
 }
 
 impl PersistentNodeBuilder {
+    /// Stores the data gzip-compressed, as Curator's `PersistentNode` does on a client with
+    /// compression on (`GzipCompressionProvider`): [`data`](PersistentNode::data) and
+    /// [`set_data`](PersistentNode::set_data) still take and give it uncompressed. Defaults
+    /// to false.
+    pub fn compressed(mut self, compressed: bool) -> Self {
+        self.compressed = compressed;
+        self
+    }
+
     /// The node's data. Defaults to none.
     pub fn data(mut self, data: impl Into<Vec<u8>>) -> Self {
         self.data = data.into();
@@ -58,13 +68,14 @@ impl PersistentNodeBuilder {
     /// Outside a tokio runtime.
     pub fn build(self) -> Result<PersistentNode, NodeError> {
         crate::errors::check_node_path(&self.zk, &self.path)?;
-        path::validate_data(&self.path, &self.data)?;
+        let data = stored(self.compressed, self.data);
+        path::validate_data(&self.path, &data)?;
         if let Some(ttl) = self.ttl {
             zkr_connection::validate_ttl(self.mode, ttl)?;
         }
         let spec = Spec { path: self.path, mode: self.mode, ttl: self.ttl };
         let (root, recursive) = spec.watch_root();
-        let shared = Arc::new(Shared::new(self.zk.clone(), spec, self.data));
+        let shared = Arc::new(Shared::new(self.zk.clone(), spec, data));
         let keeper = Keeper { shared: shared.clone(), session: None };
         let engine = Watch::new(&self.zk, &root, recursive, WatchMode::Auto, keeper);
         let (stop, stopped) = oneshot::channel();
@@ -77,6 +88,7 @@ impl PersistentNodeBuilder {
             paths,
             running: Mutex::new(Some((stop, task))),
             delete_on_close: self.delete_on_close,
+            compressed: self.compressed,
         })
     }
 }
@@ -116,6 +128,15 @@ pub struct PersistentNode {
     /// The engine's stop and task, until the node is closed.
     running: Mutex<Option<(oneshot::Sender<()>, JoinHandle<()>)>>,
     delete_on_close: bool,
+    compressed: bool,
+}
+
+/// `data` as the node stores it.
+fn stored(compressed: bool, data: Vec<u8>) -> Vec<u8> {
+    match compressed {
+        true => zkr_connection::compression::compress(&data),
+        false => data,
+    }
 }
 
 impl PersistentNode {
@@ -129,6 +150,7 @@ impl PersistentNode {
             data: Vec::new(),
             ttl: None,
             delete_on_close: true,
+            compressed: false,
         }
     }
 
@@ -177,7 +199,12 @@ impl PersistentNode {
 
     /// The data the node is created with.
     pub fn data(&self) -> Vec<u8> {
-        self.shared.data()
+        let data = self.shared.data();
+        match self.compressed {
+            // Compressed by this handle: it decompresses.
+            true => zkr_connection::compression::decompress(&self.shared.spec.path, &data).unwrap_or(data),
+            false => data,
+        }
     }
 
     /// The creation zxid of the first node this handle created or adopted: when it entered a
@@ -200,7 +227,7 @@ impl PersistentNode {
     /// # Cancel safety
     /// Cancel safe: the data is stored before anything is sent.
     pub async fn set_data(&self, data: impl Into<Vec<u8>>) -> Result<(), NodeError> {
-        Ok(self.shared.set_data(data.into()).await?)
+        Ok(self.shared.set_data(stored(self.compressed, data.into())).await?)
     }
 
     /// Stops keeping the node and deletes it (unless built with `delete_on_close(false)`).
