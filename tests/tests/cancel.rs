@@ -307,3 +307,61 @@ async fn two_feature_probes_at_once_agree_and_leave_no_session() {
     eventually("the probe's session closed", || async { connections().await == alone }).await;
     zk.close().await;
 }
+
+#[tokio::test]
+async fn kazoo_semaphore_election_and_lease() {
+    let (zk, observer) = clients().await;
+    let path = unique_root("cancel-kazoo");
+    let (semaphore_path, lock_path) = (format!("{path}/semaphore"), format!("{path}/semaphore-__lock__"));
+    let semaphore = zkr_recipes::kazoo::Semaphore::new(&zk, &semaphore_path, "rust", 1).unwrap();
+    let cycle = || async { semaphore.acquire().await?.release().await };
+    let after = |k| semaphore_cleaned(&observer, &semaphore_path, &lock_path, k);
+    let (done, drops) = cancel_at_every_await(cycle, after).await;
+    println!("semaphore: dropped at {drops} awaits");
+    done.unwrap();
+    assert!(drops > 0);
+
+    let election_path = format!("{path}/election");
+    let election = zkr_recipes::kazoo::Election::new(&zk, &election_path, "rust").unwrap();
+    let cycle = || election.run(tokio::task::yield_now);
+    let (done, drops) = cancel_at_every_await(cycle, |k| cleaned(&observer, &election_path, none, k)).await;
+    println!("election: dropped at {drops} awaits");
+    done.unwrap();
+
+    // A dropped lease leaves no lock node (the holder node is the lease itself).
+    let lease_path = format!("{path}/lease");
+    let hour = Duration::from_secs(3600);
+    let cycle = || zkr_recipes::kazoo::NonBlockingLease::obtain(&zk, &lease_path, hour, "rust");
+    let keep = |c: &str| c == "lease_holder";
+    let (done, drops) = cancel_at_every_await(cycle, |k| cleaned(&observer, &lease_path, keep, k)).await;
+    println!("lease: dropped at {drops} awaits");
+    assert!(done.unwrap().obtained());
+}
+
+#[tokio::test]
+async fn kazoo_party_join_and_leave() {
+    let (zk, observer) = clients().await;
+    let path = unique_root("cancel-kazoo-party");
+    let party = zkr_recipes::kazoo::Party::new(&zk, &path, "rust").unwrap();
+    // A dropped join stays joined (its node is created in the background); a leave undoes it,
+    // and a dropped leave still leaves.
+    let cycle = || async {
+        party.join().await?;
+        party.leave().await;
+        Ok::<_, zkr_recipes::nodes::NodeError>(())
+    };
+    let after = |k| {
+        let party = &party;
+        let observer = &observer;
+        let path = &path;
+        async move {
+            party.leave().await;
+            cleaned(observer, path, none, k).await;
+        }
+    };
+    let (done, drops) = cancel_at_every_await(cycle, after).await;
+    println!("party: dropped at {drops} awaits");
+    done.unwrap();
+    assert!(drops > 0);
+    assert!(children(&observer, &path).await.is_empty());
+}

@@ -27,6 +27,7 @@ mod errors;
 mod fence;
 mod host;
 pub mod id;
+pub mod kazoo;
 pub mod leader;
 pub mod locks;
 pub mod nodes;

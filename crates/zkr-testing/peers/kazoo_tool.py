@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """kazoo as a peer process for zkr's interop tests (the lock commands of CuratorTool.java, and
-kazoo's Queue).
+kazoo's Queue, read-write lock, Semaphore, Counter, Party, ShallowParty, Election and leases).
 
 Run by zkr-testing's `peers::KazooTool`; usable by hand too:
 
@@ -11,8 +11,26 @@ Output: one line per event on stdout, flushed at once. <t_us> is time.monotonic_
 processes on one machine). Commands:
 
     lock CONNECT PATH ROUNDS HOLD_MS   ACQUIRED <r> <t_us>, RELEASING <r> <t_us> per round; DONE
-    hold CONNECT PATH                  HELD <own lock node>; on stdin `release` or EOF: RELEASED
-    try CONNECT PATH TIMEOUT_MS        ACQUIRED | NOT_ACQUIRED
+    hold CONNECT PATH [KIND]           HELD <own lock node>; on stdin `release` or EOF: RELEASED.
+                                       KIND: lock (the default), read (ReadLock), write (WriteLock)
+    try CONNECT PATH TIMEOUT_MS [KIND] ACQUIRED | NOT_ACQUIRED
+    semaphore-hold CONNECT PATH ID MAX Semaphore(PATH, ID, MAX).acquire(): HELD; on stdin `release`
+                                       or EOF: RELEASED
+    semaphore-try CONNECT PATH ID MAX TIMEOUT_MS
+                                       ACQUIRED (then released) | NOT_ACQUIRED
+    semaphore-holders CONNECT PATH MAX HOLDERS <lease_holders(), sorted, comma-separated>
+    counter CONNECT PATH FORMAT DELTA N
+                                       Counter += DELTA, N times; FORMAT int, float or curator
+                                       (support_curator=True): RESULT value=<counter.value>
+    party CONNECT PATH ID deep|shallow Party/ShallowParty.join(): JOINED; per stdin line `members`:
+                                       MEMBERS <sorted, comma-separated>; `leave` or EOF: LEFT
+    elect CONNECT PATH ID              Election.run(): LEADING when it leads; on stdin `resign` or
+                                       EOF the function returns: RESIGNED
+    contenders CONNECT PATH            CONTENDERS <Election.contenders(), in order, comma-separated>
+    lease CONNECT PATH SECONDS ID      NonBlockingLease(PATH, timedelta(seconds=SECONDS), ID):
+                                       OBTAINED | NOT_OBTAINED (SECONDS may be negative)
+    multi-lease CONNECT COUNT PATH SECONDS ID
+                                       MultiNonBlockingLease: OBTAINED | NOT_OBTAINED
     queue-put CONNECT PATH PREFIX N    kazoo's Queue.put of N items `<PREFIX>-<i>` (UTF-8, the default
                                        priority 100): RESULT count=N
     queue-get CONNECT PATH N           Queue.get until N items came (polling an empty queue every
@@ -22,6 +40,7 @@ Exit status: 0 success, 1 error (message on stderr), 2 bad arguments, 3 the pare
 away. Session timeout: kazoo's default (10 s), or $ZKR_PEER_SESSION_MS.
 """
 
+import datetime
 import logging
 import os
 import sys
@@ -33,9 +52,15 @@ from kazoo.exceptions import LockTimeout
 
 CONNECTION_TIMEOUT_S = 15.0
 SESSION_ENV = "ZKR_PEER_SESSION_MS"
-USAGE = ("usage: kazoo_tool.py lock CONNECT PATH ROUNDS HOLD_MS | hold CONNECT PATH | try CONNECT PATH TIMEOUT_MS"
+USAGE = ("usage: kazoo_tool.py lock CONNECT PATH ROUNDS HOLD_MS | hold CONNECT PATH [KIND]"
+         " | try CONNECT PATH TIMEOUT_MS [KIND]"
          " | partition CONNECT PATH ITEM[,ITEM...] IDENTIFIER TIME_BOUNDARY_MS"
-         " | queue-put CONNECT PATH PREFIX N | queue-get CONNECT PATH N")
+         " | queue-put CONNECT PATH PREFIX N | queue-get CONNECT PATH N"
+         " | semaphore-hold CONNECT PATH ID MAX | semaphore-try CONNECT PATH ID MAX TIMEOUT_MS"
+         " | semaphore-holders CONNECT PATH MAX | counter CONNECT PATH FORMAT DELTA N"
+         " | party CONNECT PATH ID deep|shallow | elect CONNECT PATH ID | contenders CONNECT PATH"
+         " | lease CONNECT PATH SECONDS ID | multi-lease CONNECT COUNT PATH SECONDS ID")
+LOCK_KINDS = ("lock", "read", "write")
 
 _clients = []
 
@@ -123,9 +148,24 @@ def cmd_lock(hosts, path, rounds, hold_ms):
     out("DONE")
 
 
-def cmd_hold(hosts, path):
+def make_lock(client, path, kind):
+    if kind == "read":
+        return client.ReadLock(path, identifier())
+    if kind == "write":
+        return client.WriteLock(path, identifier())
+    return client.Lock(path, identifier())
+
+
+def wait_for_stdin(word):
+    """Returns on a stdin line `word`, or at EOF."""
+    for line in sys.stdin:
+        if line.strip() == word:
+            return
+
+
+def cmd_hold(hosts, path, kind="lock"):
     client = connect(hosts)
-    lock = client.Lock(path, identifier())
+    lock = make_lock(client, path, kind)
     lock.acquire()
     out("HELD %s/%s" % (lock.path, lock.node))
     for line in sys.stdin:
@@ -135,9 +175,9 @@ def cmd_hold(hosts, path):
     out("RELEASED")
 
 
-def cmd_try(hosts, path, timeout_ms):
+def cmd_try(hosts, path, timeout_ms, kind="lock"):
     client = connect(hosts)
-    lock = client.Lock(path, identifier())
+    lock = make_lock(client, path, kind)
     try:
         acquired = lock.acquire(timeout=timeout_ms / 1000.0)
     except LockTimeout:
@@ -198,19 +238,142 @@ def cmd_queue_get(hosts, path, n):
     out("RESULT count=%d" % n)
 
 
+def cmd_semaphore_hold(hosts, path, ident, max_leases):
+    semaphore = connect(hosts).Semaphore(path, ident, max_leases=max_leases)
+    semaphore.acquire()
+    out("HELD")
+    wait_for_stdin("release")
+    semaphore.release()
+    out("RELEASED")
+
+
+def cmd_semaphore_try(hosts, path, ident, max_leases, timeout_ms):
+    semaphore = connect(hosts).Semaphore(path, ident, max_leases=max_leases)
+    try:
+        acquired = semaphore.acquire(timeout=timeout_ms / 1000.0)
+    except LockTimeout:
+        acquired = False
+    if acquired:
+        out("ACQUIRED")
+        semaphore.release()
+    else:
+        out("NOT_ACQUIRED")
+
+
+def cmd_semaphore_holders(hosts, path, max_leases):
+    semaphore = connect(hosts).Semaphore(path, "observer", max_leases=max_leases)
+    out("HOLDERS %s" % ",".join(sorted(semaphore.lease_holders())))
+
+
+def cmd_counter(hosts, path, fmt, delta, n):
+    client = connect(hosts)
+    if fmt == "float":
+        counter = client.Counter(path, default=0.0)
+        delta = float(delta)
+    elif fmt in ("int", "curator"):
+        counter = client.Counter(path, default=0, support_curator=(fmt == "curator"))
+        delta = int(delta)
+    else:
+        raise UsageError("FORMAT is int, float or curator, not `%s`" % fmt)
+    for _ in range(n):
+        counter += delta
+    out("RESULT value=%r" % (counter.value,))
+
+
+def cmd_party(hosts, path, ident, kind):
+    client = connect(hosts)
+    if kind not in ("deep", "shallow"):
+        raise UsageError("the party kind is deep or shallow, not `%s`" % kind)
+    party = (client.ShallowParty if kind == "shallow" else client.Party)(path, ident)
+    party.join()
+    out("JOINED")
+    for line in sys.stdin:
+        word = line.strip()
+        if word == "members":
+            out("MEMBERS %s" % ",".join(sorted(party)))
+        elif word == "leave":
+            break
+    party.leave()
+    out("LEFT")
+
+
+def cmd_elect(hosts, path, ident):
+    election = connect(hosts).Election(path, ident)
+
+    def lead():
+        out("LEADING")
+        wait_for_stdin("resign")
+
+    election.run(lead)
+    out("RESIGNED")
+
+
+def cmd_contenders(hosts, path):
+    election = connect(hosts).Election(path, "observer")
+    out("CONTENDERS %s" % ",".join(election.contenders()))
+
+
+def cmd_lease(hosts, path, seconds, ident):
+    lease = connect(hosts).NonBlockingLease(path, datetime.timedelta(seconds=seconds), identifier=ident)
+    out("OBTAINED" if lease else "NOT_OBTAINED")
+
+
+def cmd_multi_lease(hosts, count, path, seconds, ident):
+    lease = connect(hosts).MultiNonBlockingLease(count, path, datetime.timedelta(seconds=seconds),
+                                                 identifier=ident)
+    out("OBTAINED" if lease else "NOT_OBTAINED")
+
+
+def number(value, name):
+    try:
+        return float(value)
+    except ValueError:
+        raise UsageError("%s must be a number, not `%s`" % (name, value))
+
+
+def lock_kind(args, at):
+    kind = args[at] if len(args) > at else "lock"
+    if kind not in LOCK_KINDS:
+        raise UsageError("KIND is lock, read or write, not `%s`" % kind)
+    return kind
+
+
 def run(argv):
     if not argv:
         raise UsageError("no command given")
     command, args = argv[0], argv[1:]
-    arity = {"lock": 4, "hold": 2, "try": 3, "partition": 5, "queue-put": 4, "queue-get": 3}
+    arity = {"lock": (4,), "hold": (2, 3), "try": (3, 4), "partition": (5,), "queue-put": (4,),
+             "queue-get": (3,), "semaphore-hold": (4,), "semaphore-try": (5,), "semaphore-holders": (3,),
+             "counter": (5,), "party": (4,), "elect": (3,), "contenders": (2,), "lease": (4,),
+             "multi-lease": (5,)}
     if command not in arity:
         raise UsageError("unknown command `%s`" % command)
-    if len(args) != arity[command]:
-        raise UsageError("`%s` takes %d arguments, got %d" % (command, arity[command], len(args)))
+    if len(args) not in arity[command]:
+        raise UsageError("`%s` takes %s arguments, got %d"
+                         % (command, " or ".join(map(str, arity[command])), len(args)))
     if command == "lock":
         cmd_lock(args[0], args[1], non_negative_int(args[2], "ROUNDS"), non_negative_int(args[3], "HOLD_MS"))
     elif command == "hold":
-        cmd_hold(args[0], args[1])
+        cmd_hold(args[0], args[1], lock_kind(args, 2))
+    elif command == "semaphore-hold":
+        cmd_semaphore_hold(args[0], args[1], args[2], non_negative_int(args[3], "MAX"))
+    elif command == "semaphore-try":
+        cmd_semaphore_try(args[0], args[1], args[2], non_negative_int(args[3], "MAX"),
+                          non_negative_int(args[4], "TIMEOUT_MS"))
+    elif command == "semaphore-holders":
+        cmd_semaphore_holders(args[0], args[1], non_negative_int(args[2], "MAX"))
+    elif command == "counter":
+        cmd_counter(args[0], args[1], args[2], args[3], non_negative_int(args[4], "N"))
+    elif command == "party":
+        cmd_party(args[0], args[1], args[2], args[3])
+    elif command == "elect":
+        cmd_elect(args[0], args[1], args[2])
+    elif command == "contenders":
+        cmd_contenders(args[0], args[1])
+    elif command == "lease":
+        cmd_lease(args[0], args[1], number(args[2], "SECONDS"), args[3])
+    elif command == "multi-lease":
+        cmd_multi_lease(args[0], non_negative_int(args[1], "COUNT"), args[2], number(args[3], "SECONDS"), args[4])
     elif command == "partition":
         cmd_partition(args[0], args[1], args[2], args[3], non_negative_int(args[4], "TIME_BOUNDARY_MS"))
     elif command == "queue-put":
@@ -218,7 +381,7 @@ def run(argv):
     elif command == "queue-get":
         cmd_queue_get(args[0], args[1], non_negative_int(args[2], "N"))
     else:
-        cmd_try(args[0], args[1], non_negative_int(args[2], "TIMEOUT_MS"))
+        cmd_try(args[0], args[1], non_negative_int(args[2], "TIMEOUT_MS"), lock_kind(args, 3))
 
 
 def main():

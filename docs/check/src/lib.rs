@@ -55,6 +55,8 @@ mod guides {
     pub struct RecipesSemaphore;
     #[doc = include_str!("../../../docs/recipes/queues.md")]
     pub struct RecipesQueues;
+    #[doc = include_str!("../../../docs/recipes/kazoo.md")]
+    pub struct RecipesKazoo;
     #[doc = include_str!("../../../crates/zkr-connection/README.md")]
     pub struct ConnectionReadme;
     #[doc = include_str!("../../../crates/zkr-recipes/README.md")]

@@ -87,6 +87,17 @@ pub enum CounterError {
         /// The counter's width in bytes (8 for a long, 4 for an integer).
         expected: usize,
     },
+    /// A kazoo counter's node holds something other than a number in the counter's format
+    /// ([`kazoo::Counter`](crate::kazoo::Counter)).
+    #[error("the node {path:?} holds {}, not {format}", crate::codec::number::hex(data))]
+    NotANumber {
+        /// The node.
+        path: String,
+        /// What it holds.
+        data: Vec<u8>,
+        /// The format expected: `an integer as text`, `a number as text`, `a 4-byte integer`.
+        format: &'static str,
+    },
     /// The operation's result does not fit the counter's type (an `add` past `i64::MAX`);
     /// nothing was written. (Curator's Java arithmetic wraps around instead.)
     #[error("{path}: {value} {op} {delta} overflows")]
@@ -146,7 +157,9 @@ impl CounterError {
             CounterError::Connection(e) => e.kind(),
             CounterError::Lock { source, .. } => source.kind(),
             CounterError::InvalidArgument(_) => zkr_connection::ErrorKind::Usage,
-            CounterError::CorruptValue { .. } => zkr_connection::ErrorKind::Corrupt,
+            CounterError::CorruptValue { .. } | CounterError::NotANumber { .. } => {
+                zkr_connection::ErrorKind::Corrupt
+            }
             CounterError::Indeterminate { .. } => zkr_connection::ErrorKind::Indeterminate,
             CounterError::State { .. } => zkr_connection::ErrorKind::Closed,
             CounterError::Overflow { .. } => zkr_connection::ErrorKind::Other,
@@ -268,7 +281,7 @@ pub struct AtomicValue<T> {
 }
 
 impl<T> AtomicValue<T> {
-    fn try_map<U, E>(self, mut f: impl FnMut(T) -> Result<U, E>) -> Result<AtomicValue<U>, E> {
+    pub(crate) fn try_map<U, E>(self, mut f: impl FnMut(T) -> Result<U, E>) -> Result<AtomicValue<U>, E> {
         Ok(AtomicValue {
             succeeded: self.succeeded,
             pre_value: f(self.pre_value)?,

@@ -18,6 +18,7 @@
 pub mod latch;
 pub mod selector;
 
+pub(crate) use latch::participants_of;
 pub use latch::{LatchState, LeaderLatch, Leadership, Participant, LATCH_NAME};
 pub use selector::{LeaderSelector, LeaderSelectorBuilder};
 

@@ -34,7 +34,9 @@ pub use multi::{Held, InterProcessMultiLock, Lockable, MultiLockGuard};
 pub use mutex::{InterProcessMutex, InterProcessMutexGuard, LOCK_NAME};
 pub use owner::LockOwner;
 pub use read_write::{
-    InterProcessReadWriteLock, ReadLockDriver, WriteLockDriver, READ_LOCK_NAME, WRITE_LOCK_NAME,
+    InterProcessReadWriteLock, ReadLockDriver, WriteLockDriver, KAZOO_READ_LOCK_NAME, KAZOO_WRITE_LOCK_NAME,
+    READ_LOCK_NAME, WRITE_LOCK_NAME,
 };
 pub use revoke::{attempt_revoke, REVOKE_MESSAGE};
+pub(crate) use semaphore::wait_for_children;
 pub use semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, MaxLeases, LEASE_NAME};

@@ -1,5 +1,5 @@
 //! `InterProcessReadWriteLock`: many readers or one writer, on two `InterProcessMutex`es with
-//! their own drivers over one path (Apache Curator's layout).
+//! their own drivers over one path (Apache Curator's layout, or kazoo's).
 
 use zkr_connection::ZkClient;
 use zookeeper_client::CreateMode;
@@ -12,34 +12,77 @@ pub const READ_LOCK_NAME: &str = "__READ__";
 /// Curator's write-lock node name.
 pub const WRITE_LOCK_NAME: &str = "__WRIT__";
 
-/// The sort key of a read or write node: the sequence after `__READ__` or `__WRIT__` (Curator's
-/// `SortingLockInternalsDriver` strips both, hence names of equal length).
-fn read_write_key(name: &str) -> Option<&str> {
-    let at = name.rfind(READ_LOCK_NAME).or_else(|| name.rfind(WRITE_LOCK_NAME))?;
-    let suffix = &name[at + READ_LOCK_NAME.len()..];
-    sequence_key(suffix).map(|_| suffix)
+/// kazoo's read-lock node name (`ReadLock._NODE_NAME`).
+pub const KAZOO_READ_LOCK_NAME: &str = "__rlock__";
+/// kazoo's write-lock node name (`WriteLock._NODE_NAME`, also its plain `Lock`'s).
+pub const KAZOO_WRITE_LOCK_NAME: &str = "__lock__";
+
+/// Whose node names a read-write lock uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Layout {
+    /// Curator's: `_c_<uuid>-__READ__<seq>` and `_c_<uuid>-__WRIT__<seq>`.
+    #[default]
+    Curator,
+    /// kazoo's: `<uuid hex>__rlock__<seq>` and `<uuid hex>__lock__<seq>`.
+    Kazoo,
 }
 
-fn protected_tag() -> String {
-    zkr_connection::protected::protected_prefix(&uuid::Uuid::new_v4())
+impl Layout {
+    fn read_name(self) -> &'static str {
+        match self {
+            Layout::Curator => READ_LOCK_NAME,
+            Layout::Kazoo => KAZOO_READ_LOCK_NAME,
+        }
+    }
+
+    fn write_name(self) -> &'static str {
+        match self {
+            Layout::Curator => WRITE_LOCK_NAME,
+            Layout::Kazoo => KAZOO_WRITE_LOCK_NAME,
+        }
+    }
+
+    /// The sort key of a read or write node: the sequence after the read or write name (neither
+    /// layout's read name contains its write name, nor the other way round).
+    fn key(self, name: &str) -> Option<&str> {
+        [self.read_name(), self.write_name()].into_iter().find_map(|marker| {
+            let at = name.rfind(marker)?;
+            let suffix = &name[at + marker.len()..];
+            sequence_key(suffix).map(|_| suffix)
+        })
+    }
+
+    fn is_writer(self, name: &str) -> bool {
+        name.rfind(self.write_name())
+            .is_some_and(|at| sequence_key(&name[at + self.write_name().len()..]).is_some())
+    }
+
+    fn tag(self) -> String {
+        match self {
+            Layout::Curator => zkr_connection::protected::protected_prefix(&uuid::Uuid::new_v4()),
+            Layout::Kazoo => uuid::Uuid::new_v4().simple().to_string(),
+        }
+    }
 }
 
 /// The write side: a standard queue over read and write nodes alike (a writer waits for every
 /// node ahead of it).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct WriteLockDriver;
+pub struct WriteLockDriver {
+    layout: Layout,
+}
 
 impl LockInternalsDriver for WriteLockDriver {
     fn contender(&self, lock_name: &str) -> ContenderSpec {
         ContenderSpec {
-            tag: protected_tag(),
+            tag: self.layout.tag(),
             name: lock_name.to_owned(),
             mode: CreateMode::EphemeralSequential,
         }
     }
 
     fn fix_for_sorting<'a>(&self, name: &'a str, _lock_name: &str) -> Option<&'a str> {
-        read_write_key(name)
+        self.layout.key(name)
     }
 
     /// A downgrade puts a read node at its writer's (old) place, ahead of writers already
@@ -56,6 +99,12 @@ pub struct ReadLockDriver {
     write: InterProcessMutex<WriteLockDriver>,
 }
 
+impl ReadLockDriver {
+    fn layout(&self) -> Layout {
+        self.write.internals().driver().layout
+    }
+}
+
 impl LockInternalsDriver for ReadLockDriver {
     fn contender(&self, lock_name: &str) -> ContenderSpec {
         // A task that holds the write lock puts its read node at its write node's place in the
@@ -64,20 +113,20 @@ impl LockInternalsDriver for ReadLockDriver {
         let at_writer = self
             .write
             .owned_node_name()
-            .and_then(|w| read_write_key(&w).map(str::to_owned))
+            .and_then(|w| self.layout().key(&w).map(str::to_owned))
             .map(|sequence| format!("{lock_name}{sequence}"));
         match at_writer {
-            Some(name) => ContenderSpec { tag: protected_tag(), name, mode: CreateMode::Ephemeral },
-            None => WriteLockDriver.contender(lock_name),
+            Some(name) => ContenderSpec { tag: self.layout().tag(), name, mode: CreateMode::Ephemeral },
+            None => self.write.internals().driver().contender(lock_name),
         }
     }
 
     fn fix_for_sorting<'a>(&self, name: &'a str, lock_name: &str) -> Option<&'a str> {
-        WriteLockDriver.fix_for_sorting(name, lock_name)
+        self.write.internals().driver().fix_for_sorting(name, lock_name)
     }
 
     fn head_release_grants(&self) -> bool {
-        WriteLockDriver.head_release_grants()
+        self.write.internals().driver().head_release_grants()
     }
 
     fn gets_the_lock(
@@ -100,7 +149,7 @@ impl LockInternalsDriver for ReadLockDriver {
                     },
                 });
             }
-            if first_writer.is_none() && child.contains(WRITE_LOCK_NAME) {
+            if first_writer.is_none() && self.layout().is_writer(child) {
                 first_writer = Some(index);
             }
         }
@@ -147,22 +196,46 @@ impl InterProcessReadWriteLock {
     /// [`LockError::InvalidArgument`] for `/`, an invalid path (or one in the reserved `/zookeeper`
     /// tree).
     pub fn new(zk: &ZkClient, path: &str) -> Result<Self, LockError> {
-        let write = InterProcessMutex::from_internals(LockInternals::new(
-            zk,
-            path,
-            WRITE_LOCK_NAME,
-            WriteLockDriver,
-            1,
-        )?)?;
+        Self::with_layout(zk, path, Layout::Curator, &[])
+    }
+
+    /// A read-write lock at `path` in kazoo's layout (`<uuid hex>__rlock__<seq>` and
+    /// `<uuid hex>__lock__<seq>`, each holding `identifier` as kazoo's contenders do), shared
+    /// with Python processes using kazoo's `ReadLock` and `WriteLock` on the same path. (kazoo's
+    /// plain `Lock` waits for writers only: it takes the lock beside readers, by kazoo's design.)
+    ///
+    /// Readers wait only for writers ahead of them, so zkr does not have kazoo 2.8's read-write
+    /// deadlock (python-zk/kazoo#649, fixed in kazoo 2.9: a reader there could wait on a writer
+    /// queued behind it, which waited on the reader). A kazoo 2.8 process beside zkr can still
+    /// deadlock itself against a writer; upgrade the Python side.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new); [`LockError::InvalidArgument`] for an identifier over
+    /// ZooKeeper's limit.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::locks::LockError> {
+    /// use zkr_recipes::locks::InterProcessReadWriteLock;
+    ///
+    /// let lock = InterProcessReadWriteLock::kazoo(&zk, "/locks/catalog", "rust-worker-1")?;
+    /// let reading = lock.read().await?; // beside kazoo ReadLocks, never beside a WriteLock
+    /// reading.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn kazoo(zk: &ZkClient, path: &str, identifier: &str) -> Result<Self, LockError> {
+        Self::with_layout(zk, path, Layout::Kazoo, identifier.as_bytes())
+    }
+
+    fn with_layout(zk: &ZkClient, path: &str, layout: Layout, data: &[u8]) -> Result<Self, LockError> {
+        let write = LockInternals::new(zk, path, layout.write_name(), WriteLockDriver { layout }, 1)?
+            .with_node_data(data.to_vec())?;
+        let write = InterProcessMutex::from_internals(write)?;
         let driver = ReadLockDriver { write: write.clone() };
-        let read = InterProcessMutex::from_internals(LockInternals::new(
-            zk,
-            path,
-            READ_LOCK_NAME,
-            driver,
-            usize::MAX,
-        )?)?;
-        Ok(InterProcessReadWriteLock { read, write })
+        let read = LockInternals::new(zk, path, layout.read_name(), driver, usize::MAX)?
+            .with_node_data(data.to_vec())?;
+        Ok(InterProcessReadWriteLock { read: InterProcessMutex::from_internals(read)?, write })
     }
 
     /// Takes the read lock, waiting as long as it takes.
@@ -246,16 +319,11 @@ mod tests {
 
     #[test]
     fn read_and_write_nodes_sort_together() {
-        assert_eq!(
-            read_write_key("_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-__READ__0000000007"),
-            Some("0000000007")
-        );
-        assert_eq!(
-            read_write_key("_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-__WRIT__0000000003"),
-            Some("0000000003")
-        );
-        assert_eq!(read_write_key("lock-0000000003"), None);
-        let d = WriteLockDriver;
+        let key = |name| Layout::Curator.key(name);
+        assert_eq!(key("_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-__READ__0000000007"), Some("0000000007"));
+        assert_eq!(key("_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-__WRIT__0000000003"), Some("0000000003"));
+        assert_eq!(key("lock-0000000003"), None);
+        let d = WriteLockDriver::default();
         let children: Vec<String> = ["x-__READ__0000000009", "y-__WRIT__0000000002", "z-__READ__0000000005"]
             .iter()
             .map(|s| s.to_string())
@@ -264,5 +332,20 @@ mod tests {
             d.sort_children(&children, WRITE_LOCK_NAME),
             ["y-__WRIT__0000000002", "z-__READ__0000000005", "x-__READ__0000000009"]
         );
+    }
+
+    #[test]
+    fn kazoo_read_and_write_nodes_sort_together_and_only_writers_block_readers() {
+        let layout = Layout::Kazoo;
+        let (reader, writer) = ("0f3c__rlock__0000000004", "9a1b__lock__0000000002");
+        assert_eq!(layout.key(reader), Some("0000000004"));
+        assert_eq!(layout.key(writer), Some("0000000002"));
+        assert_eq!(layout.key("9a1b__lock__2"), None);
+        assert!(layout.is_writer(writer) && !layout.is_writer(reader));
+        assert!(!Layout::Curator.is_writer(writer));
+        assert_eq!(layout.tag().len(), 32);
+        let d = WriteLockDriver { layout };
+        let children: Vec<String> = [reader, writer, "lease_holder"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(d.sort_children(&children, KAZOO_WRITE_LOCK_NAME), [writer, reader]);
     }
 }

@@ -73,6 +73,17 @@ pub struct Lease {
 }
 
 impl Lease {
+    /// The lease of `node` on `fence`'s session, before its node is created: from here on a
+    /// drop deletes the node (if it came to exist) in the background.
+    pub(crate) fn pending(zk: &ZkClient, node: String, fence: SessionFence) -> Lease {
+        Lease { zk: zk.clone(), node: Some(node), fence, fencing_token: 0 }
+    }
+
+    /// The lease node was created with `czxid`.
+    pub(crate) fn created(&mut self, czxid: i64) {
+        self.fencing_token = czxid;
+    }
+
     /// The lease node's path.
     pub fn node_path(&self) -> &str {
         self.node.as_deref().unwrap_or_default()
@@ -435,36 +446,9 @@ impl InterProcessSemaphoreV2 {
 
     /// Waits until there are no more lease nodes than the maximum; `false` at the deadline.
     async fn wait_for_room(&self, lease: &Lease, deadline: Option<Deadline>) -> Result<bool, LockError> {
-        let client = lease.fence.client(&self.zk);
-        let mut pause = SessionPause::default();
-        loop {
+        let ours = path::node_name(lease.node_path());
+        let room = |children: Vec<String>| async move {
             let max = self.max_leases().await?;
-            let listed = client.get_and_watch_children(&self.leases_path).await;
-            let (children, _, watcher) = match listed {
-                Ok(listed) => listed,
-                // A connection loss (a server restart, a leader election): wait for the
-                // connection, bounded by the deadline, and look again. The session, and with
-                // it our lease, survives unless it expires.
-                Err(e) if zkr_connection::is_retryable(&e) => {
-                    let bound = self.zk.connection_timeout();
-                    let _ =
-                        self.zk.wait_connected(deadline.map_or(bound, |d| d.remaining().min(bound))).await;
-                    if deadline.is_some_and(|d| d.has_passed()) {
-                        return Ok(false);
-                    }
-                    // Connected again, or the wait ran out: look again shortly.
-                    pause.sleep().await;
-                    continue;
-                }
-                Err(e) if zkr_connection::is_session_error(&e) => {
-                    return Err(LockError::Lost {
-                        path: lease.node_path().to_owned(),
-                        reason: LostReason::SessionEnded,
-                    });
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let ours = path::node_name(lease.node_path());
             if !children.iter().any(|c| c == ours) {
                 return Err(LockError::NodeVanished {
                     path: self.leases_path.clone(),
@@ -472,21 +456,56 @@ impl InterProcessSemaphoreV2 {
                 });
             }
             // Only lease nodes count: anything else planted under leases/ is ignored.
-            let leases = children.iter().filter(|c| is_lease_node(c)).count();
-            if leases <= max {
-                return Ok(true);
-            }
-            // The caller bounds the whole wait by its deadline. A session the manager gives up
-            // never fires its watches: stop waiting on it.
-            tokio::select! {
-                _ = watcher.changed() => {}
-                () = self.zk.session_replaced(lease.fence.generation()) => {
-                    return Err(LockError::Lost {
-                        path: lease.node_path().to_owned(),
-                        reason: LostReason::SessionEnded,
-                    });
+            Ok(children.iter().filter(|c| is_lease_node(c)).count() <= max)
+        };
+        wait_for_children(&self.zk, &lease.fence, &self.leases_path, lease.node_path(), deadline, room).await
+    }
+}
+
+/// Lists `dir` with a watch until `ready` says yes, waiting for a change between two looks:
+/// `false` at the deadline. Connection losses the session survives are waited out; the end of
+/// the fence's session is [`LockError::Lost`] for `what`. The caller bounds the whole call by its
+/// deadline (a request to a server without a quorum can go unanswered for seconds).
+pub(crate) async fn wait_for_children<F, Fut>(
+    zk: &ZkClient,
+    fence: &SessionFence,
+    dir: &str,
+    what: &str,
+    deadline: Option<Deadline>,
+    mut ready: F,
+) -> Result<bool, LockError>
+where
+    F: FnMut(Vec<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<bool, LockError>>,
+{
+    let client = fence.client(zk);
+    let lost = || LockError::Lost { path: what.to_owned(), reason: LostReason::SessionEnded };
+    let mut pause = SessionPause::default();
+    loop {
+        let (children, _, watcher) = match client.get_and_watch_children(dir).await {
+            Ok(listed) => listed,
+            // A connection loss (a server restart, a leader election): wait for the connection,
+            // bounded by the deadline, and look again. The session survives unless it expires.
+            Err(e) if zkr_connection::is_retryable(&e) => {
+                let bound = zk.connection_timeout();
+                let _ = zk.wait_connected(deadline.map_or(bound, |d| d.remaining().min(bound))).await;
+                if deadline.is_some_and(|d| d.has_passed()) {
+                    return Ok(false);
                 }
+                // Connected again, or the wait ran out: look again shortly.
+                pause.sleep().await;
+                continue;
             }
+            Err(e) if zkr_connection::is_session_error(&e) => return Err(lost()),
+            Err(e) => return Err(e.into()),
+        };
+        if ready(children).await? {
+            return Ok(true);
+        }
+        // A session the manager gives up never fires its watches: stop waiting on it.
+        tokio::select! {
+            _ = watcher.changed() => {}
+            () = zk.session_replaced(fence.generation()) => return Err(lost()),
         }
     }
 }
