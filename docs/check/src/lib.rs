@@ -21,6 +21,8 @@ mod guides {
     pub struct Connection;
     #[doc = include_str!("../../../docs/migrating-from-curator.md")]
     pub struct MigratingFromCurator;
+    #[doc = include_str!("../../../docs/curator-api-index.md")]
+    pub struct CuratorApiIndex;
     #[doc = include_str!("../../../docs/observability.md")]
     pub struct Observability;
     #[doc = include_str!("../../../docs/reliability.md")]
