@@ -469,3 +469,41 @@ async fn using_namespace_views_share_the_session_and_follow_it_through_an_expiry
     top.delete_recursive(&format!("/{root}")).await.unwrap();
     zk.close().await;
 }
+
+/// `with_timeout`: while the server's replies are held, each framework call on the handle ends
+/// with `DeadlineExceeded` naming the handle's timeout, the calls made of several requests
+/// (`delete_recursive`, `multi_read`) bounded as a whole; once replies flow, the same handle
+/// answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_with_a_timeout_bounds_each_framework_call_as_a_whole() {
+    let server = shared_server().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let zk = builder(&proxy.connect_string()).connect().await.unwrap();
+    let path = unique_root("crud-timeout");
+    zk.create(&format!("{path}/a/b"), b"", CreateMode::Persistent).await.unwrap();
+    let bound = Duration::from_millis(300);
+    let quick = zk.with_timeout(bound);
+    proxy.hold_replies();
+    let child = format!("{path}/c");
+    let calls: Vec<(&str, futures::future::BoxFuture<'_, zkr_connection::Result<()>>)> = vec![
+        ("get_data", Box::pin(async { quick.get_data(&path).await.map(drop) })),
+        ("exists", Box::pin(async { quick.exists(&path).await.map(drop) })),
+        ("get_children", Box::pin(async { quick.get_children(&path).await.map(drop) })),
+        ("set_data", Box::pin(async { quick.set_data(&path, b"x", None).await.map(drop) })),
+        ("create_node", Box::pin(async { quick.create_node(&child).await.map(drop) })),
+        ("delete_recursive", Box::pin(async { quick.delete_recursive(&path).await.map(drop) })),
+        ("multi_read", Box::pin(async { quick.multi_read(&[ReadOp::Data(&path)]).await.map(drop) })),
+        ("transaction", Box::pin(async { quick.transaction().check_exists(&path).commit().await.map(drop) })),
+    ];
+    for (name, call) in calls {
+        // The outer timeout only keeps a hang from eating CI: the bound is what must fire.
+        let outcome = tokio::time::timeout(timing().wait(), call).await;
+        let error = outcome.unwrap_or_else(|_| panic!("{name} was not bounded")).expect_err(name);
+        assert!(matches!(error, Error::DeadlineExceeded { deadline, .. } if deadline == bound), "{name}: {error:?}");
+    }
+    proxy.heal();
+    let answered = || async { quick.exists(&path).await.is_ok_and(|stat| stat.is_some()) };
+    eventually("the bounded handle answers once replies flow", answered).await;
+    zk.delete_recursive(&path).await.unwrap();
+    zk.close().await;
+}

@@ -126,6 +126,8 @@ pub struct ZkClient {
     pub(crate) shared: Arc<Shared>,
     /// Set on a [`using_namespace`](Self::using_namespace) view.
     pub(crate) view: Option<Arc<crate::namespace::View>>,
+    /// Set on a [`with_timeout`](Self::with_timeout) handle: what bounds each framework call.
+    pub(crate) call_timeout: Option<std::time::Duration>,
     _stop_on_last_drop: Arc<DropGuard>,
 }
 
@@ -169,7 +171,7 @@ impl ZkClient {
         });
         let task = runtime.spawn(crate::supervisor::supervise(shared.clone()));
         *shared.supervisor.lock() = Some(task);
-        ZkClient { shared, view: None, _stop_on_last_drop: Arc::new(cancel.drop_guard()) }
+        ZkClient { shared, view: None, call_timeout: None, _stop_on_last_drop: Arc::new(cancel.drop_guard()) }
     }
 
     /// The current session, waiting up to the connection timeout while there is none (before

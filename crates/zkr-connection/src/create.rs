@@ -105,7 +105,7 @@ impl ZkClient {
             parents: Parents::None,
             protected: false,
             compressed: None,
-            options: RetryOptions::default(),
+            options: self.call_options(),
         }
     }
 }

@@ -24,15 +24,62 @@ fn absent<T>(result: Result<T>) -> Result<Option<T>> {
     }
 }
 
-/// A versioned write is sent once; an unversioned one may be sent again after a lost reply.
-fn write_options(version: Option<i32>) -> RetryOptions {
-    match version {
-        Some(_) => RetryOptions::default().no_resend(),
-        None => RetryOptions::default(),
-    }
-}
-
 impl ZkClient {
+    /// A handle on the same client (the same session, namespace and settings) whose framework
+    /// calls are each bounded by `timeout` from their start, waits for a connection and retries
+    /// included: `get_data`, `exists`, `get_children`, `set_data`, `delete`,
+    /// `delete_recursive`, `get_acl`, `set_acl`, `sync`, `create`, `create_if_absent`,
+    /// `create_with_ttl`, `create_parents`, `delete_if_present`, `create_node` (unless given
+    /// its own `.timeout`), `multi_read`, `ephemerals` and `transaction().commit()`. Past it a
+    /// call fails with [`Error::DeadlineExceeded`] (a write may then have been applied:
+    /// [`Error::is_ambiguous`]). Without it, the retry policy alone decides how long a call
+    /// goes on. Recipes keep their own timeouts. Cheap: clone it freely.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// use std::time::Duration;
+    ///
+    /// let quick = zk.with_timeout(Duration::from_millis(500));
+    /// match quick.get_data("/app/settings").await {
+    ///     Err(e) if matches!(e, zkr_connection::Error::DeadlineExceeded { .. }) => println!("no answer within 500 ms"),
+    ///     other => println!("{:?}", other?.map(|(data, _)| data.len())),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn with_timeout(&self, timeout: std::time::Duration) -> ZkClient {
+        let mut bounded = self.clone();
+        bounded.call_timeout = Some(timeout);
+        bounded
+    }
+
+    /// The options of a framework call: bounded by [`with_timeout`](Self::with_timeout)'s
+    /// timeout when set.
+    pub(crate) fn call_options(&self) -> RetryOptions {
+        match self.call_timeout {
+            Some(timeout) => RetryOptions::default().timeout(timeout),
+            None => RetryOptions::default(),
+        }
+    }
+
+    /// `call` bounded by [`with_timeout`](Self::with_timeout)'s timeout as a whole, for the calls
+    /// made of several requests.
+    pub(crate) async fn bounded<T>(&self, call: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        let Some(timeout) = self.call_timeout else { return call.await };
+        tokio::time::timeout(timeout, call)
+            .await
+            .unwrap_or(Err(Error::DeadlineExceeded { deadline: timeout, last: None }))
+    }
+
+    /// A versioned write is sent once; an unversioned one may be sent again after a lost reply.
+    fn write_options(&self, version: Option<i32>) -> RetryOptions {
+        match version {
+            Some(_) => self.call_options().no_resend(),
+            None => self.call_options(),
+        }
+    }
+
     /// `data` as the framework calls store it: compressed when compression is on.
     pub(crate) fn stored<'a>(&self, data: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
         match self.compression_enabled() {
@@ -61,7 +108,9 @@ impl ZkClient {
     /// ```
     pub async fn get_data(&self, path: &str) -> Result<Option<(Vec<u8>, Stat)>> {
         path::validate_path(path)?;
-        let found = absent(self.retry(|s| async move { s.client().get_data(path).await }).await)?;
+        let found = absent(
+            self.retry_with(self.call_options(), |s| async move { s.client().get_data(path).await }).await,
+        )?;
         match found {
             Some((data, stat)) if self.compression_enabled() => {
                 Ok(Some((crate::compression::decompress(path, &data)?, stat)))
@@ -87,7 +136,7 @@ impl ZkClient {
     /// ```
     pub async fn exists(&self, path: &str) -> Result<Option<Stat>> {
         path::validate_path(path)?;
-        self.retry(|s| async move { s.client().check_stat(path).await }).await
+        self.retry_with(self.call_options(), |s| async move { s.client().check_stat(path).await }).await
     }
 
     /// A node's children (names, unsorted, as the server lists them) and its `Stat`, or `None`
@@ -108,7 +157,10 @@ impl ZkClient {
     /// ```
     pub async fn get_children(&self, path: &str) -> Result<Option<(Vec<String>, Stat)>> {
         path::validate_path(path)?;
-        absent(self.retry(|s| async move { s.client().get_children(path).await }).await)
+        absent(
+            self.retry_with(self.call_options(), |s| async move { s.client().get_children(path).await })
+                .await,
+        )
     }
 
     /// Sets a node's data, if its version is `version` when given (Curator:
@@ -134,10 +186,9 @@ impl ZkClient {
         path::validate_node_path(path)?;
         let data = &*self.stored(data);
         path::validate_data(path, data)?;
-        self.retry_with(
-            write_options(version),
-            |s| async move { s.client().set_data(path, data, version).await },
-        )
+        self.retry_with(self.write_options(version), |s| async move {
+            s.client().set_data(path, data, version).await
+        })
         .await
     }
 
@@ -162,8 +213,9 @@ impl ZkClient {
     /// ```
     pub async fn delete(&self, path: &str, version: Option<i32>) -> Result<()> {
         path::validate_node_path(path)?;
-        let sent = self
-            .retry_write(write_options(version), |s| async move { s.client().delete(path, version).await });
+        let sent = self.retry_write(self.write_options(version), |s| async move {
+            s.client().delete(path, version).await
+        });
         let sent = sent.await;
         match sent.result {
             Err(e) if e.is_no_node() && sent.sends > 1 => Ok(()),
@@ -191,6 +243,10 @@ impl ZkClient {
     /// ```
     pub async fn delete_recursive(&self, path: &str) -> Result<bool> {
         path::validate_node_path(path)?;
+        self.bounded(self.delete_tree(path)).await
+    }
+
+    async fn delete_tree(&self, path: &str) -> Result<bool> {
         // Depth first, without recursion: a stack of nodes whose children are not yet gone.
         let mut stack = vec![path.to_owned()];
         let mut existed = false;
@@ -240,7 +296,7 @@ impl ZkClient {
     /// ```
     pub async fn get_acl(&self, path: &str) -> Result<Option<(Vec<Acl>, Stat)>> {
         path::validate_path(path)?;
-        absent(self.retry(|s| async move { s.client().get_acl(path).await }).await)
+        absent(self.retry_with(self.call_options(), |s| async move { s.client().get_acl(path).await }).await)
     }
 
     /// Sets a node's ACL, if its ACL version (`Stat::aversion`) is `version` when given
@@ -265,10 +321,9 @@ impl ZkClient {
     /// ```
     pub async fn set_acl(&self, path: &str, acl: &[Acl], version: Option<i32>) -> Result<Stat> {
         path::validate_path(path)?;
-        self.retry_with(
-            write_options(version),
-            |s| async move { s.client().set_acl(path, acl, version).await },
-        )
+        self.retry_with(self.write_options(version), |s| async move {
+            s.client().set_acl(path, acl, version).await
+        })
         .await
     }
 
@@ -292,6 +347,6 @@ impl ZkClient {
     /// ```
     pub async fn sync(&self, path: &str) -> Result<()> {
         path::validate_path(path)?;
-        self.retry(|s| async move { s.client().sync(path).await }).await
+        self.retry_with(self.call_options(), |s| async move { s.client().sync(path).await }).await
     }
 }

@@ -161,7 +161,11 @@ impl ZkClient {
     /// ```
     pub async fn create_parents(&self, path: &str) -> Result<()> {
         path::validate_path(path)?;
-        self.retry(|s| async move { create_parents_on(self, s.client(), path).await }).await
+        self.retry_with(
+            self.call_options(),
+            |s| async move { create_parents_on(self, s.client(), path).await },
+        )
+        .await
     }
 
     /// Creates a node with the manager's ACL, creating missing parents as containers, under the
@@ -190,7 +194,10 @@ impl ZkClient {
     pub async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<(Stat, CreateSequence)> {
         path::validate_node_path(path)?;
         path::validate_data(path, data)?;
-        self.retry(|s| async move { create_on(self, s.client(), path, data, mode).await }).await
+        self.retry_with(self.call_options(), |s| async move {
+            create_on(self, s.client(), path, data, mode).await
+        })
+        .await
     }
 
     /// Creates a node with a time to live (Curator's `create().withTtl(ms)` with
@@ -231,8 +238,9 @@ impl ZkClient {
         path::validate_node_path(path)?;
         path::validate_data(path, data)?;
         validate_ttl(mode, ttl)?;
-        let created =
-            self.retry(|s| async move { create_ttl_on(self, s.client(), path, data, mode, Some(ttl)).await });
+        let created = self.retry_with(self.call_options(), |s| async move {
+            create_ttl_on(self, s.client(), path, data, mode, Some(ttl)).await
+        });
         created.await.map_err(|e| ttl_error(e, path))
     }
 
@@ -262,7 +270,10 @@ impl ZkClient {
     /// Cancel safe: the node is deleted or not.
     pub async fn delete_if_present(&self, path: &str) -> Result<bool> {
         path::validate_node_path(path)?;
-        match self.retry(|s| async move { s.client().delete(path, None).await }).await {
+        match self
+            .retry_with(self.call_options(), |s| async move { s.client().delete(path, None).await })
+            .await
+        {
             Ok(()) => Ok(true),
             Err(e) if e.is_no_node() => Ok(false),
             Err(e) => Err(e),

@@ -62,9 +62,9 @@ impl ZkClient {
             let (ReadOp::Data(p) | ReadOp::Children(p)) = read;
             path::validate_path(p)?;
         }
-        self.needs_3_6().await?;
-        let replies = self
-            .retry(|s| async move {
+        let replies = self.bounded(async {
+            self.needs_3_6().await?;
+            self.retry_with(self.call_options(), |s| async move {
                 let mut reader = s.client().new_multi_reader();
                 for read in reads {
                     match read {
@@ -74,7 +74,9 @@ impl ZkClient {
                 }
                 reader.commit().await
             })
-            .await?;
+            .await
+        });
+        let replies = replies.await?;
         reads.iter().zip(replies).map(|(read, reply)| found(read, reply)).collect()
     }
 
@@ -101,7 +103,9 @@ impl ZkClient {
     pub async fn ephemerals(&self, path: &str) -> Result<Vec<String>> {
         path::validate_path(path)?;
         self.needs_3_6().await?;
-        let mut found = self.retry(|s| async move { s.client().list_ephemerals(path).await }).await?;
+        let mut found = self
+            .retry_with(self.call_options(), |s| async move { s.client().list_ephemerals(path).await })
+            .await?;
         found.sort();
         Ok(found)
     }

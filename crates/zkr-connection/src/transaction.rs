@@ -108,7 +108,7 @@ impl fmt::Debug for Transaction {
 impl ZkClient {
     /// A new, empty [`Transaction`] on this manager.
     pub fn transaction(&self) -> Transaction {
-        Transaction { zk: self.clone(), ops: Vec::new(), options: RetryOptions::default() }
+        Transaction { zk: self.clone(), ops: Vec::new(), options: self.call_options() }
     }
 }
 
