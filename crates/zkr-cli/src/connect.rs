@@ -9,8 +9,10 @@ use zkr_connection::{
     ConnectionStateErrorPolicy, StandardConnectionStateErrorPolicy, ZkClient, ZkClientBuilder,
 };
 
-/// How to reach ZooKeeper. Flattened into each subcommand that connects (not `server` or
-/// `demo`), after its name: `zkr lock --connect zk1:2181 /x -- cmd`.
+/// How to reach ZooKeeper: global options, given before the subcommand or after its name
+/// (`zkr --connect zk1:2181 lock /x -- cmd` or `zkr lock --connect zk1:2181 /x -- cmd`), as
+/// etcdctl, kubectl and consul users write them. `server` and `demo` run their own ZooKeeper
+/// and ignore them.
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "Connection")]
 pub(crate) struct ConnectArgs {

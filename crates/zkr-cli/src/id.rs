@@ -16,8 +16,6 @@ use crate::exit::{Code, Exit, Failure};
 pub(crate) struct IdArgs {
     #[command(subcommand)]
     command: IdCommand,
-    #[command(flatten)]
-    connect: ConnectArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -74,9 +72,9 @@ struct NextArgs {
     json: bool,
 }
 
-pub(crate) async fn run(args: IdArgs) -> anyhow::Result<Code> {
+pub(crate) async fn run(args: IdArgs, connect: &ConnectArgs) -> anyhow::Result<Code> {
     let IdCommand::Next(next) = args.command;
-    let zk = args.connect.connect().await?;
+    let zk = connect.connect().await?;
     let drawn = draw(&zk, &next).await;
     zk.close().await;
     print(&next, &drawn?)?;

@@ -16,7 +16,7 @@ mod tree;
 
 use std::io::IsTerminal as _;
 
-use clap::{CommandFactory as _, Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use exit::{Code, Exit};
 
 /// `zkr --help`, after the subcommands: the exit codes and the environment.
@@ -47,6 +47,8 @@ struct Cli {
     #[arg(short = 'E', long, value_name = "N", global = true,
           value_parser = clap::value_parser!(u8).range(1..))]
     error_exit_code: Option<u8>,
+    #[command(flatten)]
+    connect: connect::ConnectArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -105,9 +107,26 @@ fn init_tracing(verbose: u8) {
         .init();
 }
 
+/// The command line's definition, the connection options hidden from the help of the
+/// subcommands that run their own ZooKeeper (they ignore them).
+fn command() -> clap::Command {
+    let mut cmd = Cli::command();
+    cmd.build();
+    for name in ["server", "demo", "completions", "man"] {
+        let Some(sub) = cmd.find_subcommand_mut(name) else { continue };
+        // `mut_args` keeps the arguments' order, which the built command's index relies on.
+        *sub = std::mem::take(sub).mut_args(|a| match a.get_help_heading() {
+            Some("Connection" | "Security") => a.hide(true),
+            _ => a,
+        });
+    }
+    cmd
+}
+
 /// Parses the command line; a usage error exits 2 (or `-E`'s code), help and version 0.
 fn parse() -> Cli {
-    match Cli::try_parse() {
+    let parsed = command().try_get_matches().and_then(|matches| Cli::from_arg_matches(&matches));
+    match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -121,18 +140,19 @@ fn parse() -> Cli {
     }
 }
 
-async fn dispatch(command: Command) -> anyhow::Result<Code> {
+/// Runs the subcommand; the connection options (given before or after its name) are `connect`.
+async fn dispatch(command: Command, connect: &connect::ConnectArgs) -> anyhow::Result<Code> {
     match command {
-        Command::Lock(args) => lock::run(args).await,
-        Command::LockInfo(args) => lock::info(args).await,
-        Command::Config(args) => config::run(args).await,
-        Command::Id(args) => id::run(args).await,
-        Command::Tree(args) => tree::run(args).await,
-        Command::Members(args) => service::members(args).await,
-        Command::Service(args) => service::run(args).await,
+        Command::Lock(args) => lock::run(args, connect).await,
+        Command::LockInfo(args) => lock::info(args, connect).await,
+        Command::Config(args) => config::run(args, connect).await,
+        Command::Id(args) => id::run(args, connect).await,
+        Command::Tree(args) => tree::run(args, connect).await,
+        Command::Members(args) => service::members(args, connect).await,
+        Command::Service(args) => service::run(args, connect).await,
         Command::Server(args) => server::run(args).await,
         Command::Demo(args) => demo::run(args).await,
-        Command::DemoSeller(args) => demo::run_seller(args).await,
+        Command::DemoSeller(args) => demo::run_seller(args, connect).await,
         Command::Completions(args) => generate::completions(&args, Cli::command()),
         Command::Man => generate::man(Cli::command()),
     }
@@ -149,7 +169,7 @@ fn main() {
         }
     };
     let code = runtime.block_on(async {
-        dispatch(cli.command).await.unwrap_or_else(|e| {
+        dispatch(cli.command, &cli.connect).await.unwrap_or_else(|e| {
             eprintln!("zkr: {}", exit::message(&e));
             Code::Exit(exit::classify(&e))
         })

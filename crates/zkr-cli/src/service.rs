@@ -22,8 +22,6 @@ pub(crate) struct MembersArgs {
     /// `zkr config get --json`.
     #[arg(long)]
     json: bool,
-    #[command(flatten)]
-    connect: ConnectArgs,
 }
 
 /// `zkr service ...`
@@ -31,8 +29,6 @@ pub(crate) struct MembersArgs {
 pub(crate) struct ServiceArgs {
     #[command(subcommand)]
     command: ServiceCommand,
-    #[command(flatten)]
-    connect: ConnectArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -93,8 +89,8 @@ fn parse_payload(value: &str) -> Result<Value, String> {
     }
 }
 
-pub(crate) async fn members(args: MembersArgs) -> anyhow::Result<Code> {
-    let zk = args.connect.connect().await?;
+pub(crate) async fn members(args: MembersArgs, connect: &ConnectArgs) -> anyhow::Result<Code> {
+    let zk = connect.connect().await?;
     let cache = CuratorCache::builder(&zk, &args.path).mode(CacheMode::Children).start().await?;
     let snapshot = cache.snapshot();
     for (id, node) in snapshot.children(&args.path) {
@@ -111,15 +107,15 @@ pub(crate) async fn members(args: MembersArgs) -> anyhow::Result<Code> {
     Ok(Code::Success)
 }
 
-pub(crate) async fn run(args: ServiceArgs) -> anyhow::Result<Code> {
+pub(crate) async fn run(args: ServiceArgs, connect: &ConnectArgs) -> anyhow::Result<Code> {
     match args.command {
         ServiceCommand::List { name, base, json } => {
-            let zk = args.connect.connect().await?;
+            let zk = connect.connect().await?;
             let listed = list(&zk, &base, &name, json).await;
             zk.close().await;
             listed
         }
-        ServiceCommand::Register(register_args) => register(&args.connect, register_args).await,
+        ServiceCommand::Register(register_args) => register(connect, register_args).await,
     }
 }
 

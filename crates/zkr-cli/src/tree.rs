@@ -15,8 +15,6 @@ use crate::signals::Signals;
 pub(crate) struct TreeArgs {
     #[command(subcommand)]
     command: TreeCommand,
-    #[command(flatten)]
-    connect: ConnectArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -44,8 +42,8 @@ is read again and only what changed is printed. Ctrl-C or SIGTERM: exit 0.";
 /// Events a slow terminal may fall behind before a `lagged` line.
 const EVENT_CAPACITY: usize = 1 << 16;
 
-pub(crate) async fn run(args: TreeArgs) -> anyhow::Result<Code> {
-    let zk = args.connect.connect().await?;
+pub(crate) async fn run(args: TreeArgs, connect: &ConnectArgs) -> anyhow::Result<Code> {
+    let zk = connect.connect().await?;
     let code = match args.command {
         TreeCommand::Watch { path, depth } => watch(&zk, &path, depth).await,
     };

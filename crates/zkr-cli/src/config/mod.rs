@@ -15,8 +15,6 @@ use output::{json_line, print_line, write_value};
 pub(crate) struct ConfigArgs {
     #[command(subcommand)]
     command: ConfigCommand,
-    #[command(flatten)]
-    connect: ConnectArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -61,8 +59,8 @@ with a newline, and binary (non-UTF-8) data is described instead of written (--r
 With --json, `encoding` says how `value` holds the data: \"json\" (a JSON object or array,
 embedded as JSON), \"text\" (any other UTF-8, as a string) or \"base64\".";
 
-pub(crate) async fn run(args: ConfigArgs) -> anyhow::Result<Code> {
-    let zk = args.connect.connect().await?;
+pub(crate) async fn run(args: ConfigArgs, connect: &ConnectArgs) -> anyhow::Result<Code> {
+    let zk = connect.connect().await?;
     let code = match args.command {
         ConfigCommand::Get { path, json, raw } => get(&zk, &path, json, raw).await,
         ConfigCommand::Set { path, value, if_version, json } => {

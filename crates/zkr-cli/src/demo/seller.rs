@@ -23,8 +23,6 @@ pub(crate) struct SellerArgs {
     /// This seller's number.
     #[arg(long)]
     id: usize,
-    #[command(flatten)]
-    connect: ConnectArgs,
 }
 
 /// What a seller tells the coordinator at the end.
@@ -36,9 +34,9 @@ struct Tally {
     confirmed_after_lost_reply: u32,
 }
 
-pub(crate) async fn run(args: SellerArgs) -> anyhow::Result<crate::exit::Code> {
+pub(crate) async fn run(args: SellerArgs, connect: &ConnectArgs) -> anyhow::Result<crate::exit::Code> {
     let root = args.root;
-    let zk = ZkClient::builder(&args.connect.connect)
+    let zk = ZkClient::builder(&connect.connect)
         .session_timeout(Duration::from_secs(6))
         .connect()
         .await

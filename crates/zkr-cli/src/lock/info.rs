@@ -16,8 +16,6 @@ pub(crate) struct LockInfoArgs {
     /// of a table.
     #[arg(long)]
     json: bool,
-    #[command(flatten)]
-    connect: ConnectArgs,
 }
 
 /// One participant of the lock.
@@ -62,8 +60,8 @@ impl Row {
     }
 }
 
-pub(crate) async fn run(args: LockInfoArgs) -> anyhow::Result<Code> {
-    let zk = args.connect.connect().await?;
+pub(crate) async fn run(args: LockInfoArgs, connect: &ConnectArgs) -> anyhow::Result<Code> {
+    let zk = connect.connect().await?;
     let rows = rows(&zk, &args.path).await;
     zk.close().await;
     let rows = rows?;

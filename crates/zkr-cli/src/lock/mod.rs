@@ -66,11 +66,9 @@ pub(crate) struct LockArgs {
     /// The command and its arguments (after `--`).
     #[arg(required = true, last = true, num_args = 1..)]
     command: Vec<String>,
-    #[command(flatten)]
-    connect: ConnectArgs,
 }
 
-pub(crate) async fn run(args: LockArgs) -> anyhow::Result<Code> {
+pub(crate) async fn run(args: LockArgs, connect: &ConnectArgs) -> anyhow::Result<Code> {
     // Registered before anything else: a signal that arrives while we wait for the lock, or
     // just after the command starts, must not hit the default action (which kills zkr without
     // forwarding anything to the command).
@@ -79,11 +77,9 @@ pub(crate) async fn run(args: LockArgs) -> anyhow::Result<Code> {
     let connecting = async {
         match args.on_suspend {
             OnSuspend::Continue => {
-                args.connect.connect_with(SessionConnectionStateErrorPolicy, args.timeout).await
+                connect.connect_with(SessionConnectionStateErrorPolicy, args.timeout).await
             }
-            OnSuspend::Stop => {
-                args.connect.connect_with(StandardConnectionStateErrorPolicy, args.timeout).await
-            }
+            OnSuspend::Stop => connect.connect_with(StandardConnectionStateErrorPolicy, args.timeout).await,
         }
     };
     let zk = tokio::select! {
