@@ -499,7 +499,10 @@ async fn a_handle_with_a_timeout_bounds_each_framework_call_as_a_whole() {
         // The outer timeout only keeps a hang from eating CI: the bound is what must fire.
         let outcome = tokio::time::timeout(timing().wait(), call).await;
         let error = outcome.unwrap_or_else(|_| panic!("{name} was not bounded")).expect_err(name);
-        assert!(matches!(error, Error::DeadlineExceeded { deadline, .. } if deadline == bound), "{name}: {error:?}");
+        assert!(
+            matches!(error, Error::DeadlineExceeded { deadline, .. } if deadline == bound),
+            "{name}: {error:?}"
+        );
     }
     proxy.heal();
     let answered = || async { quick.exists(&path).await.is_ok_and(|stat| stat.is_some()) };
