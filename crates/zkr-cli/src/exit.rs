@@ -55,8 +55,10 @@ Exit codes (every subcommand):
   4    lost: the lock (or the session) was lost while the command ran (the command was
        stopped)
   5    absent: the node does not exist
-  6    conflict: config set --if-version found another version; id next found a path
-       laid out for another --kind; service register: another session holds the id
+  6    conflict: --if-version (config set, set, rm, acl set) found another version;
+       create: the node exists; rm: the node has children (-r deletes them); id next
+       found a path laid out for another --kind; service register: another session
+       holds the id
   7    cannot reach ZooKeeper within --connect-timeout (or lock --timeout)
   126  lock: the command cannot be executed;  127: the command was not found
   128+N  zkr was stopped by signal N while it waited for the lock (130: Ctrl-C)

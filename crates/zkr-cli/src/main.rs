@@ -9,6 +9,7 @@ mod exit;
 mod generate;
 mod id;
 mod lock;
+mod node;
 mod server;
 mod service;
 mod signals;
@@ -65,6 +66,22 @@ enum Command {
     Lock(lock::LockArgs),
     /// Show the holder of a lock and who waits for it.
     LockInfo(lock::LockInfoArgs),
+    /// List a node's children (-R: the whole subtree; -l: with their stats).
+    Ls(node::LsArgs),
+    /// Print a node's data (binary data is described on a terminal; --stat adds its stat).
+    Get(node::GetArgs),
+    /// Print a node's stat.
+    Stat(node::StatArgs),
+    /// Create a node (persistent, ephemeral, sequential, container or with a TTL).
+    Create(node::CreateArgs),
+    /// Set a node's data (--if-version: only over that version).
+    Set(node::SetArgs),
+    /// Delete a node (-r: with everything under it; asks first on a terminal).
+    Rm(node::RmArgs),
+    /// Read or replace a node's ACL.
+    Acl(node::AclArgs),
+    /// Make the connected server catch up with the leader before the next read.
+    Sync(node::SyncArgs),
     /// Hand out unique IDs (sequential, segment or snowflake generators).
     Id(id::IdArgs),
     /// Read, publish and watch config nodes.
@@ -146,6 +163,14 @@ async fn dispatch(command: Command, connect: &connect::ConnectArgs) -> anyhow::R
         Command::Lock(args) => lock::run(args, connect).await,
         Command::LockInfo(args) => lock::info(args, connect).await,
         Command::Config(args) => config::run(args, connect).await,
+        Command::Ls(args) => node::ls(args, connect).await,
+        Command::Get(args) => node::get(args, connect).await,
+        Command::Stat(args) => node::stat(args, connect).await,
+        Command::Create(args) => node::create(args, connect).await,
+        Command::Set(args) => node::set(args, connect).await,
+        Command::Rm(args) => node::rm(args, connect).await,
+        Command::Acl(args) => node::acl(args, connect).await,
+        Command::Sync(args) => node::sync(args, connect).await,
         Command::Id(args) => id::run(args, connect).await,
         Command::Tree(args) => tree::run(args, connect).await,
         Command::Members(args) => service::members(args, connect).await,

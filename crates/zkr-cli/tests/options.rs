@@ -36,7 +36,15 @@ async fn every_subcommand_takes_the_connection_options_on_either_side() {
         let ns = ns.trim_start_matches('/').to_owned();
         let options = ["--connect", cs.as_str(), "--namespace", ns.as_str(), "--session-timeout", "10s"];
         let side = if before { "before" } else { "after" };
-        let one_shots: [&[&str]; 7] = [
+        let one_shots: [&[&str]; 15] = [
+            &["create", "--parents", "/nodes/n", "x"],
+            &["set", "/nodes/n", "y"],
+            &["get", "/nodes/n"],
+            &["stat", "/nodes/n"],
+            &["ls", "-R", "/nodes"],
+            &["acl", "get", "/nodes/n"],
+            &["sync", "/nodes"],
+            &["rm", "-r", "/nodes"],
             &["config", "set", "/settings", "v1"],
             &["config", "get", "/settings"],
             &["id", "next", "/ids"],

@@ -1,0 +1,186 @@
+//! The node commands (`ls`, `get`, `stat`, `create`, `set`, `rm`, `acl`, `sync`) against a
+//! real server, as an operator runs them: output, `--json`, exit codes and the namespace.
+
+use zkr_testing::shared_server;
+
+mod common;
+use common::{run_zkr, unique};
+
+/// Runs `zkr ARGS`: (exit code, stdout, stderr).
+async fn zkr_out(cs: &str, args: &[&str]) -> (i32, String, String) {
+    let out = run_zkr(cs, args).await;
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+/// Runs `zkr ARGS` and expects success: its stdout.
+async fn ok(cs: &str, args: &[&str]) -> String {
+    let (code, out, err) = zkr_out(cs, args).await;
+    assert_eq!(code, 0, "zkr {args:?}: {err}");
+    out
+}
+
+fn json(line: &str) -> serde_json::Value {
+    serde_json::from_str(line.trim()).unwrap_or_else(|e| panic!("{line:?}: {e}"))
+}
+
+#[tokio::test]
+async fn create_ls_get_stat_set_and_rm_with_their_exit_codes() {
+    let cs = shared_server().await.unwrap().connect_string();
+    let root = unique("node");
+    let (a, b) = (format!("{root}/a"), format!("{root}/a/b"));
+    assert_eq!(ok(&cs, &["create", "--parents", &b, "hello"]).await.trim(), b);
+    let (code, _, err) = zkr_out(&cs, &["create", &b]).await;
+    assert_eq!(code, 6, "an existing node: {err}");
+    let (code, _, err) = zkr_out(&cs, &["create", &format!("{root}/x/y")]).await;
+    assert!(code == 5 && err.contains("--parents"), "{code}: {err}");
+    let job = ok(&cs, &["create", "--sequential", &format!("{root}/job-"), "j"]).await;
+    assert!(job.trim().starts_with(&format!("{root}/job-00000")), "{job}");
+
+    assert_eq!(ok(&cs, &["ls", &root]).await, format!("a\n{}\n", job.trim().rsplit('/').next().unwrap()));
+    assert_eq!(
+        ok(&cs, &["ls", "-R", &root]).await.lines().take(2).collect::<Vec<_>>(),
+        [a.as_str(), b.as_str()]
+    );
+    let long = ok(&cs, &["ls", "-l", &a]).await;
+    assert!(long.trim().ends_with("- b") && long.contains(" 5 "), "version, length 5, name: {long}");
+    let listed: Vec<_> = ok(&cs, &["ls", "-R", "--json", &root]).await.lines().map(json).collect();
+    assert_eq!(listed.len(), 3);
+    assert_eq!(listed[1]["path"], b.as_str());
+    assert_eq!(listed[1]["stat"]["dataLength"], 5);
+
+    assert_eq!(ok(&cs, &["get", &b]).await, "hello", "exact bytes to a pipe");
+    let with_stat = ok(&cs, &["get", "--stat", &b]).await;
+    assert!(
+        with_stat.starts_with("hello\ncZxid = 0x") && with_stat.contains("dataVersion = 0"),
+        "{with_stat}"
+    );
+    let got = json(&ok(&cs, &["get", "--json", &b]).await);
+    assert_eq!((got["encoding"].as_str(), got["value"].as_str()), (Some("text"), Some("hello")));
+    assert!(ok(&cs, &["stat", &a]).await.contains("numChildren = 1"));
+    assert_eq!(json(&ok(&cs, &["stat", "--json", &a]).await)["stat"]["numChildren"], 1);
+
+    assert_eq!(ok(&cs, &["set", &b, "v1"]).await.trim(), "1");
+    let (code, _, err) = zkr_out(&cs, &["set", "--if-version", "0", &b, "v2"]).await;
+    assert!(code == 6 && err.contains("it is at version 1"), "{code}: {err}");
+    assert_eq!(ok(&cs, &["set", "--if-version", "1", &b, "v2"]).await.trim(), "2");
+
+    let (code, _, err) = zkr_out(&cs, &["rm", &a]).await;
+    assert!(code == 6 && err.contains("-r"), "a node with children: {code}: {err}");
+    let (code, _, _) = zkr_out(&cs, &["rm", "--if-version", "0", &b]).await;
+    assert_eq!(code, 6, "rm at another version");
+    // Off a terminal, -r asks nothing; it never goes outside the path: the sibling stays.
+    ok(&cs, &["rm", "-r", &a]).await;
+    assert_eq!(zkr_out(&cs, &["get", &b]).await.0, 5);
+    assert_eq!(ok(&cs, &["ls", &root]).await.lines().count(), 1, "the job node outside /a stays");
+    assert_eq!(zkr_out(&cs, &["rm", &a]).await.0, 5);
+    assert_eq!(zkr_out(&cs, &["rm", "-r", "/"]).await.0, 2, "never the root");
+    ok(&cs, &["rm", "-r", "--yes", &root]).await;
+    assert_eq!(zkr_out(&cs, &["ls", &root]).await.0, 5);
+}
+
+#[tokio::test]
+async fn binary_data_stdin_acl_sync_and_the_namespace() {
+    let cs = shared_server().await.unwrap().connect_string();
+    let root = unique("node-bin");
+    let ns = root.trim_start_matches('/');
+    let admin = zookeeper_client::Client::connect(&cs).await.unwrap();
+    // --stdin takes bytes as they are; --json shows binary data in base64.
+    let mut create = common::zkr(&cs);
+    create
+        .args(["--namespace", ns, "create", "--parents", "--stdin", "/blob"])
+        .stdin(std::process::Stdio::piped());
+    let mut child = create.stdout(std::process::Stdio::piped()).spawn().unwrap();
+    {
+        use tokio::io::AsyncWriteExt as _;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&[0xff, 0x00, 0x01]).await.unwrap();
+    }
+    assert!(child.wait().await.unwrap().success());
+    let (data, _) = admin.get_data(&format!("{root}/blob")).await.unwrap();
+    assert_eq!(data, [0xff, 0x00, 0x01], "under the namespace, byte for byte");
+    let got = json(&ok(&cs, &["--namespace", ns, "get", "--json", "/blob"]).await);
+    assert_eq!((got["encoding"].as_str(), got["value"].as_str()), (Some("base64"), Some("/wAB")));
+
+    let blob = format!("{root}/blob");
+    assert_eq!(ok(&cs, &["acl", "get", &blob]).await.trim(), "world:anyone:cdrwa");
+    ok(&cs, &["acl", "set", &blob, "world:anyone:r", "ip:127.0.0.1:cdrwa"]).await;
+    let acl = json(&ok(&cs, &["acl", "get", "--json", &blob]).await);
+    assert_eq!(acl["acl"][0]["perms"], "r");
+    assert_eq!(acl["stat"]["aversion"], 1);
+    let (code, _, _) = zkr_out(&cs, &["acl", "set", "--if-version", "0", &blob, "world:anyone:cdrwa"]).await;
+    assert_eq!(code, 6, "ACL version 1, not 0");
+    assert_eq!(zkr_out(&cs, &["acl", "set", &blob, "world:anyone:x"]).await.0, 2, "bad permissions");
+    ok(&cs, &["acl", "set", &blob, "world:anyone:cdrwa"]).await;
+    ok(&cs, &["sync", &blob]).await;
+    ok(&cs, &["rm", "-r", &root]).await;
+}
+
+#[tokio::test]
+async fn an_ephemeral_node_lives_while_zkr_holds_it() {
+    let cs = shared_server().await.unwrap().connect_string();
+    let root = unique("node-eph");
+    let node = format!("{root}/owner");
+    let mut holder = common::zkr(&cs)
+        .args(["create", "--ephemeral", "--parents", &node, "host-3"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(holder.stdout.take().unwrap()));
+    let created =
+        tokio::time::timeout(zkr_testing::Timing::from_env().wait(), lines.next_line()).await.unwrap();
+    assert_eq!(created.unwrap().as_deref(), Some(node.as_str()));
+    let stat = json(&ok(&cs, &["stat", "--json", &node]).await);
+    assert_ne!(stat["stat"]["ephemeralOwner"], 0);
+    common::send_signal(&holder, nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(common::exit_status(&mut holder).await.code(), Some(143));
+    assert_eq!(zkr_out(&cs, &["get", &node]).await.0, 5, "gone with zkr");
+}
+
+/// `zkr ARGS` on a terminal (util-linux's `script` gives it one), `input` typed at it: (exit
+/// code, what the terminal showed).
+async fn on_a_terminal(cs: &str, args: &[&str], input: &str) -> (i32, String) {
+    let command =
+        std::iter::once(env!("CARGO_BIN_EXE_zkr")).chain(args.iter().copied()).collect::<Vec<_>>().join(" ");
+    let mut script = tokio::process::Command::new("script");
+    script.args(["-qec", &command, "/dev/null"]).env("ZK_CONNECT", cs).kill_on_drop(true);
+    script.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+    let mut child = script.spawn().expect("util-linux script");
+    {
+        use tokio::io::AsyncWriteExt as _;
+        child.stdin.take().unwrap().write_all(input.as_bytes()).await.unwrap();
+    }
+    let out = tokio::time::timeout(zkr_testing::Timing::from_env().wait(), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[tokio::test]
+async fn on_a_terminal_rm_r_asks_first_and_binary_data_is_described() {
+    let cs = shared_server().await.unwrap().connect_string();
+    let root = unique("node-tty");
+    ok(&cs, &["create", "--parents", &format!("{root}/a/b")]).await;
+    let (code, shown) = on_a_terminal(&cs, &["rm", "-r", &root], "n\n").await;
+    assert!(code == 1 && shown.contains("[y/N]") && shown.contains("nothing deleted"), "{code}: {shown}");
+    assert_eq!(ok(&cs, &["ls", &root]).await.trim(), "a", "kept");
+    let (code, shown) = on_a_terminal(&cs, &["rm", "-r", &root], "y\n").await;
+    assert_eq!(code, 0, "{shown}");
+    assert_eq!(zkr_out(&cs, &["ls", &root]).await.0, 5, "deleted after yes");
+
+    let admin = zookeeper_client::Client::connect(&cs).await.unwrap();
+    let blob = format!("{root}-blob");
+    admin
+        .create(
+            &blob,
+            &[0xff, 0xfe, 0x00],
+            &zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    let (code, shown) = on_a_terminal(&cs, &["get", &blob], "").await;
+    assert!(code == 0 && shown.contains("3 bytes of binary data"), "{code}: {shown}");
+    ok(&cs, &["rm", &blob]).await;
+}
