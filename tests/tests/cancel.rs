@@ -365,3 +365,20 @@ async fn kazoo_party_join_and_leave() {
     assert!(drops > 0);
     assert!(children(&observer, &path).await.is_empty());
 }
+
+#[tokio::test]
+async fn semaphore_try_acquire_and_release() {
+    let (zk, observer) = clients().await;
+    let path = unique_root("cancel-semaphore-try");
+    let semaphore = InterProcessSemaphoreV2::new(&zk, &path, MaxLeases::Fixed(1)).unwrap();
+    let (leases, locks) = (format!("{path}/leases"), format!("{path}/locks"));
+    let cycle = || async {
+        let lease = semaphore.try_acquire().await?.expect("the one lease is free");
+        lease.release().await
+    };
+    let after = |k| semaphore_cleaned(&observer, &leases, &locks, k);
+    let (done, drops) = cancel_at_every_await(cycle, after).await;
+    println!("dropped at {drops} awaits");
+    done.unwrap();
+    assert!(drops > 0);
+}

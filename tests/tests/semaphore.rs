@@ -219,3 +219,36 @@ async fn callers_of_several_leases_beyond_the_maximum_together_take_turns() {
     zk.close().await;
     other.close().await;
 }
+
+/// `try_acquire` (Curator's `acquire(0, unit)`): a free lease at once, `None` without waiting
+/// and without a node left behind when every lease is out; two users of one client each count.
+#[tokio::test]
+async fn try_acquire_takes_a_free_lease_and_leaves_nothing_when_none_is() {
+    let server = shared_server().await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let root = unique_root("sem-try");
+    let first = InterProcessSemaphoreV2::new(&zk, &root, MaxLeases::Fixed(2)).unwrap();
+    let second = InterProcessSemaphoreV2::new(&zk, &root, MaxLeases::Fixed(2)).unwrap();
+    let a = first.try_acquire().await.unwrap().expect("a free lease");
+    let b = second.try_acquire().await.unwrap().expect("the second lease, same client");
+    assert_eq!(leases(&observer, &root).await, 2);
+    assert!(first.try_acquire().await.unwrap().is_none(), "no third lease of 2");
+    assert_eq!(leases(&observer, &root).await, 2, "the refused try left no node");
+    // Someone queued for the acquirers' mutex: a try does not wait for it either.
+    let queued = tokio::spawn({
+        let second = second.clone();
+        async move { second.acquire().await }
+    });
+    eventually("the waiter holds the acquirers' mutex", || async {
+        !children(&observer, &format!("{root}/locks")).await.is_empty()
+    })
+    .await;
+    let refused = tokio::time::timeout(timing().wait(), first.try_acquire()).await.expect("no wait");
+    assert!(refused.unwrap().is_none());
+    a.release().await.unwrap();
+    let c = tokio::time::timeout(timing().wait(), queued).await.unwrap().unwrap().unwrap();
+    b.release().await.unwrap();
+    c.release().await.unwrap();
+    assert_eq!(leases(&observer, &root).await, 0);
+}

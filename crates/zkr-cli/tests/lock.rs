@@ -215,3 +215,64 @@ async fn ctrl_c_while_waiting_gives_up_and_exits_130() {
     wait_for_children(&cs, &path, |n| n == 1, "the waiter's node was left behind").await;
     held.release().await.unwrap();
 }
+
+/// `zkr lock ARGS -- sh -c 'echo started; read x'`: holds until a line arrives on its stdin.
+fn holder(cs: &str, args: &[&str]) -> tokio::process::Child {
+    zkr(cs)
+        .args(args)
+        .args(["--", "sh", "-c", "echo started; read x"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Lets a [`holder`] go and expects it to exit 0.
+async fn let_go(mut child: tokio::process::Child) {
+    use tokio::io::AsyncWriteExt as _;
+    child.stdin.take().unwrap().write_all(b"done\n").await.unwrap();
+    assert!(exit_status(&mut child).await.success());
+}
+
+async fn try_status(cs: &str, args: &[&str]) -> i32 {
+    let mut all = args.to_vec();
+    all.extend(["--try", "--", "true"]);
+    run_zkr(cs, &all).await.status.code().unwrap()
+}
+
+#[tokio::test]
+async fn leases_let_n_commands_run_at_once() {
+    let cs = shared_server().await.unwrap().connect_string();
+    let path = unique("leases");
+    let mut a = holder(&cs, &["lock", "-n", "2", &path]);
+    let mut b = holder(&cs, &["lock", "-n", "2", &path]);
+    // Both print `started` while holding: two commands run at once.
+    assert_eq!(first_line(&mut a).await, "started");
+    assert_eq!(first_line(&mut b).await, "started");
+    assert_eq!(try_status(&cs, &["lock", "-n", "2", &path]).await, 3, "a third lease of 2");
+    let_go(a).await;
+    assert_eq!(try_status(&cs, &["lock", "-n", "2", &path]).await, 0, "one lease free again");
+    let_go(b).await;
+    assert_eq!(run_zkr(&cs, &["lock", "-n", "0", &path, "--", "true"]).await.status.code(), Some(2));
+}
+
+#[tokio::test]
+async fn shared_locks_run_together_and_exclusive_ones_alone() {
+    let cs = shared_server().await.unwrap().connect_string();
+    let path = unique("shared");
+    let mut r1 = holder(&cs, &["lock", "--shared", &path]);
+    let mut r2 = holder(&cs, &["lock", "-s", &path]);
+    assert_eq!(first_line(&mut r1).await, "started");
+    assert_eq!(first_line(&mut r2).await, "started");
+    assert_eq!(try_status(&cs, &["lock", "--exclusive", &path]).await, 3, "a writer beside readers");
+    assert_eq!(try_status(&cs, &["lock", "-s", &path]).await, 0, "a third reader");
+    let_go(r1).await;
+    let_go(r2).await;
+    let mut w = holder(&cs, &["lock", "-x", &path]);
+    assert_eq!(first_line(&mut w).await, "started");
+    assert_eq!(try_status(&cs, &["lock", "-s", &path]).await, 3, "a reader beside a writer");
+    let_go(w).await;
+    assert_eq!(try_status(&cs, &["lock", "-x", &path]).await, 0);
+    let both = run_zkr(&cs, &["lock", "-s", "-x", &path, "--", "true"]).await;
+    assert_eq!(both.status.code(), Some(2), "shared and exclusive at once is a usage error");
+}

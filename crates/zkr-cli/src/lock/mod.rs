@@ -1,6 +1,8 @@
 //! `zkr lock` and `zkr lock-info`: run a command under an `InterProcessMutex` (the same lock
-//! Apache Curator processes take at that path), and show who holds it.
+//! Apache Curator processes take at that path), a read or write lock, or a semaphore's lease,
+//! and show who holds a lock.
 
+mod held;
 mod info;
 
 use std::time::{Duration, Instant};
@@ -9,7 +11,9 @@ use futures::StreamExt as _;
 use zkr_connection::{
     ConnectionState, SessionConnectionStateErrorPolicy, StandardConnectionStateErrorPolicy, ZkClient,
 };
-use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard, LockError, LostReason};
+use zkr_recipes::locks::{LockError, LostReason};
+
+use held::{Held, Kind, Wait};
 
 use crate::child::{shell_status, Child};
 use crate::connect::{parse_duration, parse_path, ConnectArgs};
@@ -19,8 +23,14 @@ pub(crate) use info::{run as info, LockInfoArgs};
 
 /// `zkr lock --help`, after the options.
 pub(crate) const LOCK_LONG_HELP: &str = "\
+Which lock: by default Apache Curator's InterProcessMutex at PATH. -n N takes one of N leases
+of the semaphore at PATH (Curator's InterProcessSemaphoreV2); -s (--shared) the read lock and
+-x (--exclusive) the write lock of the read-write lock at PATH (Curator's
+InterProcessReadWriteLock), as flock -s and -x: readers run together, a writer alone. A plain
+`zkr lock` (a mutex) does not see read locks: use -x beside -s.
+
 The command runs with the lock held and sees two variables:
-  ZKR_LOCK_NODE      the lock node, for example /locks/x/_c_...-lock-0000000007
+  ZKR_LOCK_NODE      the lock (or lease) node, for example /locks/x/_c_...-lock-0000000007
   ZKR_FENCING_TOKEN  a number that grows with every new holder (the node's czxid): pass it to
                      the resource the lock protects and let it refuse writes with an older one
 Ctrl-C and SIGTERM are passed on to the command; when it exits the lock is released and zkr
@@ -63,6 +73,17 @@ pub(crate) struct LockArgs {
     /// What a suspended connection does to the command (see below).
     #[arg(long, value_enum, default_value = "continue")]
     on_suspend: OnSuspend,
+    /// Take one of N leases of a semaphore at the path (Curator's InterProcessSemaphoreV2)
+    /// instead of a lock: at most N commands run at once.
+    #[arg(short = 'n', long = "leases", value_name = "N", value_parser = clap::value_parser!(u32).range(1..),
+          conflicts_with_all = ["shared", "exclusive"])]
+    leases: Option<u32>,
+    /// Take the read lock of a read-write lock at the path: shared with other readers (flock -s).
+    #[arg(short = 's', long, conflicts_with = "exclusive")]
+    shared: bool,
+    /// Take the write lock of the read-write lock at the path: alone, readers excluded (flock -x).
+    #[arg(short = 'x', long)]
+    exclusive: bool,
     /// The command and its arguments (after `--`).
     #[arg(required = true, last = true, num_args = 1..)]
     command: Vec<String>,
@@ -95,6 +116,26 @@ pub(crate) async fn run(args: LockArgs, connect: &ConnectArgs) -> anyhow::Result
     outcome
 }
 
+impl LockArgs {
+    fn kind(&self) -> Kind {
+        match (self.leases, self.shared, self.exclusive) {
+            (Some(n), _, _) => Kind::Leases(n as usize),
+            (None, true, _) => Kind::Read,
+            (None, false, true) => Kind::Write,
+            (None, false, false) => Kind::Mutex,
+        }
+    }
+
+    /// `--try`, `--timeout` (less the time connecting took), or waiting.
+    fn wait(&self, started: Instant) -> Wait {
+        match (self.try_only, self.timeout) {
+            (true, _) => Wait::Try,
+            (false, Some(timeout)) => Wait::Until(started + timeout),
+            (false, None) => Wait::Forever,
+        }
+    }
+}
+
 /// Takes the lock, runs the command under it and releases it.
 async fn locked(
     zk: &ZkClient,
@@ -102,11 +143,10 @@ async fn locked(
     started: Instant,
     signals: &mut Signals,
 ) -> anyhow::Result<Code> {
-    let mutex = InterProcessMutex::new(zk, &args.path)?;
     // Interrupted while waiting: give up the place in the queue (the acquire is cancel safe)
     // and exit as a shell would after the signal.
     let acquired = tokio::select! {
-        acquired = acquire(&mutex, args, started) => acquired,
+        acquired = held::acquire(zk, &args.path, args.kind(), args.wait(started)) => acquired,
         signal = signals.recv() => return Ok(Code::Status(status_after(signal))),
     };
     let acquired =
@@ -129,25 +169,10 @@ async fn locked(
     supervise(zk, guard, child, args, signals).await
 }
 
-/// Acquires as asked: `--try`, `--timeout` (less the time connecting took), or waiting.
-async fn acquire(
-    mutex: &InterProcessMutex,
-    args: &LockArgs,
-    started: Instant,
-) -> Result<Option<InterProcessMutexGuard>, LockError> {
-    if args.try_only {
-        return mutex.try_acquire().await;
-    }
-    let Some(timeout) = args.timeout else { return mutex.acquire().await.map(Some) };
-    let left = timeout.saturating_sub(started.elapsed());
-    // The outer bound holds even while the acquire waits for a connection.
-    tokio::time::timeout(left, mutex.acquire_timeout(left)).await.unwrap_or(Ok(None))
-}
-
 /// Waits for the command, stopping it if the lock is lost, passing signals on.
 async fn supervise(
     zk: &ZkClient,
-    guard: InterProcessMutexGuard,
+    guard: Held,
     mut child: Child,
     args: &LockArgs,
     signals: &mut Signals,
@@ -156,7 +181,7 @@ async fn supervise(
     loop {
         tokio::select! {
             status = child.process.wait() => return finish(zk, guard, shell_status(status?), &args.path).await,
-            reason = guard.lost() => {
+            reason = guard.lost(zk) => {
                 eprintln!("zkr: lock {} lost ({}); stopping the command", args.path, why_lost(reason, args.on_suspend));
                 child.stop(args.grace).await;
                 return Err(Failure::error(Exit::Lost, format!("the lock {} was lost while the command ran", args.path)));
@@ -199,16 +224,11 @@ fn notice(state: ConnectionState, args: &LockArgs) {
 
 /// The command exited with `status`: release the lock and pass the status on, unless the lock
 /// was lost before it finished.
-async fn finish(
-    zk: &ZkClient,
-    guard: InterProcessMutexGuard,
-    status: i32,
-    path: &str,
-) -> anyhow::Result<Code> {
+async fn finish(zk: &ZkClient, guard: Held, status: i32, path: &str) -> anyhow::Result<Code> {
     let lost = |reason: &dyn std::fmt::Display| {
         Failure::error(Exit::Lost, format!("the lock {path} was lost ({reason}) before the command finished"))
     };
-    if guard.is_lost() {
+    if guard.is_lost(zk) {
         return Err(lost(&"the session may have ended"));
     }
     match tokio::time::timeout(zk.session_timeout(), guard.release()).await {

@@ -12,6 +12,7 @@
 //! | `InterProcessReadWriteLock` | [`InterProcessReadWriteLock`] (readers share, one writer, downgrade, no upgrade) |
 //! | `makeRevocable(listener)`, `Revoker.attemptRevoke` | [`InterProcessMutexGuard::revoked`] on every guard, [`attempt_revoke`] |
 
+mod children_wait;
 mod driver;
 mod error;
 mod internals;
@@ -24,6 +25,7 @@ mod semaphore;
 mod view;
 
 pub use crate::fence::LostReason;
+pub(crate) use children_wait::wait_for_children;
 pub use driver::{
     sequence_key, ContenderSpec, KazooLockDriver, LockInternalsDriver, PredicateResults,
     StandardLockInternalsDriver,
@@ -38,5 +40,4 @@ pub use read_write::{
     READ_LOCK_NAME, WRITE_LOCK_NAME,
 };
 pub use revoke::{attempt_revoke, REVOKE_MESSAGE};
-pub(crate) use semaphore::wait_for_children;
 pub use semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, MaxLeases, LEASE_NAME};

@@ -4,12 +4,14 @@
 use std::time::Duration;
 
 use zkr_connection::protected::ProtectedCreate;
-use zkr_connection::retry::SessionPause;
 use zkr_connection::{path, within, Deadline, RetryOptions, ZkClient};
 use zookeeper_client::CreateMode;
 
 use super::internals::{node_gone, TIMEOUT_CLEANUP_GRACE};
-use super::{InterProcessMutex, LockError, LockInternalsDriver, LostReason, StandardLockInternalsDriver};
+use super::{
+    wait_for_children, InterProcessMutex, LockError, LockInternalsDriver, LostReason,
+    StandardLockInternalsDriver,
+};
 use crate::fence::SessionFence;
 
 /// Curator's lease node name: `_c_<uuid>-lease-<seq>` under `<path>/leases`.
@@ -280,6 +282,32 @@ impl InterProcessSemaphoreV2 {
         self.acquire_until(Some(Deadline::after(timeout))).await
     }
 
+    /// Takes a lease if one is free now, without waiting (Curator's `acquire(0, unit)`): the
+    /// acquirers' mutex if it is free, then one look at the leases. `None` when either is taken.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(pool: zkr_recipes::locks::InterProcessSemaphoreV2) -> Result<(), zkr_recipes::locks::LockError> {
+    /// match pool.try_acquire().await? {
+    ///     Some(lease) => lease.release().await?,
+    ///     None => println!("every lease is taken"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_acquire(&self) -> Result<Option<Lease>, LockError> {
+        let Some(guard) = self.mutex.try_acquire().await? else { return Ok(None) };
+        let lease = self.lease_under_mutex_as(None, Look::Once).await;
+        let _ = guard.release().await;
+        lease
+    }
+
     /// Takes `qty` leases (Curator's `acquire(qty)`), queueing once for the acquirers' mutex as
     /// [`acquire`](Self::acquire) does and holding it until it has them all, waiting as long as
     /// it takes. All or none: on an error the leases taken so far are returned. Callers whose
@@ -411,6 +439,15 @@ impl InterProcessSemaphoreV2 {
     /// Creates a lease node and waits for room, with the acquirers' mutex held by the caller:
     /// the lease, or `None` (and no node) at the deadline.
     async fn lease_under_mutex(&self, deadline: Option<Deadline>) -> Result<Option<Lease>, LockError> {
+        self.lease_under_mutex_as(deadline, Look::Wait).await
+    }
+
+    /// As [`lease_under_mutex`](Self::lease_under_mutex), looking for room once or waiting.
+    async fn lease_under_mutex_as(
+        &self,
+        deadline: Option<Deadline>,
+        look: Look,
+    ) -> Result<Option<Lease>, LockError> {
         let request = ProtectedCreate::new(&self.leases_path, LEASE_NAME, CreateMode::EphemeralSequential)
             .data(&self.node_data)
             .retry_options(RetryOptions::default().deadline(deadline));
@@ -429,7 +466,10 @@ impl InterProcessSemaphoreV2 {
         };
         // Every request of the wait counts against the deadline: a request to a server that
         // lost its quorum can go unanswered for seconds.
-        let granted = within(deadline, self.wait_for_room(&lease, deadline)).await.unwrap_or(Ok(false));
+        let granted = match look {
+            Look::Wait => within(deadline, self.wait_for_room(&lease, deadline)).await.unwrap_or(Ok(false)),
+            Look::Once => self.room_now(&lease).await,
+        };
         match granted {
             Ok(true) => Ok(Some(lease)),
             Ok(false) => {
@@ -447,67 +487,33 @@ impl InterProcessSemaphoreV2 {
     /// Waits until there are no more lease nodes than the maximum; `false` at the deadline.
     async fn wait_for_room(&self, lease: &Lease, deadline: Option<Deadline>) -> Result<bool, LockError> {
         let ours = path::node_name(lease.node_path());
-        let room = |children: Vec<String>| async move {
-            let max = self.max_leases().await?;
-            if !children.iter().any(|c| c == ours) {
-                return Err(LockError::NodeVanished {
-                    path: self.leases_path.clone(),
-                    node: ours.to_owned(),
-                });
-            }
-            // Only lease nodes count: anything else planted under leases/ is ignored.
-            Ok(children.iter().filter(|c| is_lease_node(c)).count() <= max)
-        };
+        let room = |children: Vec<String>| async move { self.has_room(&children, ours).await };
         wait_for_children(&self.zk, &lease.fence, &self.leases_path, lease.node_path(), deadline, room).await
+    }
+
+    /// One look: are there no more lease nodes than the maximum now?
+    async fn room_now(&self, lease: &Lease) -> Result<bool, LockError> {
+        let leases = self.leases_path.as_str();
+        let children = self.zk.retry(|s| async move { s.client().list_children(leases).await }).await?;
+        self.has_room(&children, path::node_name(lease.node_path())).await
+    }
+
+    /// Is our lease node (`ours`) among `children`, with no more lease nodes than the maximum?
+    async fn has_room(&self, children: &[String], ours: &str) -> Result<bool, LockError> {
+        let max = self.max_leases().await?;
+        if !children.iter().any(|c| c == ours) {
+            return Err(LockError::NodeVanished { path: self.leases_path.clone(), node: ours.to_owned() });
+        }
+        // Only lease nodes count: anything else planted under leases/ is ignored.
+        Ok(children.iter().filter(|c| is_lease_node(c)).count() <= max)
     }
 }
 
-/// Lists `dir` with a watch until `ready` says yes, waiting for a change between two looks:
-/// `false` at the deadline. Connection losses the session survives are waited out; the end of
-/// the fence's session is [`LockError::Lost`] for `what`. The caller bounds the whole call by its
-/// deadline (a request to a server without a quorum can go unanswered for seconds).
-pub(crate) async fn wait_for_children<F, Fut>(
-    zk: &ZkClient,
-    fence: &SessionFence,
-    dir: &str,
-    what: &str,
-    deadline: Option<Deadline>,
-    mut ready: F,
-) -> Result<bool, LockError>
-where
-    F: FnMut(Vec<String>) -> Fut,
-    Fut: std::future::Future<Output = Result<bool, LockError>>,
-{
-    let client = fence.client(zk);
-    let lost = || LockError::Lost { path: what.to_owned(), reason: LostReason::SessionEnded };
-    let mut pause = SessionPause::default();
-    loop {
-        let (children, _, watcher) = match client.get_and_watch_children(dir).await {
-            Ok(listed) => listed,
-            // A connection loss (a server restart, a leader election): wait for the connection,
-            // bounded by the deadline, and look again. The session survives unless it expires.
-            Err(e) if zkr_connection::is_retryable(&e) => {
-                let bound = zk.connection_timeout();
-                let _ = zk.wait_connected(deadline.map_or(bound, |d| d.remaining().min(bound))).await;
-                if deadline.is_some_and(|d| d.has_passed()) {
-                    return Ok(false);
-                }
-                // Connected again, or the wait ran out: look again shortly.
-                pause.sleep().await;
-                continue;
-            }
-            Err(e) if zkr_connection::is_session_error(&e) => return Err(lost()),
-            Err(e) => return Err(e.into()),
-        };
-        if ready(children).await? {
-            return Ok(true);
-        }
-        // A session the manager gives up never fires its watches: stop waiting on it.
-        tokio::select! {
-            _ = watcher.changed() => {}
-            () = zk.session_replaced(fence.generation()) => return Err(lost()),
-        }
-    }
+/// How a lease looks for room: waits for it, or looks once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Look {
+    Wait,
+    Once,
 }
 
 /// A lease node's name: zkr's and Curator's protected `..lease-<10-digit sequence>`.
