@@ -5,6 +5,7 @@ mod child;
 mod config;
 mod connect;
 mod demo;
+mod elect;
 mod exit;
 mod generate;
 mod id;
@@ -64,6 +65,10 @@ enum Command {
     /// Run a command while holding a lock (the InterProcessMutex Apache Curator also takes at
     /// that path). Exit: the command's status; 3 not acquired; 4 lock lost while it ran.
     Lock(lock::LockArgs),
+    /// Run a command while this process leads an election (Curator's LeaderLatch), or follow
+    /// the leader (--observe). Exit: the command's status; 3 not leader in time; 4 leadership
+    /// lost while it ran.
+    Elect(elect::ElectArgs),
     /// Show the holder of a lock and who waits for it.
     LockInfo(lock::LockInfoArgs),
     /// List a node's children (-R: the whole subtree; -l: with their stats).
@@ -162,6 +167,7 @@ async fn dispatch(command: Command, connect: &connect::ConnectArgs) -> anyhow::R
     match command {
         Command::Lock(args) => lock::run(args, connect).await,
         Command::LockInfo(args) => lock::info(args, connect).await,
+        Command::Elect(args) => elect::run(args, connect).await,
         Command::Config(args) => config::run(args, connect).await,
         Command::Ls(args) => node::ls(args, connect).await,
         Command::Get(args) => node::get(args, connect).await,

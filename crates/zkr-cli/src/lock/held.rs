@@ -4,7 +4,9 @@
 
 use std::time::{Duration, Instant};
 
+use futures::StreamExt as _;
 use zkr_connection::ZkClient;
+use zkr_recipes::leader::{LatchState, LeaderLatch, Leadership};
 use zkr_recipes::locks::{
     InterProcessMutex, InterProcessMutexGuard, InterProcessReadWriteLock, InterProcessSemaphoreV2, Lease,
     LockError, LostReason, MaxLeases, ReadLockDriver, WriteLockDriver,
@@ -31,6 +33,8 @@ pub(crate) enum Held {
     /// A lease, and the client's error epoch when it was taken: a lease counts connection
     /// trouble as a loss only through this (as the client's error policy says for locks).
     Lease(Lease, u64),
+    /// Leadership of a `LeaderLatch` election (`zkr elect`), and the term.
+    Leader(LeaderLatch, Leadership),
 }
 
 /// How long an acquire may wait: `--try`, a deadline, or forever.
@@ -101,6 +105,15 @@ async fn bounded<T>(
 }
 
 impl Held {
+    /// What is held, for messages: `lock`, `lease` or `leadership of`.
+    pub(crate) fn what(&self) -> &'static str {
+        match self {
+            Held::Mutex(_) | Held::Read(_) | Held::Write(_) => "lock",
+            Held::Lease(..) => "lease of",
+            Held::Leader(..) => "leadership of",
+        }
+    }
+
     /// The lock or lease node.
     pub(crate) fn node_path(&self) -> &str {
         match self {
@@ -108,6 +121,7 @@ impl Held {
             Held::Read(g) => g.node_path(),
             Held::Write(g) => g.node_path(),
             Held::Lease(l, _) => l.node_path(),
+            Held::Leader(_, term) => &term.node,
         }
     }
 
@@ -118,6 +132,7 @@ impl Held {
             Held::Read(g) => g.fencing_token(),
             Held::Write(g) => g.fencing_token(),
             Held::Lease(l, _) => l.fencing_token(),
+            Held::Leader(_, term) => term.fencing_token,
         }
     }
 
@@ -137,6 +152,15 @@ impl Held {
                     _ = epochs.wait_for(|e| e > epoch) => LostReason::ConnectionState,
                 }
             }
+            Held::Leader(latch, term) => {
+                let mut states = latch.state_changes();
+                while let Some(state) = states.next().await {
+                    if !matches!(&state, LatchState::Leader(t) if t == term) {
+                        break;
+                    }
+                }
+                LostReason::ConnectionState
+            }
         }
     }
 
@@ -147,6 +171,7 @@ impl Held {
             Held::Read(g) => g.is_lost(),
             Held::Write(g) => g.is_lost(),
             Held::Lease(l, epoch) => l.is_lost() || zk.error_epoch() > *epoch,
+            Held::Leader(latch, term) => !matches!(latch.state(), LatchState::Leader(t) if t == *term),
         }
     }
 
@@ -160,6 +185,10 @@ impl Held {
             Held::Read(g) => g.release().await,
             Held::Write(g) => g.release().await,
             Held::Lease(l, _) => l.release().await,
+            Held::Leader(latch, _) => {
+                latch.close().await;
+                Ok(())
+            }
         }
     }
 }

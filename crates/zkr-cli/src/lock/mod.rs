@@ -2,7 +2,7 @@
 //! Apache Curator processes take at that path), a read or write lock, or a semaphore's lease,
 //! and show who holds a lock.
 
-mod held;
+pub(crate) mod held;
 mod info;
 
 use std::time::{Duration, Instant};
@@ -116,7 +116,22 @@ pub(crate) async fn run(args: LockArgs, connect: &ConnectArgs) -> anyhow::Result
     outcome
 }
 
+/// How a held lock (or leadership) is supervised while the command runs.
+#[derive(Debug, Clone)]
+pub(crate) struct Policy {
+    /// The lock's (or election's) path, for messages.
+    pub(crate) path: String,
+    /// How long the command has between SIGTERM and SIGKILL after a loss.
+    pub(crate) grace: Duration,
+    /// What a suspended connection does to the command.
+    pub(crate) on_suspend: OnSuspend,
+}
+
 impl LockArgs {
+    fn policy(&self) -> Policy {
+        Policy { path: self.path.clone(), grace: self.grace, on_suspend: self.on_suspend }
+    }
+
     fn kind(&self) -> Kind {
         match (self.leases, self.shared, self.exclusive) {
             (Some(n), _, _) => Kind::Leases(n as usize),
@@ -166,27 +181,28 @@ async fn locked(
             return Err(e);
         }
     };
-    supervise(zk, guard, child, args, signals).await
+    supervise(zk, guard, child, &args.policy(), signals).await
 }
 
-/// Waits for the command, stopping it if the lock is lost, passing signals on.
-async fn supervise(
+/// Waits for the command, stopping it if the hold is lost, passing signals on.
+pub(crate) async fn supervise(
     zk: &ZkClient,
     guard: Held,
     mut child: Child,
-    args: &LockArgs,
+    policy: &Policy,
     signals: &mut Signals,
 ) -> anyhow::Result<Code> {
     let mut states = zk.state_changes();
+    let (what, path) = (guard.what(), &policy.path);
     loop {
         tokio::select! {
-            status = child.process.wait() => return finish(zk, guard, shell_status(status?), &args.path).await,
+            status = child.process.wait() => return finish(zk, guard, shell_status(status?), path).await,
             reason = guard.lost(zk) => {
-                eprintln!("zkr: lock {} lost ({}); stopping the command", args.path, why_lost(reason, args.on_suspend));
-                child.stop(args.grace).await;
-                return Err(Failure::error(Exit::Lost, format!("the lock {} was lost while the command ran", args.path)));
+                eprintln!("zkr: {what} {path} lost ({}); stopping the command", why_lost(reason, policy.on_suspend));
+                child.stop(policy.grace).await;
+                return Err(Failure::error(Exit::Lost, format!("the {what} {path} was lost while the command ran")));
             }
-            Some(state) = states.next() => notice(state, args),
+            Some(state) = states.next() => notice(state, what, policy),
             signal = signals.recv() => child.forward(signal),
         }
     }
@@ -206,8 +222,8 @@ fn why_lost(reason: LostReason, on_suspend: OnSuspend) -> String {
 }
 
 /// Tells the user about a suspension the command rides out.
-fn notice(state: ConnectionState, args: &LockArgs) {
-    if args.on_suspend != OnSuspend::Continue {
+fn notice(state: ConnectionState, what: &str, policy: &Policy) {
+    if policy.on_suspend != OnSuspend::Continue {
         return;
     }
     match state {
@@ -216,7 +232,7 @@ fn notice(state: ConnectionState, args: &LockArgs) {
              running (it is stopped if the session may be lost)"
         ),
         ConnectionState::Reconnected => {
-            eprintln!("zkr: reconnected to ZooKeeper; still holding {}", args.path)
+            eprintln!("zkr: reconnected to ZooKeeper; still holding the {what} {}", policy.path)
         }
         _ => {}
     }

@@ -322,6 +322,29 @@ pub(crate) fn check_participant_id(id: &str) -> Result<(), LockError> {
     Ok(())
 }
 
+/// The participants of the `LeaderLatch` election at `path` in queue order, the leader first,
+/// without taking part: an observer's view (what `zkr elect --observe` prints). Curator and zkr
+/// latches alike.
+///
+/// # Errors
+/// [`LockError::InvalidArgument`] for a bad path; otherwise as [`ZkClient::retry`].
+///
+/// # Cancel safety
+/// Cancel safe (read-only).
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::locks::LockError> {
+/// let leader = zkr_recipes::leader::latch_participants(&zk, "/services/billing/leader").await?.into_iter().find(|p| p.is_leader);
+/// println!("leader: {:?}", leader.map(|p| p.id));
+/// # Ok(()) }
+/// ```
+pub async fn latch_participants(zk: &ZkClient, path: &str) -> Result<Vec<Participant>, LockError> {
+    let internals = LockInternals::new(zk, path, LATCH_NAME, StandardLockInternalsDriver, 1)?;
+    participants_of(zk, internals.participant_nodes().await?).await
+}
+
 /// The participants behind `nodes` (in queue order): each node's data is its id. A node that
 /// went between the listing and the read is no participant any more; the first that remains
 /// leads.

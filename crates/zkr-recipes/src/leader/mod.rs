@@ -19,7 +19,7 @@ pub mod latch;
 pub mod selector;
 
 pub(crate) use latch::participants_of;
-pub use latch::{LatchState, LeaderLatch, Leadership, Participant, LATCH_NAME};
+pub use latch::{latch_participants, LatchState, LeaderLatch, Leadership, Participant, LATCH_NAME};
 pub use selector::{LeaderSelector, LeaderSelectorBuilder};
 
 /// After a failed join of the election: logs it and waits `pause`; `false` when `closing` came
