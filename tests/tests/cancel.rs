@@ -366,6 +366,69 @@ async fn kazoo_party_join_and_leave() {
     assert!(children(&observer, &path).await.is_empty());
 }
 
+/// A typed model's `set` (create, or set the data) and `delete`, dropped at every await, from
+/// an empty tree and onto an existing node: after each drop the node is absent or holds a model
+/// that was sent, and nothing else appears under the root; the run that completes stores, then
+/// deletes.
+#[tokio::test]
+async fn model_set_and_delete() {
+    use std::sync::Mutex;
+    use zkr_recipes::codec::Utf8;
+    use zkr_recipes::model::{ModelSpec, ModeledFramework, ZPath};
+
+    let (zk, observer) = clients().await;
+    let root = unique_root("cancel-model");
+    let template = ZPath::parse(&format!("{root}/notes/{{id}}")).unwrap();
+    let note = ModeledFramework::new(&zk, ModelSpec::builder(template, Utf8).build().unwrap())
+        .resolved(&["n"])
+        .unwrap();
+    let path = format!("{root}/notes/n");
+    let sent = Mutex::new(vec!["seed".to_owned()]);
+    let cycle = || {
+        let value = {
+            let mut sent = sent.lock().unwrap();
+            let value = format!("v{}", sent.len());
+            sent.push(value.clone());
+            value
+        };
+        let note = note.clone();
+        async move {
+            note.set(&value).await?;
+            note.delete().await
+        }
+    };
+    // Checks what a drop at poll `k` left, then sets the stage for the next run (on the same
+    // session, so after anything the dropped run sent): no tree at all, or the node holding
+    // the seed.
+    let check = |k: usize, existing: bool| {
+        let (observer, root, path, sent, zk, note) = (&observer, &root, &path, &sent, &zk, &note);
+        async move {
+            let notes = children(observer, &format!("{root}/notes")).await;
+            assert!(notes.iter().all(|c| c == "n"), "after a drop at poll {k}: {notes:?}");
+            assert!(children(observer, root).await.iter().all(|c| c == "notes"));
+            if let Ok((data, _)) = observer.get_data(path).await {
+                let data = String::from_utf8(data).unwrap();
+                assert!(sent.lock().unwrap().contains(&data), "after a drop at poll {k}: {data:?}");
+            }
+            match existing {
+                true => drop(note.set(&"seed".to_owned()).await.unwrap()),
+                false => drop(zk.delete_recursive(root).await.unwrap()),
+            }
+        }
+    };
+    let (done, drops) = cancel_at_every_await(cycle, |k| check(k, false)).await;
+    println!("model set and delete from nothing: dropped at {drops} awaits");
+    assert!(done.unwrap(), "the complete run deleted its node");
+    assert!(drops >= 3, "a create that makes parents, then a delete: {drops}");
+
+    note.set(&"seed".to_owned()).await.unwrap();
+    let (done, drops) = cancel_at_every_await(cycle, |k| check(k, true)).await;
+    println!("model set and delete onto a node: dropped at {drops} awaits");
+    assert!(done.unwrap());
+    assert!(drops >= 2, "a create that finds the node, a set, then a delete: {drops}");
+    assert_eq!(note.read().await.unwrap(), None);
+}
+
 #[tokio::test]
 async fn semaphore_try_acquire_and_release() {
     let (zk, observer) = clients().await;

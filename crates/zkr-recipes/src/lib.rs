@@ -30,6 +30,7 @@ pub mod id;
 pub mod kazoo;
 pub mod leader;
 pub mod locks;
+pub mod model;
 pub mod nodes;
 pub mod partition;
 pub mod queues;

@@ -59,6 +59,8 @@ mod guides {
     pub struct RecipesQueues;
     #[doc = include_str!("../../../docs/recipes/kazoo.md")]
     pub struct RecipesKazoo;
+    #[doc = include_str!("../../../docs/recipes/models.md")]
+    pub struct RecipesModels;
     #[doc = include_str!("../../../crates/zkr-connection/README.md")]
     pub struct ConnectionReadme;
     #[doc = include_str!("../../../crates/zkr-recipes/README.md")]
