@@ -26,6 +26,10 @@ pub(crate) enum Exit {
     /// No ZooKeeper session within `--connect-timeout` (or `lock --timeout`), or ZooKeeper
     /// stayed unreachable for longer than the retry policy allows.
     Unreachable = 7,
+    /// `zkr status`: a quorum, but a server is down or not serving.
+    Degraded = 8,
+    /// `zkr status`: no quorum (no leader, or too few servers with it).
+    NoQuorum = 9,
     /// `zkr lock`: the command was not found (as a shell says it).
     CommandNotFound = 127,
     /// `zkr lock`: the command exists but cannot be executed.
@@ -60,9 +64,11 @@ Exit codes (every subcommand):
        found a path laid out for another --kind; service register: another session
        holds the id
   7    cannot reach ZooKeeper within --connect-timeout (or lock --timeout)
+  8    status: degraded (a quorum, but a server is down or not serving)
+  9    status: no quorum
   126  lock: the command cannot be executed;  127: the command was not found
   128+N  zkr was stopped by signal N while it waited for the lock (130: Ctrl-C)
-With -E N (--error-exit-code N), zkr exits N instead of every code from 1 to 7, so that a
+With -E N (--error-exit-code N), zkr exits N instead of every code from 1 to 9, so that a
 command's own 3 or 4 is never taken for zkr's; the command's status, 126, 127 and 128+N are
 left as they are, and stderr still says what happened.";
 

@@ -14,6 +14,7 @@ mod node;
 mod server;
 mod service;
 mod signals;
+mod status;
 mod tree;
 
 use std::io::IsTerminal as _;
@@ -44,7 +45,7 @@ struct Cli {
     /// More output (tracing at debug level); twice for trace. ZKR_LOG overrides it.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
-    /// Exit with N (1-255) instead of any of zkr's own failure codes (1-7), so that they cannot
+    /// Exit with N (1-255) instead of any of zkr's own failure codes (1-9), so that they cannot
     /// be mistaken for the command's own status (as flock's -E).
     #[arg(short = 'E', long, value_name = "N", global = true,
           value_parser = clap::value_parser!(u8).range(1..))]
@@ -71,6 +72,9 @@ enum Command {
     Elect(elect::ElectArgs),
     /// Show the holder of a lock and who waits for it.
     LockInfo(lock::LockInfoArgs),
+    /// The health of the ensemble: one line per server (mode, zxid, latency, connections,
+    /// ...). Exit 0 healthy, 8 degraded, 9 no quorum.
+    Status(status::StatusArgs),
     /// List a node's children (-R: the whole subtree; -l: with their stats).
     Ls(node::LsArgs),
     /// Print a node's data (binary data is described on a terminal; --stat adds its stat).
@@ -169,6 +173,7 @@ async fn dispatch(command: Command, connect: &connect::ConnectArgs) -> anyhow::R
         Command::LockInfo(args) => lock::info(args, connect).await,
         Command::Elect(args) => elect::run(args, connect).await,
         Command::Config(args) => config::run(args, connect).await,
+        Command::Status(args) => status::run(args, connect).await,
         Command::Ls(args) => node::ls(args, connect).await,
         Command::Get(args) => node::get(args, connect).await,
         Command::Stat(args) => node::stat(args, connect).await,
