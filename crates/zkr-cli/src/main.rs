@@ -89,6 +89,10 @@ enum Command {
     Rm(node::RmArgs),
     /// Read or replace a node's ACL.
     Acl(node::AclArgs),
+    /// Write a subtree as one JSON document: data (binary in base64), ACLs and stats.
+    Export(node::ExportArgs),
+    /// Create a subtree from an export, in transactions (--dry-run, --overwrite).
+    Import(node::ImportArgs),
     /// Make the connected server catch up with the leader before the next read.
     Sync(node::SyncArgs),
     /// Hand out unique IDs (sequential, segment or snowflake generators).
@@ -182,6 +186,8 @@ async fn dispatch(command: Command, connect: &connect::ConnectArgs) -> anyhow::R
         Command::Rm(args) => node::rm(args, connect).await,
         Command::Acl(args) => node::acl(args, connect).await,
         Command::Sync(args) => node::sync(args, connect).await,
+        Command::Export(args) => node::export(args, connect).await,
+        Command::Import(args) => node::import(args, connect).await,
         Command::Id(args) => id::run(args, connect).await,
         Command::Tree(args) => tree::run(args, connect).await,
         Command::Members(args) => service::members(args, connect).await,

@@ -184,3 +184,71 @@ async fn on_a_terminal_rm_r_asks_first_and_binary_data_is_described() {
     assert!(code == 0 && shown.contains("3 bytes of binary data"), "{code}: {shown}");
     ok(&cs, &["rm", &blob]).await;
 }
+
+/// Every node of an export, without its stat (which a copy cannot share).
+fn nodes_without_stats(export: &str) -> Vec<serde_json::Value> {
+    let mut document = json(export);
+    let nodes = document["nodes"].as_array_mut().unwrap();
+    for node in nodes.iter_mut() {
+        node.as_object_mut().unwrap().remove("stat");
+    }
+    nodes.clone()
+}
+
+#[tokio::test]
+async fn export_and_import_reproduce_a_tree_byte_for_byte() {
+    let cs = shared_server().await.unwrap().connect_string();
+    let (src, dst) = (unique("export-src"), unique("export-dst"));
+    let admin = zookeeper_client::Client::connect(&cs).await.unwrap();
+    let open = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    admin.create(&src, b"root", &open).await.unwrap();
+    admin.create(&format!("{src}/text"), "héllo\n".as_bytes(), &open).await.unwrap();
+    admin.create(&format!("{src}/bin"), &[0, 159, 146, 150, 255], &open).await.unwrap();
+    admin.create(&format!("{src}/text/deep"), b"{\"json\": 1}", &open).await.unwrap();
+    let read_only = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_read());
+    admin.create(&format!("{src}/frozen"), b"", &read_only).await.unwrap();
+    let ephemeral = zookeeper_client::CreateMode::Ephemeral.with_acls(zookeeper_client::Acls::anyone_all());
+    admin.create(&format!("{src}/owner"), b"me", &ephemeral).await.unwrap();
+
+    let exported = ok(&cs, &["export", &src]).await;
+    let file = std::env::temp_dir().join(format!("zkr-export-{}.json", std::process::id()));
+    std::fs::write(&file, &exported).unwrap();
+    let file = file.to_str().unwrap();
+    // A dry run writes nothing.
+    let planned = ok(&cs, &["import", "--dry-run", file, &dst]).await;
+    assert!(planned.contains(&format!("create {dst}/bin (5 bytes)")), "{planned}");
+    assert_eq!(zkr_out(&cs, &["stat", &dst]).await.0, 5, "nothing written by a dry run");
+    let (_, out, err) = zkr_out(&cs, &["import", file, &format!("{dst}/copy")]).await;
+    assert!(
+        out.contains("created 5, updated 0") && err.contains("skipping the ephemeral node"),
+        "{out} {err}"
+    );
+
+    // The copy's export equals the original's, ephemeral node aside, byte for byte and ACL.
+    let copy = ok(&cs, &["export", &format!("{dst}/copy")]).await;
+    let original: Vec<_> =
+        nodes_without_stats(&exported).into_iter().filter(|n| n["ephemeral"] == false).collect();
+    assert_eq!(nodes_without_stats(&copy), original);
+    let (bin, _) = admin.get_data(&format!("{dst}/copy/bin")).await.unwrap();
+    assert_eq!(bin, [0, 159, 146, 150, 255]);
+    assert_eq!(ok(&cs, &["acl", "get", &format!("{dst}/copy/frozen")]).await.trim(), "world:anyone:r");
+
+    // Into an existing tree: refused with nothing written, unless --overwrite.
+    admin.set_data(&format!("{dst}/copy/text"), b"changed", None).await.unwrap();
+    let (code, _, err) = zkr_out(&cs, &["import", file, &format!("{dst}/copy")]).await;
+    assert!(code == 6 && err.contains("--overwrite"), "{code}: {err}");
+    assert_eq!(admin.get_data(&format!("{dst}/copy/text")).await.unwrap().0, b"changed");
+    // (A node whose ACL forbids writing cannot be overwritten, nor its ACL changed: delete it
+    // first; the import creates it again with its read-only ACL.)
+    let frozen = format!("{dst}/copy/frozen");
+    admin.delete(&frozen, None).await.unwrap();
+    let out = ok(&cs, &["import", "--overwrite", file, &format!("{dst}/copy")]).await;
+    assert_eq!(ok(&cs, &["acl", "get", &frozen]).await.trim(), "world:anyone:r");
+    assert!(out.contains("created 1, updated 4"), "{out}");
+    assert_eq!(admin.get_data(&format!("{dst}/copy/text")).await.unwrap().0, "héllo\n".as_bytes());
+    assert_eq!(zkr_out(&cs, &["import", "/nonexistent.json", &dst]).await.0, 1);
+    std::fs::remove_file(file).unwrap();
+    ok(&cs, &["rm", "-r", &dst]).await;
+    admin.delete(&format!("{src}/owner"), None).await.unwrap();
+    ok(&cs, &["rm", "-r", &src]).await;
+}

@@ -31,12 +31,15 @@ async fn every_subcommand_takes_the_connection_options_on_either_side() {
     let server = shared_server().await.unwrap();
     let cs = server.connect_string();
     let admin = zookeeper_client::Client::connect(&cs).await.unwrap();
+    let empty_export = std::env::temp_dir().join(format!("zkr-options-{}.json", std::process::id()));
+    std::fs::write(&empty_export, r#"{"format": "zkr-export/1", "root": "/x", "nodes": []}"#).unwrap();
+    let empty_export = empty_export.to_str().unwrap().to_owned();
     for before in [true, false] {
         let ns = unique(if before { "opts-before" } else { "opts-after" });
         let ns = ns.trim_start_matches('/').to_owned();
         let options = ["--connect", cs.as_str(), "--namespace", ns.as_str(), "--session-timeout", "10s"];
         let side = if before { "before" } else { "after" };
-        let one_shots: [&[&str]; 15] = [
+        let one_shots: [&[&str]; 17] = [
             &["create", "--parents", "/nodes/n", "x"],
             &["set", "/nodes/n", "y"],
             &["get", "/nodes/n"],
@@ -44,6 +47,8 @@ async fn every_subcommand_takes_the_connection_options_on_either_side() {
             &["ls", "-R", "/nodes"],
             &["acl", "get", "/nodes/n"],
             &["sync", "/nodes"],
+            &["export", "/nodes"],
+            &["import", "--dry-run", empty_export.as_str(), "/elsewhere"],
             &["rm", "-r", "/nodes"],
             &["config", "set", "/settings", "v1"],
             &["config", "get", "/settings"],

@@ -39,10 +39,26 @@ impl fmt::Display for OpKind {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Create { path: String, data: Vec<u8>, mode: CreateMode, ttl: Option<Duration> },
-    SetData { path: String, data: Vec<u8>, version: Option<i32> },
-    Delete { path: String, version: Option<i32> },
-    Check { path: String, version: i32 },
+    Create {
+        path: String,
+        data: Vec<u8>,
+        mode: CreateMode,
+        ttl: Option<Duration>,
+        acl: Option<Vec<zookeeper_client::Acl>>,
+    },
+    SetData {
+        path: String,
+        data: Vec<u8>,
+        version: Option<i32>,
+    },
+    Delete {
+        path: String,
+        version: Option<i32>,
+    },
+    Check {
+        path: String,
+        version: i32,
+    },
 }
 
 impl Op {
@@ -115,14 +131,46 @@ impl ZkClient {
 impl Transaction {
     /// Adds a create of `path` (for sequential modes the result names the created node).
     pub fn create(mut self, path: &str, data: &[u8], mode: CreateMode) -> Self {
-        self.ops.push(Op::Create { path: path.to_owned(), data: data.to_vec(), mode, ttl: None });
+        self.ops.push(Op::Create { path: path.to_owned(), data: data.to_vec(), mode, ttl: None, acl: None });
+        self
+    }
+
+    /// Adds a create of `path` with `acl` instead of the ACL provider's (Curator's
+    /// `transactionOp().create().withACL(acl)`).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// use zkr_connection::zookeeper_client::{Acl, AuthId, Permission};
+    /// use zkr_connection::CreateMode;
+    ///
+    /// let read_only = [Acl::new(Permission::READ, AuthId::anyone())];
+    /// zk.transaction().create_with_acl("/app/frozen", b"v1", CreateMode::Persistent, &read_only).commit().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn create_with_acl(
+        mut self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        acl: &[zookeeper_client::Acl],
+    ) -> Self {
+        let acl = Some(acl.to_vec());
+        self.ops.push(Op::Create { path: path.to_owned(), data: data.to_vec(), mode, ttl: None, acl });
         self
     }
 
     /// Adds a create of a TTL node (`CreateMode::PersistentWithTtl` or
     /// `PersistentSequentialWithTtl`; the server needs TTL nodes on).
     pub fn create_with_ttl(mut self, path: &str, data: &[u8], mode: CreateMode, ttl: Duration) -> Self {
-        self.ops.push(Op::Create { path: path.to_owned(), data: data.to_vec(), mode, ttl: Some(ttl) });
+        self.ops.push(Op::Create {
+            path: path.to_owned(),
+            data: data.to_vec(),
+            mode,
+            ttl: Some(ttl),
+            acl: None,
+        });
         self
     }
 
@@ -198,7 +246,14 @@ impl Transaction {
     #[tracing::instrument(level = "debug", name = "zk.transaction", skip_all, fields(ops = self.ops.len()))]
     pub async fn commit(self) -> Result<Vec<MultiWriteResult>> {
         self.validate()?;
-        let acls: Vec<_> = self.ops.iter().map(|op| self.zk.acl_for_path(op.path())).collect();
+        let acls: Vec<_> = self
+            .ops
+            .iter()
+            .map(|op| match op {
+                Op::Create { acl: Some(acl), .. } => acl.clone(),
+                _ => self.zk.acl_for_path(op.path()),
+            })
+            .collect();
         let ops = &self.ops;
         let acls = &acls;
         let sent = self
@@ -230,7 +285,7 @@ impl Transaction {
         for op in &self.ops {
             path::validate_node_path(op.path())?;
             match op {
-                Op::Create { path, data, mode, ttl } => {
+                Op::Create { path, data, mode, ttl, .. } => {
                     path::validate_data(path, data)?;
                     if let Some(ttl) = ttl {
                         validate_ttl(*mode, *ttl)?;
@@ -250,7 +305,7 @@ fn add(
     acl: &[zookeeper_client::Acl],
 ) -> std::result::Result<(), zookeeper_client::Error> {
     match op {
-        Op::Create { path, data, mode, ttl } => {
+        Op::Create { path, data, mode, ttl, .. } => {
             let mut options = mode.with_acls(Acls::new(acl));
             if let Some(ttl) = ttl {
                 options = options.with_ttl(*ttl);

@@ -67,15 +67,19 @@ fn parse_acl(entry: &str) -> Result<Acl, String> {
     if scheme.is_empty() {
         return Err(bad());
     }
-    let mut permission = Permission::NONE;
-    for letter in perms.chars() {
-        let (_, p) = PERMISSIONS.iter().find(|(l, _)| *l == letter).ok_or_else(bad)?;
-        permission = permission | *p;
-    }
+    let permission = permission_of(perms).ok_or_else(bad)?;
     Ok(Acl::new(permission, AuthId::new(scheme, id)))
 }
 
-fn permission_letters(permission: Permission) -> String {
+/// The permissions of `cdrwa` letters; `None` for another letter.
+pub(super) fn permission_of(letters: &str) -> Option<Permission> {
+    letters.chars().try_fold(Permission::NONE, |all, letter| {
+        PERMISSIONS.iter().find(|(l, _)| *l == letter).map(|(_, p)| all | *p)
+    })
+}
+
+/// `cdrwa` letters of `permission`.
+pub(super) fn permission_letters(permission: Permission) -> String {
     PERMISSIONS.iter().filter(|(_, p)| permission.has(*p)).map(|(l, _)| *l).collect()
 }
 

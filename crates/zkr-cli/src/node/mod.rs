@@ -1,13 +1,15 @@
 //! The node commands an operator reaches zkCli.sh for: `ls`, `get`, `stat`, `create`, `set`,
-//! `rm`, `acl` and `sync`, with `--json`, the one exit-code table, and the namespace or chroot
+//! `rm`, `acl`, `sync`, `export` and `import`, with `--json`, the one exit-code table, and the namespace or chroot
 //! applied to every path.
 
 mod acl;
 mod read;
+mod transfer;
 mod write;
 
 pub(crate) use acl::{run as acl, AclArgs};
 pub(crate) use read::{get, ls, stat, GetArgs, LsArgs, StatArgs};
+pub(crate) use transfer::{export, import, ExportArgs, ImportArgs};
 pub(crate) use write::{create, rm, set, sync, CreateArgs, RmArgs, SetArgs, SyncArgs};
 
 use serde_json::{json, Value};
