@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use futures::StreamExt as _;
 use serde_json::json;
-use zkr_connection::{SessionConnectionStateErrorPolicy, StandardConnectionStateErrorPolicy, ZkClient};
+use zkr_connection::ZkClient;
 use zkr_recipes::cache::{CacheMode, CuratorCache};
 use zkr_recipes::leader::{latch_participants, LeaderLatch};
 
@@ -15,7 +15,7 @@ use crate::config::output::print_line;
 use crate::connect::{parse_duration, parse_path, ConnectArgs};
 use crate::exit::{Code, Exit, Failure};
 use crate::lock::held::Held;
-use crate::lock::{supervise, OnSuspend, Policy};
+use crate::lock::{supervise, with_session, OnSuspend, Policy};
 use crate::signals::{status_after, Signals};
 
 const ELECT_LONG_HELP: &str = "\
@@ -66,28 +66,13 @@ pub(crate) struct ElectArgs {
 }
 
 pub(crate) async fn run(args: ElectArgs, connect: &ConnectArgs) -> anyhow::Result<Code> {
-    let mut signals = Signals::listen()?;
-    let started = Instant::now();
-    let connecting = async {
-        match args.on_suspend {
-            OnSuspend::Continue => {
-                connect.connect_with(SessionConnectionStateErrorPolicy, args.timeout).await
-            }
-            OnSuspend::Stop => connect.connect_with(StandardConnectionStateErrorPolicy, args.timeout).await,
+    with_session(connect, args.on_suspend, args.timeout, |zk, mut signals, started| async move {
+        match args.observe {
+            true => observe(&zk, &args, &mut signals).await,
+            false => lead(&zk, &args, started, &mut signals).await,
         }
-    };
-    let zk = tokio::select! {
-        zk = connecting => zk?,
-        signal = signals.recv() => return Ok(Code::Status(status_after(signal))),
-    };
-    let outcome = match args.observe {
-        true => observe(&zk, &args, &mut signals).await,
-        false => lead(&zk, &args, started, &mut signals).await,
-    };
-    if !matches!(&outcome, Err(e) if crate::exit::classify(e) == Exit::Lost) {
-        zk.close().await;
-    }
-    outcome
+    })
+    .await
 }
 
 /// Joins the election, waits to lead, and runs the command while leading.

@@ -90,26 +90,41 @@ pub(crate) struct LockArgs {
 }
 
 pub(crate) async fn run(args: LockArgs, connect: &ConnectArgs) -> anyhow::Result<Code> {
-    // Registered before anything else: a signal that arrives while we wait for the lock, or
-    // just after the command starts, must not hit the default action (which kills zkr without
-    // forwarding anything to the command).
+    with_session(connect, args.on_suspend, args.timeout, |zk, mut signals, started| async move {
+        locked(&zk, &args, started, &mut signals).await
+    })
+    .await
+}
+
+/// Connects with the error policy `on_suspend` asks for, runs `body` with the client, the
+/// signals and the start time, then closes the session, unless the hold was lost: the session
+/// is gone or going then, and the next holder may be minutes away from it, so zkr exits at once
+/// rather than wait for a connection that may not come back. The signals are registered before
+/// anything else: one that arrives while connecting or just after the command starts must not
+/// hit the default action (which ends zkr without forwarding anything to the command).
+pub(crate) async fn with_session<F, Fut>(
+    connect: &ConnectArgs,
+    on_suspend: OnSuspend,
+    timeout: Option<Duration>,
+    body: F,
+) -> anyhow::Result<Code>
+where
+    F: FnOnce(ZkClient, Signals, Instant) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Code>>,
+{
     let mut signals = Signals::listen()?;
     let started = Instant::now();
     let connecting = async {
-        match args.on_suspend {
-            OnSuspend::Continue => {
-                connect.connect_with(SessionConnectionStateErrorPolicy, args.timeout).await
-            }
-            OnSuspend::Stop => connect.connect_with(StandardConnectionStateErrorPolicy, args.timeout).await,
+        match on_suspend {
+            OnSuspend::Continue => connect.connect_with(SessionConnectionStateErrorPolicy, timeout).await,
+            OnSuspend::Stop => connect.connect_with(StandardConnectionStateErrorPolicy, timeout).await,
         }
     };
     let zk = tokio::select! {
         zk = connecting => zk?,
         signal = signals.recv() => return Ok(Code::Status(status_after(signal))),
     };
-    let outcome = locked(&zk, &args, started, &mut signals).await;
-    // After a loss the session is gone or going, and the next holder may be minutes away from
-    // it; exit at once rather than wait for a connection that may not come back.
+    let outcome = body(zk.clone(), signals, started).await;
     if !matches!(&outcome, Err(e) if crate::exit::classify(e) == Exit::Lost) {
         zk.close().await;
     }
