@@ -14,6 +14,8 @@ use zookeeper_client::CreateMode;
 struct Figure {
     name: String,
     labels: Vec<(String, String)>,
+    unit: Option<metrics::Unit>,
+    described: bool,
     value: DebugValue,
 }
 
@@ -22,10 +24,11 @@ struct Figures(Vec<Figure>);
 
 impl Figures {
     fn take(snapshotter: &Snapshotter) -> Self {
-        let figures = snapshotter.snapshot().into_vec().into_iter().map(|(key, _, _, value)| {
+        let figures = snapshotter.snapshot().into_vec().into_iter().map(|(key, unit, description, value)| {
             let key = key.key();
             let labels = key.labels().map(|l| (l.key().to_owned(), l.value().to_owned())).collect();
-            Figure { name: key.name().to_owned(), labels, value }
+            let described = description.is_some_and(|d| !d.is_empty());
+            Figure { name: key.name().to_owned(), labels, unit, described, value }
         });
         Figures(figures.collect())
     }
@@ -80,6 +83,7 @@ async fn figures_follow_locks_sessions_and_caches() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     recorder.install().expect("the only recorder of this process");
+    zkr_recipes::describe_metrics();
     let server = shared_server().await.unwrap();
     let root = unique_root("metrics");
     let zk = connect(&server.connect_string()).await;
@@ -90,11 +94,17 @@ async fn figures_follow_locks_sessions_and_caches() {
         mutex.acquire().await.unwrap().release().await.unwrap();
     }
     let figures = Figures::take(&snapshotter);
+    // Every figure has its HELP text (describe_metrics), the wait its unit.
+    for figure in figures.0.iter().filter(|f| f.name.starts_with("zkr_")) {
+        assert!(figure.described, "{} has no description", figure.name);
+    }
+    let wait = figures.0.iter().find(|f| f.name == "zkr_lock_wait_seconds").expect("a wait");
+    assert_eq!(wait.unit, Some(metrics::Unit::Seconds));
     assert_eq!(figures.counter("zkr_lock_holds_total", &[]), 3);
     assert_eq!(figures.samples("zkr_lock_wait_seconds", &[("outcome", "acquired")]), 3);
     assert_eq!(figures.counter("zkr_lock_releases_total", &[("outcome", "deleted")]), 3);
     assert_eq!(figures.counter_total("zkr_lock_losses_total"), 0);
-    let connected = ConnectionState::Connected.to_string();
+    let connected = ConnectionState::Connected.to_string().to_lowercase();
     assert_eq!(figures.gauge("zkr_session_state", &[("state", &connected)]), Some(1.0));
 
     // One forced loss: the session expires under a held lock.
@@ -111,9 +121,9 @@ async fn figures_follow_locks_sessions_and_caches() {
     assert_eq!(figures.counter("zkr_lock_losses_total", &[("reason", reason.label())]), 1);
     assert_eq!(figures.counter_total("zkr_lock_losses_total"), 1, "one loss, counted once");
     assert_eq!(figures.counter("zkr_session_rebuilds_total", &[]), 1);
-    let reconnected = ConnectionState::Reconnected.to_string();
+    let reconnected = ConnectionState::Reconnected.to_string().to_lowercase();
     assert_eq!(figures.gauge("zkr_session_state", &[("state", &reconnected)]), Some(1.0));
-    let lost = ConnectionState::Lost.to_string();
+    let lost = ConnectionState::Lost.to_string().to_lowercase();
     assert_eq!(figures.gauge("zkr_session_state", &[("state", &lost)]), Some(0.0));
 
     // A cache of a node and its two children: its size, and the first full read.

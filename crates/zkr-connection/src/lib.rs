@@ -73,6 +73,7 @@ pub use state::{
     StandardConnectionStateErrorPolicy,
 };
 pub use status::Status;
+pub use telemetry::describe_metrics;
 pub use transaction::{OpKind, Transaction};
 pub use zookeeper_client;
 /// The base client's types every user names: a node's create mode, its ACL entries, its stat.

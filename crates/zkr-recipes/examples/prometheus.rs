@@ -9,7 +9,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use metrics_exporter_prometheus::PrometheusBuilder;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use tracing_subscriber::EnvFilter;
 use zkr_connection::ZkClient;
 use zkr_recipes::locks::InterProcessMutex;
@@ -22,7 +22,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
         .with_writer(std::io::stderr)
         .init();
-    PrometheusBuilder::new().with_http_listener(LISTEN).install()?;
+    // Buckets: the lock waits as a histogram (summable across instances), not a summary.
+    PrometheusBuilder::new()
+        .with_http_listener(LISTEN)
+        .set_buckets_for_metric(
+            Matcher::Suffix("_seconds".into()),
+            &[0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0],
+        )?
+        .install()?;
+    zkr_recipes::describe_metrics();
     let connect = std::env::var("ZK_CONNECT").unwrap_or_else(|_| "127.0.0.1:2181".to_owned());
     let zk = ZkClient::connect(connect).await?;
     let mutex = InterProcessMutex::new(&zk, "/examples/prometheus/lock")?;

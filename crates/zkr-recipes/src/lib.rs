@@ -35,4 +35,6 @@ pub mod nodes;
 pub mod partition;
 pub mod queues;
 mod telemetry;
+
+pub use telemetry::describe_metrics;
 pub(crate) mod watch;

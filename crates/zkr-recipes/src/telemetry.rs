@@ -88,3 +88,40 @@ pub(crate) fn queue_size(path: &str, items: usize) {
 fn gauge_value(count: usize) -> f64 {
     count as f64
 }
+
+/// Registers the HELP text and unit of every metric zkr records (the recipes' and the
+/// connection manager's, [`zkr_connection::describe_metrics`]) with the installed `metrics`
+/// recorder, so that a Prometheus exporter prints a `# HELP` line for each. Call it once after
+/// installing the recorder. Without the `metrics` feature it does nothing.
+///
+/// # Examples
+///
+/// ```
+/// // After installing a recorder (metrics_exporter_prometheus::PrometheusBuilder::install):
+/// zkr_recipes::describe_metrics();
+/// ```
+pub fn describe_metrics() {
+    zkr_connection::describe_metrics();
+    #[cfg(feature = "metrics")]
+    {
+        use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+        describe_histogram!(
+            "zkr_lock_wait_seconds",
+            Unit::Seconds,
+            "how long each lock attempt took, creating the contender node included (label outcome)"
+        );
+        describe_counter!("zkr_lock_holds_total", "locks acquired (reentrant acquires not counted)");
+        describe_counter!("zkr_lock_releases_total", "held lock nodes released (label outcome)");
+        describe_counter!("zkr_lock_losses_total", "held locks lost, each counted once (label reason)");
+        describe_counter!("zkr_watch_resyncs_total", "full reads that replaced a watch engine's local copy");
+        describe_counter!(
+            "zkr_watch_lagged_events_total",
+            "events a recipe's event subscriber missed because it fell behind"
+        );
+        describe_gauge!("zkr_cache_nodes", "nodes a CuratorCache holds (label path: the cache's root)");
+        describe_gauge!(
+            "zkr_queue_items",
+            "items in a distributed queue as its consumer last looked (label path)"
+        );
+    }
+}
