@@ -86,7 +86,7 @@ impl Connection for ZkClient {
     }
 
     async fn poll_client(&self) -> anyhow::Result<Client> {
-        Ok(self.client().await?)
+        Ok(self.client().await?.into_raw())
     }
 }
 

@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
-use zookeeper_client::{Acl, Client};
+use zookeeper_client::Acl;
 
 use crate::builder::{Config, ZkClientBuilder};
 use crate::error::{Error, Result};
@@ -20,7 +20,7 @@ use crate::path;
 use crate::retry::RetryPolicy;
 use crate::state::{ConnectionState, ConnectionStateErrorPolicy};
 pub(crate) use crate::supervisor::Shared;
-use crate::Deadline;
+use crate::{Deadline, SessionClient};
 
 /// One ZooKeeper session of a [`ZkClient`]: the `zookeeper-client` handle (already rooted at the
 /// namespace) and the session's generation, which grows by one with every session the manager
@@ -31,14 +31,15 @@ use crate::Deadline;
 /// it only as long as that sequence: a held `Session` keeps its `Client` alive.
 #[derive(Debug, Clone)]
 pub struct Session {
-    pub(crate) client: Client,
+    pub(crate) client: SessionClient,
     pub(crate) generation: u64,
     pub(crate) connection: u64,
 }
 
 impl Session {
-    /// The `zookeeper-client` handle for this session.
-    pub fn client(&self) -> &Client {
+    /// The `zookeeper-client` handle for this session, its requests counted (with the
+    /// `metrics` feature): every method of `zookeeper_client::Client` is there.
+    pub fn client(&self) -> &SessionClient {
         &self.client
     }
 
@@ -168,6 +169,7 @@ impl ZkClient {
             persistent_watches: tokio::sync::OnceCell::new(),
             refusals: watch::channel(0).0,
             supervisor: Mutex::new(None),
+            last_nudge: Mutex::new(None),
         });
         let task = runtime.spawn(crate::supervisor::supervise(shared.clone()));
         *shared.supervisor.lock() = Some(task);
@@ -239,7 +241,7 @@ impl ZkClient {
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn client(&self) -> Result<Client> {
+    pub async fn client(&self) -> Result<SessionClient> {
         Ok(self.session().await?.client)
     }
 
@@ -437,6 +439,36 @@ impl ZkClient {
     /// ([`ZkClientBuilder::compression`](crate::ZkClientBuilder::compression)).
     pub fn compression_enabled(&self) -> bool {
         self.shared.config.compression
+    }
+
+    /// Whether recipes label their size figures with their path
+    /// ([`ZkClientBuilder::metrics_path_labels`](crate::ZkClientBuilder::metrics_path_labels)).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(zk: zkr_connection::ZkClient) {
+    /// assert!(!zk.metrics_path_labels());
+    /// # }
+    /// ```
+    pub fn metrics_path_labels(&self) -> bool {
+        self.shared.config.metrics_path_labels
+    }
+
+    /// The manager's name in its metrics, the `client` label
+    /// ([`ZkClientBuilder::name`](crate::ZkClientBuilder::name); numbered `"1"`, `"2"`, ... in
+    /// the order managers were built when not given).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f() -> zkr_connection::Result<()> {
+    /// let zk = zkr_connection::ZkClient::builder("127.0.0.1:2181").name("orders").build()?;
+    /// assert_eq!(zk.name(), "orders");
+    /// # Ok(()) }
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.shared.config.name
     }
 
     /// The ACL for a node created at `path`.

@@ -18,9 +18,10 @@
 //! - `tls`: TLS connections (`ZkClientBuilder::tls_trusting`, `ZkClientBuilder::tls`),
 //!   through `zookeeper-client`'s `tls` feature and rustls.
 //! - `backon`: `retry::BackonRetry`, the `backon` crate's backoffs as retry policies.
-//! - `metrics`: session states, session rebuilds and retries as figures of the `metrics`
-//!   facade crate (`zkr_session_state`, `zkr_session_rebuilds_total`, `zkr_retries_total`;
-//!   `docs/observability.md`). The spans and events of `tracing` are always there.
+//! - `metrics`: session states, timeouts and expirations, requests by operation and result,
+//!   retries, per named manager, as figures of the `metrics` facade crate
+//!   (`zkr_session_state`, `zkr_requests_total`, ...; `docs/observability.md`). The spans and
+//!   events of `tracing` are always there.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod acl;
@@ -47,6 +48,7 @@ mod reach;
 mod reads;
 pub mod retry;
 mod retry_loop;
+mod session_client;
 mod state;
 mod status;
 mod supervisor;
@@ -68,6 +70,7 @@ pub use path::MAX_DATA_LEN;
 pub use protected::{ProtectedCreate, ProtectedNode};
 pub use reads::{ReadOp, ReadResult};
 pub use retry_loop::{RetryOptions, Sent};
+pub use session_client::{MultiReader, MultiWriter, SessionClient};
 pub use state::{
     ConnectionState, ConnectionStateErrorPolicy, SessionConnectionStateErrorPolicy,
     StandardConnectionStateErrorPolicy,

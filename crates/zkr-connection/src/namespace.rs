@@ -95,7 +95,7 @@ async fn rooted(
     namespace: Option<&str>,
     acl: &dyn crate::AclProvider,
 ) -> Option<Session> {
-    let at = |path: &str| session.client.clone().chroot(path.to_owned()).ok();
+    let at = |path: &str| session.client.raw().clone().chroot(path.to_owned()).ok();
     if let Some(ns) = namespace {
         let base = at(if chroot.is_empty() { "/" } else { chroot })?;
         if let Err(error) = ensure_namespace(&base, ns, acl).await {
@@ -103,5 +103,5 @@ async fn rooted(
         }
     }
     let client = at(root)?;
-    Some(Session { client, ..session })
+    Some(Session { client: session.client.with_raw(client), ..session })
 }

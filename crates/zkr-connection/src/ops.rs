@@ -4,11 +4,12 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, CreateSequence, Stat};
+use zookeeper_client::{Acls, CreateMode, CreateOptions, CreateSequence, Stat};
 
 use crate::client::ZkClient;
 use crate::error::{is_retryable, is_session_error, Error, Result};
 use crate::path;
+use crate::SessionClient;
 
 /// How a create makes the missing ancestors of its node: Curator's
 /// `creatingParentContainersIfNeeded` and `creatingParentsIfNeeded`, or not at all (its plain
@@ -64,7 +65,7 @@ impl<'a> NodeSpec<'a> {
 /// (one round trip), ignoring `NodeExists`.
 pub(crate) async fn create_parents_on(
     zk: &ZkClient,
-    client: &Client,
+    client: &SessionClient,
     path: &str,
 ) -> std::result::Result<(), zookeeper_client::Error> {
     create_parents_as(zk, client, path, CreateMode::Container).await
@@ -73,7 +74,7 @@ pub(crate) async fn create_parents_on(
 /// [`create_parents_on`] in `mode` (container or persistent).
 async fn create_parents_as(
     zk: &ZkClient,
-    client: &Client,
+    client: &SessionClient,
     path: &str,
     mode: CreateMode,
 ) -> std::result::Result<(), zookeeper_client::Error> {
@@ -96,7 +97,7 @@ async fn create_parents_as(
 /// Creates `path` with the manager's ACL, creating missing parents as containers on `NoNode`.
 pub(crate) async fn create_on(
     zk: &ZkClient,
-    client: &Client,
+    client: &SessionClient,
     path: &str,
     data: &[u8],
     mode: CreateMode,
@@ -107,7 +108,7 @@ pub(crate) async fn create_on(
 /// [`create_on`] with a TTL (for the persistent modes).
 pub(crate) async fn create_ttl_on(
     zk: &ZkClient,
-    client: &Client,
+    client: &SessionClient,
     path: &str,
     data: &[u8],
     mode: CreateMode,
@@ -120,7 +121,7 @@ pub(crate) async fn create_ttl_on(
 /// [`Parents::None`]).
 pub(crate) async fn create_spec_on(
     zk: &ZkClient,
-    client: &Client,
+    client: &SessionClient,
     path: &str,
     data: &[u8],
     spec: &NodeSpec<'_>,

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use uuid::Uuid;
-use zookeeper_client::{Client, CreateMode, Stat};
+use zookeeper_client::{CreateMode, Stat};
 
 use crate::client::{Session, ZkClient};
 use crate::error::{is_retryable, is_session_error, Error, Result};
@@ -12,6 +12,7 @@ use crate::guard::DropGuard;
 use crate::ops::{create_spec_on, ttl_error, validate_ttl, NodeSpec, Parents};
 use crate::path;
 use crate::retry_loop::RetryOptions;
+use crate::SessionClient;
 
 /// Curator's `ProtectedUtils.PROTECTED_PREFIX`.
 pub const PROTECTED_PREFIX: &str = "_c_";
@@ -81,7 +82,7 @@ pub struct ProtectedNode {
 
 /// Finds our node under `parent` by prefix; `(name, stat)`.
 async fn find(
-    client: &Client,
+    client: &SessionClient,
     parent: &str,
     prefix: &str,
 ) -> std::result::Result<Option<(String, Stat)>, zookeeper_client::Error> {
@@ -501,7 +502,7 @@ impl ZkClient {
             }
             let sleep = budget.next_sleep().map_err(|stop| stop.into_error(Some(error.clone())))?;
             tracing::debug!(attempt = budget.retries(), delay = ?sleep, error = %error, path = %node_path, "protected create will retry");
-            crate::telemetry::retry("protected_create");
+            crate::telemetry::retry(&self.shared.config.name, "protected_create");
             tokio::time::sleep(sleep).await;
         }
     }

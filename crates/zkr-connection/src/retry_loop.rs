@@ -178,7 +178,7 @@ impl ZkClient {
                 let _ = self.wait_connected(wait).await;
             }
             let (generation, session_id) = (session.generation(), session.id());
-            let attempt = nudged(op(session.clone()), &session, self.stall_nudge());
+            let attempt = nudged(op(session.clone()), &session, self.stall_nudge(), &self.shared.last_nudge);
             let Some(outcome) = crate::within(deadline, attempt).await else {
                 let deadline = deadline.map(|d| d.timeout()).unwrap_or_default();
                 return Err(Error::DeadlineExceeded { deadline, last: last_error });
@@ -197,7 +197,7 @@ impl ZkClient {
             }
             let sleep = budget.next_sleep().map_err(|stop| stop.into_error(Some(error.clone())))?;
             tracing::debug!(attempt = budget.retries(), delay = ?sleep, error = %error, "retrying ZooKeeper operation");
-            crate::telemetry::retry("operation");
+            crate::telemetry::retry(&self.shared.config.name, "operation");
             last_error = Some(error);
             tokio::time::sleep(sleep).await;
         }
@@ -297,16 +297,30 @@ impl<T> Sent<T> {
 /// `attempt`, with a cheap read on `session` every `after` while it waits for its reply: the
 /// remedy for ZOOKEEPER-4537 ([`ZkClientBuilder::stall_nudge`](crate::ZkClientBuilder::stall_nudge)).
 /// The read's reply is not awaited (`zookeeper-client` sends a request when it is called).
-async fn nudged<F: Future>(attempt: F, session: &Session, after: Option<Duration>) -> F::Output {
+async fn nudged<F: Future>(
+    attempt: F,
+    session: &Session,
+    after: Option<Duration>,
+    last_nudge: &parking_lot::Mutex<Option<Instant>>,
+) -> F::Output {
     let Some(after) = after else { return attempt.await };
     tokio::pin!(attempt);
     loop {
         tokio::select! {
             outcome = &mut attempt => return outcome,
             () = tokio::time::sleep(after) => {
+                // One nudge per `after` for the whole manager, however many operations wait:
+                // the first arrival wakes the server for all of them.
+                let now = Instant::now();
+                let mut last = last_nudge.lock();
+                if last.is_some_and(|at| now.duration_since(at) < after) {
+                    continue;
+                }
+                *last = Some(now);
+                drop(last);
                 tracing::debug!(?after, "an operation waits for its reply: nudging the server");
-                crate::telemetry::stall_nudge();
-                drop(session.client().check_stat("/zookeeper"));
+                crate::telemetry::stall_nudge(session.client().name());
+                drop(session.client().raw().check_stat("/zookeeper"));
             }
         }
     }

@@ -44,12 +44,14 @@ pub(crate) struct Shared {
     /// How many connection attempts the servers refused for their credentials (`AuthFailed`).
     pub(crate) refusals: watch::Sender<u64>,
     pub(crate) supervisor: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// When the retry loop last nudged the server (`ZkClientBuilder::stall_nudge`).
+    pub(crate) last_nudge: Mutex<Option<tokio::time::Instant>>,
 }
 
 impl Shared {
     pub(crate) fn post(&self, state: ConnectionState) {
         tracing::info!(%state, generation = self.generation.load(Ordering::SeqCst), "connection state");
-        crate::telemetry::session_state(state);
+        crate::telemetry::session_state(&self.config.name, state);
         self.state.send_replace(Some(state));
         *self.state_since.lock() = std::time::Instant::now();
         if self.config.error_policy.is_error_state(state) {
@@ -238,6 +240,7 @@ pub(crate) async fn supervise(shared: Arc<Shared>) {
         };
         let generation = shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
         tracing::info!(session = %client.session_id(), generation, timeout = ?client.session_timeout(), "session established");
+        crate::telemetry::session_established(&shared.config.name, client.session_timeout());
         let mut watcher = client.state_watcher();
         let initial = watcher.state();
         let mut tracker = publish(&shared, &client, generation);
@@ -268,7 +271,7 @@ pub(crate) async fn supervise(shared: Arc<Shared>) {
         }
         drop(client);
         tracing::info!(generation, "rebuilding the session");
-        crate::telemetry::session_rebuilt();
+        crate::telemetry::session_rebuilt(&shared.config.name);
     }
     shared.session.send_replace(None);
 }
@@ -277,7 +280,8 @@ pub(crate) async fn supervise(shared: Arc<Shared>) {
 /// beside it (a task that does nothing when the tracker is off).
 fn publish(shared: &Arc<Shared>, client: &Client, generation: u64) -> tokio::task::JoinHandle<()> {
     let connection = shared.connections.fetch_add(1, Ordering::SeqCst) + 1;
-    shared.session.send_replace(Some(Session { client: client.clone(), generation, connection }));
+    let session_client = crate::SessionClient::new(client.clone(), shared.config.name.clone());
+    shared.session.send_replace(Some(Session { client: session_client, generation, connection }));
     let tracking =
         shared.config.ensemble_tracker.then(|| crate::ensemble::track(shared.clone(), client.clone()));
     tokio::spawn(async move {
@@ -352,11 +356,13 @@ async fn monitor(
             _ = shared.cancel.cancelled() => return SessionEnd::Closed,
             _ = shared.expire.notified() => {
                 tracing::info!(session = %client.session_id(), "session expiration injected");
+                crate::telemetry::session_ended(&shared.config.name, "injected");
                 shared.post(ConnectionState::Lost);
                 return SessionEnd::Lost;
             }
             _ = lost_timer => {
                 tracing::warn!(session = %client.session_id(), "suspended for longer than the session can live");
+                crate::telemetry::session_ended(&shared.config.name, "timed_out");
                 shared.post(ConnectionState::Lost);
                 return SessionEnd::Lost;
             }
@@ -385,6 +391,11 @@ async fn monitor(
                 }
                 SessionState::Expired | SessionState::AuthFailed | SessionState::Closed => {
                     tracing::warn!(session = %client.session_id(), %state, "session ended");
+                    crate::telemetry::session_ended(&shared.config.name, match state {
+                        SessionState::Expired => "expired",
+                        SessionState::AuthFailed => "auth_failed",
+                        _ => "closed",
+                    });
                     shared.post(ConnectionState::Lost);
                     return SessionEnd::Lost;
                 }

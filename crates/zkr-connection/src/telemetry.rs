@@ -3,6 +3,10 @@
 //! nothing of the `metrics` crate compiles in and the calls inline away.
 #![cfg_attr(not(feature = "metrics"), allow(unused_variables))]
 
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
 use crate::state::ConnectionState;
 
 /// Every state, for the labelled `zkr_session_state` gauge (one series per state).
@@ -15,37 +19,162 @@ const STATES: [ConnectionState; 5] = [
     ConnectionState::ReadOnly,
 ];
 
-/// The manager posted `state`: its series of `zkr_session_state` is 1, the others 0.
+/// The `client` label of the manager built `n`-th in this process, when the builder was not
+/// given a name (`ZkClientBuilder::name`).
+pub(crate) fn default_name() -> Arc<str> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static BUILT: AtomicU64 = AtomicU64::new(0);
+    Arc::from((BUILT.fetch_add(1, Ordering::Relaxed) + 1).to_string())
+}
+
+/// Manager `client` posted `state`: its series of `zkr_session_state` is 1, the others 0.
 #[inline]
-pub(crate) fn session_state(state: ConnectionState) {
+pub(crate) fn session_state(client: &str, state: ConnectionState) {
     #[cfg(feature = "metrics")]
     for s in STATES {
-        metrics::gauge!("zkr_session_state", "state" => s.to_string().to_lowercase())
+        metrics::gauge!("zkr_session_state", "client" => client.to_owned(), "state" => s.to_string().to_lowercase())
             .set(f64::from(u8::from(s == state)));
     }
 }
 
-/// The supervisor gave a session up and connects a new one.
+/// Manager `client` has a new session, whose timeout the server negotiated as `timeout`.
 #[inline]
-pub(crate) fn session_rebuilt() {
+pub(crate) fn session_established(client: &str, timeout: Duration) {
     #[cfg(feature = "metrics")]
-    metrics::counter!("zkr_session_rebuilds_total").increment(1);
+    metrics::gauge!("zkr_session_timeout_seconds", "client" => client.to_owned()).set(timeout.as_secs_f64());
+}
+
+/// Manager `client`'s session ended for `cause` (`expired`: the server said so, `timed_out`:
+/// suspended longer than it can live, `auth_failed`, `closed`, `injected`).
+#[inline]
+pub(crate) fn session_ended(client: &str, cause: &'static str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("zkr_session_expirations_total", "client" => client.to_owned(), "cause" => cause)
+        .increment(1);
+}
+
+/// The supervisor of manager `client` gave a session up and connects a new one.
+#[inline]
+pub(crate) fn session_rebuilt(client: &str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("zkr_session_rebuilds_total", "client" => client.to_owned()).increment(1);
 }
 
 /// An operation waited long enough for its reply that the retry loop nudged the server (the
 /// ZOOKEEPER-4537 remedy).
 #[inline]
-pub(crate) fn stall_nudge() {
+pub(crate) fn stall_nudge(client: &str) {
     #[cfg(feature = "metrics")]
-    metrics::counter!("zkr_stall_nudges_total").increment(1);
+    metrics::counter!("zkr_stall_nudges_total", "client" => client.to_owned()).increment(1);
 }
 
-/// A retry loop sleeps before another attempt; `op` names the loop (`operation`: the retry
-/// loop, `protected_create`: a protected create's own).
+/// A retry loop of manager `client` sleeps before another attempt; `op` names the loop
+/// (`operation`: the retry loop, `protected_create`: a protected create's own).
 #[inline]
-pub(crate) fn retry(op: &'static str) {
+pub(crate) fn retry(client: &str, op: &'static str) {
     #[cfg(feature = "metrics")]
-    metrics::counter!("zkr_retries_total", "op" => op).increment(1);
+    metrics::counter!("zkr_retries_total", "client" => client.to_owned(), "op" => op).increment(1);
+}
+
+/// `zkr_build_info`: 1, labelled with this crate's version.
+pub(crate) fn build_info() {
+    #[cfg(feature = "metrics")]
+    metrics::gauge!("zkr_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+}
+
+/// One request on a session's client, from when it is sent to its reply: counted by operation
+/// and result (`zkr_requests_total`) and timed (`zkr_request_duration_seconds`). A request
+/// whose reply is not awaited (the caller dropped it) is not counted.
+pub(crate) struct Request {
+    #[cfg(feature = "metrics")]
+    client: Arc<str>,
+    #[cfg(feature = "metrics")]
+    op: &'static str,
+    #[cfg(feature = "metrics")]
+    sent: std::time::Instant,
+}
+
+impl Request {
+    /// A request of operation `op` sent now by manager `client`.
+    #[inline]
+    pub(crate) fn start(client: &Arc<str>, op: &'static str) -> Self {
+        Request {
+            #[cfg(feature = "metrics")]
+            client: client.clone(),
+            #[cfg(feature = "metrics")]
+            op,
+            #[cfg(feature = "metrics")]
+            sent: std::time::Instant::now(),
+        }
+    }
+
+    /// `reply`, counted when it completes.
+    #[cfg(feature = "metrics")]
+    pub(crate) async fn time<T, E: ResultLabel, F>(self, reply: F) -> Result<T, E>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        let result = reply.await;
+        let label = match &result {
+            Ok(_) => "ok",
+            Err(e) => e.result_label(),
+        };
+        let client = self.client.to_string();
+        metrics::counter!("zkr_requests_total", "client" => client.clone(), "op" => self.op, "result" => label)
+            .increment(1);
+        metrics::histogram!("zkr_request_duration_seconds", "client" => client, "op" => self.op)
+            .record(self.sent.elapsed());
+        result
+    }
+
+    /// `reply` itself: without the `metrics` feature nothing is counted.
+    #[cfg(not(feature = "metrics"))]
+    #[inline]
+    pub(crate) fn time<F: Future>(self, reply: F) -> F {
+        reply
+    }
+}
+
+/// The `result` label of a failed request: the error's ZooKeeper code in snake case.
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+pub(crate) trait ResultLabel {
+    fn result_label(&self) -> &'static str;
+}
+
+impl ResultLabel for zookeeper_client::Error {
+    fn result_label(&self) -> &'static str {
+        use zookeeper_client::Error as E;
+        match self {
+            E::NoNode => "no_node",
+            E::NodeExists => "node_exists",
+            E::BadVersion => "bad_version",
+            E::NotEmpty => "not_empty",
+            E::NoAuth => "no_auth",
+            E::AuthFailed => "auth_failed",
+            E::ConnectionLoss => "connection_loss",
+            E::SessionExpired => "session_expired",
+            E::SessionMoved => "session_moved",
+            E::ClientClosed => "client_closed",
+            E::Timeout => "timeout",
+            E::Unimplemented => "unimplemented",
+            E::NoChildrenForEphemerals => "no_children_for_ephemerals",
+            E::InvalidAcl => "invalid_acl",
+            E::NotReadOnly => "not_read_only",
+            E::QuotaExceeded => "quota_exceeded",
+            E::Throttled => "throttled",
+            E::BadArguments(_) => "bad_arguments",
+            _ => "other",
+        }
+    }
+}
+
+impl ResultLabel for zookeeper_client::MultiWriteError {
+    fn result_label(&self) -> &'static str {
+        match self {
+            zookeeper_client::MultiWriteError::RequestFailed { source }
+            | zookeeper_client::MultiWriteError::OperationFailed { source, .. } => source.result_label(),
+        }
+    }
 }
 
 /// Registers the HELP text and unit of every metric this crate records with the installed
@@ -62,24 +191,44 @@ pub(crate) fn retry(op: &'static str) {
 /// zkr_connection::describe_metrics();
 /// ```
 pub fn describe_metrics() {
+    build_info();
     #[cfg(feature = "metrics")]
     {
-        use metrics::{describe_counter, describe_gauge};
+        use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+        describe_gauge!("zkr_build_info", "1, labelled with the zkr version (label version)");
         describe_gauge!(
             "zkr_session_state",
-            "1 for the connection state the manager last posted (label state), 0 for the others"
+            "1 for the connection state a manager last posted (labels client, state), 0 for the others"
+        );
+        describe_gauge!(
+            "zkr_session_timeout_seconds",
+            Unit::Seconds,
+            "the session timeout the server negotiated for a manager's current session (label client)"
+        );
+        describe_counter!(
+            "zkr_session_expirations_total",
+            "sessions that ended under a manager (labels client, cause: expired, timed_out, auth_failed, closed, injected)"
         );
         describe_counter!(
             "zkr_session_rebuilds_total",
-            "ZooKeeper sessions given up after LOST and replaced"
+            "ZooKeeper sessions given up after LOST and replaced (label client)"
         );
         describe_counter!(
             "zkr_stall_nudges_total",
-            "cheap reads sent to wake a server a request waited on (the ZOOKEEPER-4537 remedy)"
+            "cheap reads sent to wake a server a request waited on, the ZOOKEEPER-4537 remedy (label client)"
         );
         describe_counter!(
             "zkr_retries_total",
-            "retries of ZooKeeper operations after a retryable error (label op)"
+            "retries of ZooKeeper operations after a retryable error (labels client, op)"
+        );
+        describe_counter!(
+            "zkr_requests_total",
+            "ZooKeeper requests answered, by operation and result (labels client, op, result: ok or the error code)"
+        );
+        describe_histogram!(
+            "zkr_request_duration_seconds",
+            Unit::Seconds,
+            "time from sending a ZooKeeper request to its reply (labels client, op)"
         );
     }
 }

@@ -68,7 +68,7 @@ impl SessionFence {
     /// The session's current handle: the fenced one, or the same session's on a new connection
     /// when the manager re-attached it on new hosts (the fenced handle's requests go nowhere
     /// then).
-    pub(crate) fn client(&self, zk: &ZkClient) -> zookeeper_client::Client {
+    pub(crate) fn client(&self, zk: &ZkClient) -> zkr_connection::SessionClient {
         match zk.try_session().filter(|s| s.generation() == self.session.generation()) {
             Some(current) => current.client().clone(),
             None => self.session.client().clone(),

@@ -69,18 +69,158 @@ pub(crate) fn watch_lagged(missed: u64) {
     metrics::counter!("zkr_watch_lagged_events_total").increment(missed);
 }
 
-/// The cache of `root` now holds `nodes` nodes.
-#[inline]
-pub(crate) fn cache_size(root: &str, nodes: usize) {
+/// A count kept as a gauge that several recipes add to: each holds its share and adds the
+/// difference when it changes, and takes its share back when dropped. Without a path label the
+/// gauge is the process's total; with one (`ZkClientBuilder::metrics_path_labels`), the total
+/// of the recipes at that path.
+#[derive(Debug)]
+pub(crate) struct SizeGauge {
     #[cfg(feature = "metrics")]
-    metrics::gauge!("zkr_cache_nodes", "path" => root.to_owned()).set(gauge_value(nodes));
+    gauge: metrics::Gauge,
+    #[cfg(feature = "metrics")]
+    share: std::sync::atomic::AtomicUsize,
 }
 
-/// The queue at `path` holds `items` nodes, as its consumer last saw it.
-#[inline]
-pub(crate) fn queue_size(path: &str, items: usize) {
+impl SizeGauge {
+    /// `zkr_cache_nodes` for a cache of `root`.
+    pub(crate) fn cache_nodes(root: &str, path_label: bool) -> Self {
+        Self::new("zkr_cache_nodes", root, path_label)
+    }
+
+    /// `zkr_queue_items` for a consumer of the queue at `path`.
+    pub(crate) fn queue_items(path: &str, path_label: bool) -> Self {
+        Self::new("zkr_queue_items", path, path_label)
+    }
+
+    fn new(name: &'static str, path: &str, path_label: bool) -> Self {
+        SizeGauge {
+            #[cfg(feature = "metrics")]
+            gauge: if path_label {
+                metrics::gauge!(name, "path" => path.to_owned())
+            } else {
+                metrics::gauge!(name)
+            },
+            #[cfg(feature = "metrics")]
+            share: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// This recipe now counts `count`.
+    #[inline]
+    pub(crate) fn set(&self, count: usize) {
+        #[cfg(feature = "metrics")]
+        {
+            let before = self.share.swap(count, std::sync::atomic::Ordering::Relaxed);
+            self.gauge.increment(gauge_value(count) - gauge_value(before));
+        }
+    }
+}
+
+impl Drop for SizeGauge {
+    fn drop(&mut self) {
+        self.set(0);
+    }
+}
+
+/// A lock node became a holder: `zkr_locks_held` counts it until [`Hold::end`].
+#[derive(Debug)]
+pub(crate) struct Hold {
     #[cfg(feature = "metrics")]
-    metrics::gauge!("zkr_queue_items", "path" => path.to_owned()).set(gauge_value(items));
+    since: std::time::Instant,
+    #[cfg(feature = "metrics")]
+    ended: std::sync::atomic::AtomicBool,
+}
+
+impl Hold {
+    pub(crate) fn start() -> Self {
+        #[cfg(feature = "metrics")]
+        {
+            metrics::gauge!("zkr_locks_held").increment(1.0);
+            Hold { since: std::time::Instant::now(), ended: std::sync::atomic::AtomicBool::new(false) }
+        }
+        #[cfg(not(feature = "metrics"))]
+        Hold {}
+    }
+
+    /// The hold ended (released or lost; once, however often it is called): off the gauge,
+    /// its duration into `zkr_lock_hold_seconds`.
+    pub(crate) fn end(&self) {
+        #[cfg(feature = "metrics")]
+        if !self.ended.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            metrics::gauge!("zkr_locks_held").decrement(1.0);
+            metrics::histogram!("zkr_lock_hold_seconds").record(self.since.elapsed());
+        }
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+/// A participant of this process leads `election` while this lives: `zkr_leader` counts the
+/// process's leaders of each election, `zkr_leader_changes_total` the terms they began.
+#[derive(Debug)]
+pub(crate) struct Leading {
+    #[cfg(feature = "metrics")]
+    gauge: metrics::Gauge,
+}
+
+impl Leading {
+    /// A term of `election` begins.
+    pub(crate) fn start(election: &str) -> Self {
+        #[cfg(feature = "metrics")]
+        {
+            metrics::counter!("zkr_leader_changes_total", "election" => election.to_owned()).increment(1);
+            let gauge = metrics::gauge!("zkr_leader", "election" => election.to_owned());
+            gauge.increment(1.0);
+            Leading { gauge }
+        }
+        #[cfg(not(feature = "metrics"))]
+        Leading {}
+    }
+}
+
+impl Drop for Leading {
+    fn drop(&mut self) {
+        #[cfg(feature = "metrics")]
+        self.gauge.decrement(1.0);
+    }
+}
+
+/// A config watcher delivered a changed value now: `zkr_config_last_update_timestamp_seconds`.
+#[inline]
+pub(crate) fn config_updated() {
+    #[cfg(feature = "metrics")]
+    if let Ok(now) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        metrics::gauge!("zkr_config_last_update_timestamp_seconds").set(now.as_secs_f64());
+    }
+}
+
+/// Whether one config watcher's view is stale (its connection or session is gone, so changes
+/// may be missed): `zkr_config_stale` counts the stale watchers of the process.
+#[derive(Debug, Default)]
+pub(crate) struct ConfigStale {
+    stale: bool,
+}
+
+impl ConfigStale {
+    /// The watcher's view is stale (`true`) or current.
+    pub(crate) fn set(&mut self, stale: bool) {
+        if stale == self.stale {
+            return;
+        }
+        self.stale = stale;
+        #[cfg(feature = "metrics")]
+        metrics::gauge!("zkr_config_stale").increment(if stale { 1.0 } else { -1.0 });
+    }
+}
+
+impl Drop for ConfigStale {
+    fn drop(&mut self) {
+        self.set(false);
+    }
 }
 
 /// A count as a gauge's value (exact below 2^53, far past any node count).
@@ -118,10 +258,36 @@ pub fn describe_metrics() {
             "zkr_watch_lagged_events_total",
             "events a recipe's event subscriber missed because it fell behind"
         );
-        describe_gauge!("zkr_cache_nodes", "nodes a CuratorCache holds (label path: the cache's root)");
+        describe_gauge!(
+            "zkr_cache_nodes",
+            "nodes the CuratorCaches of this process hold (label path, the cache's root, when opted in)"
+        );
         describe_gauge!(
             "zkr_queue_items",
-            "items in a distributed queue as its consumer last looked (label path)"
+            "items in the distributed queues consumed here, as each consumer last looked (label path when opted in)"
+        );
+        describe_gauge!("zkr_locks_held", "locks (lock nodes) held now by this process");
+        describe_histogram!(
+            "zkr_lock_hold_seconds",
+            Unit::Seconds,
+            "how long each lock was held, from acquiring it to its release or loss"
+        );
+        describe_gauge!(
+            "zkr_leader",
+            "participants of this process leading the election now (label election)"
+        );
+        describe_counter!(
+            "zkr_leader_changes_total",
+            "times a participant of this process took the leadership (label election)"
+        );
+        describe_gauge!(
+            "zkr_config_last_update_timestamp_seconds",
+            Unit::Seconds,
+            "Unix time at which a config watcher of this process last delivered a changed value"
+        );
+        describe_gauge!(
+            "zkr_config_stale",
+            "config watchers of this process whose view is stale (their connection or session is gone)"
         );
     }
 }

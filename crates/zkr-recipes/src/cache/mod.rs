@@ -292,6 +292,7 @@ impl CuratorCacheBuilder {
             events: events.clone(),
             pending: Vec::new(),
             compressed: self.compressed.unwrap_or(self.zk.compression_enabled()),
+            size: crate::telemetry::SizeGauge::cache_nodes(&self.path, self.zk.metrics_path_labels()),
         };
         let recursive = max_depth != Some(0);
         let mut engine = Watch::new(&self.zk, &self.path, recursive, WatchMode::Auto, tracker);

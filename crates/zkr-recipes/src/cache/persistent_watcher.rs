@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use futures::Stream;
 use tokio::sync::{broadcast, watch};
+use zkr_connection::SessionClient;
 use zkr_connection::{path, Session, ZkClient};
-use zookeeper_client::{Client, EventType, WatchedEvent};
+use zookeeper_client::{EventType, WatchedEvent};
 
 use crate::watch::{Consumer, Flow, Sessions, Watch, WatchMode, ZkResult};
 
@@ -81,7 +82,7 @@ impl Consumer for Forward {
         }
     }
 
-    async fn apply(&mut self, _client: &Client, burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
+    async fn apply(&mut self, _client: &SessionClient, burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
         for event in burst {
             let _ = self.events.send(WatcherEvent::Node { event_type: event.event_type, path: event.path });
         }

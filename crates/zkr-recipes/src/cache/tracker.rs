@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use tokio::sync::{broadcast, watch};
 use zkr_connection::path;
-use zookeeper_client::{Client, EventType, MultiReadResult, Stat, WatchedEvent};
+use zkr_connection::SessionClient;
+use zookeeper_client::{EventType, MultiReadResult, Stat, WatchedEvent};
 
 use super::{CacheEvent, CacheSnapshot, CachedNode};
 use crate::watch::{read_tree, Consumer, Flow, ZkResult};
@@ -25,6 +26,8 @@ pub(super) struct Tracker {
     pub(super) pending: Vec<CacheEvent>,
     /// Whether node data is gzip to decompress (Curator's `COMPRESSED_DATA`).
     pub(super) compressed: bool,
+    /// The cache's share of `zkr_cache_nodes`.
+    pub(super) size: crate::telemetry::SizeGauge,
 }
 
 /// How many levels below `root` `node` is: `Some(0)` for the root itself, `None` for a node
@@ -78,7 +81,7 @@ impl Consumer for Tracker {
         self.publish(false, events);
     }
 
-    async fn apply(&mut self, client: &Client, burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
+    async fn apply(&mut self, client: &SessionClient, burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
         let mut paths: Vec<String> = Vec::new();
         for event in burst {
             let relevant = matches!(
@@ -180,7 +183,7 @@ impl Tracker {
     fn publish(&self, stale: bool, events: Vec<CacheEvent>) {
         let snapshot = CacheSnapshot { nodes: Arc::clone(&self.nodes), initialized: self.initialized, stale };
         self.snapshot.send_replace(Arc::new(snapshot));
-        crate::telemetry::cache_size(&self.root, self.nodes.len());
+        self.size.set(self.nodes.len());
         for event in events {
             let _ = self.events.send(event);
         }
@@ -190,7 +193,7 @@ impl Tracker {
     /// every request of a level sent before the first reply is awaited. Children are listed
     /// only for nodes whose `Stat` counts some: the watch is set before the read, so a child
     /// created after its parent was read is an event (and a leaf costs one request, not two).
-    async fn read_all(&self, client: &Client) -> ZkResult<BTreeMap<String, CachedNode>> {
+    async fn read_all(&self, client: &SessionClient) -> ZkResult<BTreeMap<String, CachedNode>> {
         let mut all = BTreeMap::new();
         let mut level = vec![self.root.clone()];
         let mut depth = 0;
@@ -236,7 +239,11 @@ impl Tracker {
 /// as many requests: the first read of 10,101 nodes went from ~520 ms to ~44 ms
 /// (docs/benchmarks.md). A reply holds up to `MULTI_READ` nodes' data: 64 MB at worst with
 /// ZooKeeper's 1 MB node limit, a few KB for typical nodes.
-async fn multi_read(client: &Client, nodes: &[String], children: bool) -> ZkResult<Vec<MultiReadResult>> {
+async fn multi_read(
+    client: &SessionClient,
+    nodes: &[String],
+    children: bool,
+) -> ZkResult<Vec<MultiReadResult>> {
     const MULTI_READ: usize = 64;
     let mut batches = Vec::new();
     for chunk in nodes.chunks(MULTI_READ) {
@@ -289,6 +296,7 @@ mod tests {
             events,
             pending: Vec::new(),
             compressed: false,
+            size: crate::telemetry::SizeGauge::cache_nodes("/r", false),
         };
         (tracker, receiver)
     }

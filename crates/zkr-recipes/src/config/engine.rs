@@ -8,7 +8,8 @@ use std::sync::Arc;
 use futures::FutureExt as _;
 use tokio::sync::{broadcast, watch};
 use zkr_connection::path;
-use zookeeper_client::{Client, EventType, OneshotWatcher, Stat, WatchedEvent};
+use zkr_connection::SessionClient;
+use zookeeper_client::{EventType, OneshotWatcher, Stat, WatchedEvent};
 
 use super::{Codec, ConfigEvent, ConfigSnapshot, Versioned};
 use crate::watch::{read_tree, Consumer, Flow, ZkResult};
@@ -43,6 +44,8 @@ pub(crate) struct Tracker<T> {
     /// Events of the changes applied since the last publish: sent after the snapshot that
     /// shows them, so a subscriber that reacts to one reads the new value.
     pub(crate) pending: Vec<ConfigEvent<T>>,
+    /// The watcher's share of `zkr_config_stale`.
+    pub(crate) stale: crate::telemetry::ConfigStale,
 }
 
 /// The key of `node` under `root`: `""` for the node itself in [`Scope::Node`], the relative
@@ -79,7 +82,7 @@ impl<T: Send + Sync + 'static> Consumer for Tracker<T> {
         self.apply_all(all);
     }
 
-    async fn apply(&mut self, client: &Client, burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
+    async fn apply(&mut self, client: &SessionClient, burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
         tracing::trace!(root = %self.root, events = burst.len(), "config watch: burst");
         let keys: Vec<(String, String)> = burst
             .into_iter()
@@ -168,6 +171,10 @@ impl<T: Send + Sync + 'static> Tracker<T> {
     pub(crate) fn publish(&mut self, stale: bool) {
         let snapshot = Arc::new(ConfigSnapshot { entries: self.entries.clone(), stale });
         self.snapshot.send_replace(snapshot);
+        self.stale.set(stale);
+        if self.pending.iter().any(|e| matches!(e, ConfigEvent::Changed { .. })) {
+            crate::telemetry::config_updated();
+        }
         self.flush();
     }
 
@@ -192,7 +199,7 @@ impl<T: Send + Sync + 'static> Tracker<T> {
     /// Reads the node, or the whole tree level by level with every request of a level
     /// pipelined; with `watch`, sets one-shot watches on everything read (and an exists watch
     /// on a missing node, for its creation).
-    async fn read_all(&self, client: &Client, watch: bool) -> ZkResult<ReadAll> {
+    async fn read_all(&self, client: &SessionClient, watch: bool) -> ZkResult<ReadAll> {
         let depth = match self.scope {
             Scope::Node => Some(0),
             Scope::Tree => None,
@@ -204,7 +211,7 @@ impl<T: Send + Sync + 'static> Tracker<T> {
 
     /// Reads the nodes of `keys` after their events (pipelined) and applies what they hold
     /// now, which is at least as new as the event. Returns whether anything changed.
-    async fn read_keys(&mut self, client: &Client, keys: Vec<(String, String)>) -> ZkResult<bool> {
+    async fn read_keys(&mut self, client: &SessionClient, keys: Vec<(String, String)>) -> ZkResult<bool> {
         let replies: Vec<_> = keys.iter().map(|(_, node)| client.get_data(node)).collect();
         let mut changed = false;
         for ((key, _), reply) in keys.iter().zip(replies) {

@@ -346,6 +346,7 @@ impl<T: Send + Sync + 'static, S: WatchScope> ConfigWatcherBuilder<T, S> {
             entries: BTreeMap::new(),
             seen: BTreeMap::new(),
             pending: Vec::new(),
+            stale: Default::default(),
         };
         let mut engine = Watch::new(&self.zk, &self.path, scope == Scope::Tree, self.mode, tracker);
         let timeout = self.initial_timeout.unwrap_or_else(|| self.zk.connection_timeout());

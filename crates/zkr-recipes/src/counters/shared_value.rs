@@ -7,8 +7,9 @@ use futures::Stream;
 use parking_lot::Mutex;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
+use zkr_connection::SessionClient;
 use zkr_connection::{path, RetryOptions, Session, ZkClient};
-use zookeeper_client::{Client, CreateMode, EventType, OneshotWatcher, Stat, WatchedEvent};
+use zookeeper_client::{CreateMode, EventType, OneshotWatcher, Stat, WatchedEvent};
 
 use super::{CounterError, VersionedValue};
 use crate::watch::{Consumer, Flow, Sessions, Watch, WatchMode, ZkResult};
@@ -339,7 +340,7 @@ impl Consumer for Follower {
         }
     }
 
-    async fn apply(&mut self, client: &Client, burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
+    async fn apply(&mut self, client: &SessionClient, burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
         let changed = burst.iter().any(|e| {
             e.path == self.shared.path
                 && matches!(e.event_type, EventType::NodeCreated | EventType::NodeDataChanged)

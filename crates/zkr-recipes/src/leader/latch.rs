@@ -298,6 +298,7 @@ async fn lead(inner: &Inner, node: &LockNode) {
         return;
     }
     tracing::info!(path, node = node.name(), "leadership taken");
+    let _leading = crate::telemetry::Leading::start(path);
     tokio::select! {
         reason = node.lost(inner.internals.zk()) => {
             tracing::warn!(path, %reason, "leadership lost");

@@ -283,6 +283,7 @@ async fn participate(inner: Arc<Inner>) {
         tokio::pin!(interrupted);
         interrupted.as_mut().enable();
         inner.leading.send_replace(Some(term.clone()));
+        let leading = crate::telemetry::Leading::start(&path);
         let work = (inner.work)(term);
         let ended: Option<LostReason> = tokio::select! {
             () = work => None,
@@ -294,6 +295,7 @@ async fn participate(inner: Arc<Inner>) {
             tracing::warn!(%path, %reason, "leadership lost; the work was cancelled");
         }
         inner.leading.send_replace(None);
+        drop(leading);
         if let Err(e) = guard.release().await {
             tracing::debug!(%path, error = %e, "releasing leadership");
         }

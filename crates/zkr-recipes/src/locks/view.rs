@@ -13,7 +13,7 @@ use futures::FutureExt;
 use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::watch;
 use zkr_connection::{is_retryable, is_session_error, Session, ZkClient};
-use zookeeper_client::{Client, EventType, WatchedEvent};
+use zookeeper_client::{EventType, WatchedEvent};
 
 use crate::watch::{Consumer, Flow, Sessions, Watch, WatchMode, ZkResult};
 
@@ -290,7 +290,7 @@ impl Consumer for Copy {
 
     fn apply<'a>(
         &'a mut self,
-        _: &'a Client,
+        _: &'a zkr_connection::SessionClient,
         burst: Vec<WatchedEvent>,
     ) -> impl Future<Output = ZkResult<Flow>> + Send + 'a {
         let keep = apply(&self.inner, self.epoch, burst);

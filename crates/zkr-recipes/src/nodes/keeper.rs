@@ -9,8 +9,9 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use zkr_connection::protected::ProtectedCreate;
+use zkr_connection::SessionClient;
 use zkr_connection::{path, Error, Session, ZkClient};
-use zookeeper_client::{Client, CreateMode, EventType, OneshotWatcher, Stat, WatchedEvent};
+use zookeeper_client::{CreateMode, EventType, OneshotWatcher, Stat, WatchedEvent};
 
 use crate::watch::{Consumer, Flow, ZkResult};
 
@@ -314,7 +315,7 @@ impl Consumer for Keeper {
         self.shared.publish(path);
     }
 
-    async fn apply(&mut self, _client: &Client, burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
+    async fn apply(&mut self, _client: &SessionClient, burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
         if self.deletes_ours(&burst) {
             self.shared.publish(None);
             if let Some(session) = self.session.clone() {

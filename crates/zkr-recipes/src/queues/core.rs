@@ -41,6 +41,8 @@ pub(crate) struct Core {
     ensured: OnceCell<()>,
     items: OnceCell<CuratorCache>,
     locks: OnceCell<CuratorCache>,
+    /// This consumer's share of `zkr_queue_items`.
+    size: crate::telemetry::SizeGauge,
 }
 
 /// A node a consumer took: its path, its bytes and (lock-safe) the lock it holds.
@@ -89,6 +91,7 @@ impl Core {
             return Err(QueueError::InvalidArgument("max_items must be at least 1".into()));
         }
         Ok(Core {
+            size: crate::telemetry::SizeGauge::queue_items(path, zk.metrics_path_labels()),
             zk: zk.clone(),
             path: path.to_owned(),
             prefix,
@@ -256,7 +259,7 @@ impl Core {
             return (Vec::new(), None);
         }
         // The snapshot holds the queue's node and its children.
-        crate::telemetry::queue_size(&self.path, items.len().saturating_sub(1));
+        self.size.set(items.len().saturating_sub(1));
         self.ready(&items, locks.as_deref(), skip)
     }
 

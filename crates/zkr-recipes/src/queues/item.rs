@@ -4,8 +4,9 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
+use zkr_connection::SessionClient;
 use zkr_connection::{Session, Transaction, ZkClient};
-use zookeeper_client::{Acls, Client, CreateMode, OneshotWatcher};
+use zookeeper_client::{Acls, CreateMode, OneshotWatcher};
 
 use super::QueueError;
 use crate::fence::SessionFence;
@@ -203,7 +204,7 @@ pub(crate) async fn pinned<T, F, Fut>(
     mut op: F,
 ) -> zkr_connection::Result<T>
 where
-    F: FnMut(Client) -> Fut,
+    F: FnMut(zkr_connection::SessionClient) -> Fut,
     Fut: Future<Output = Result<T, zookeeper_client::Error>>,
 {
     let generation = session.generation();
@@ -244,7 +245,7 @@ async fn delete_owned(zk: ZkClient, session: Session, path: String, token: Arc<[
 /// ours (created now, or found by a retried create whose reply was lost), else a watch on
 /// another consumer's lock, which fires when that lock changes or goes.
 async fn create_or_watch(
-    client: &Client,
+    client: &SessionClient,
     path: &str,
     token: &[u8],
     acls: &[zookeeper_client::Acl],
@@ -285,7 +286,7 @@ impl Busy {
 /// The version of the lock at `path` when it is ours: an ephemeral node of session `owner`
 /// holding `token`; `None` when it is missing or another consumer's.
 async fn owned_version(
-    client: &Client,
+    client: &SessionClient,
     path: &str,
     owner: i64,
     token: &[u8],

@@ -23,9 +23,10 @@ use std::time::Duration;
 use futures::future::select_all;
 use futures::FutureExt as _;
 use zkr_connection::retry::SessionPause;
+use zkr_connection::SessionClient;
 use zkr_connection::{is_session_error, Session, ZkClient};
 use zookeeper_client::{
-    AddWatchMode, Client, EventType, OneshotWatcher, PersistentWatcher, SessionState, WatchedEvent,
+    AddWatchMode, EventType, OneshotWatcher, PersistentWatcher, SessionState, WatchedEvent,
 };
 
 /// A ZooKeeper answer.
@@ -57,7 +58,7 @@ pub(crate) trait Consumer: Send {
     /// Applies a burst of node events (no session events) in order.
     fn apply<'a>(
         &'a mut self,
-        client: &'a Client,
+        client: &'a SessionClient,
         burst: Vec<WatchedEvent>,
     ) -> impl Future<Output = ZkResult<Flow>> + Send + 'a;
 
@@ -432,7 +433,7 @@ impl<C: Consumer> Watch<C> {
     /// session event met on the way is left in `carried`.
     async fn apply_burst(
         &mut self,
-        client: &Client,
+        client: &SessionClient,
         mut nodes: Vec<WatchedEvent>,
         mut watch: Option<(&mut PersistentWatcher, &mut Option<WatchedEvent>)>,
     ) -> ZkResult<Flow> {

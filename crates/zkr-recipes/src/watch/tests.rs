@@ -3,8 +3,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use zkr_connection::SessionClient;
 use zkr_testing::{shared_server, FaultProxy, Timing};
-use zookeeper_client::{Acls, Client, CreateMode, SessionState, WatchedEvent};
+use zookeeper_client::{Acls, CreateMode, SessionState, WatchedEvent};
 
 use super::*;
 
@@ -18,7 +19,7 @@ struct Probe {
 }
 
 impl Probe {
-    async fn list(&self, client: &Client) -> ZkResult<Vec<String>> {
+    async fn list(&self, client: &SessionClient) -> ZkResult<Vec<String>> {
         let mut children = client.list_children(&self.root).await?;
         children.sort();
         Ok(children)
@@ -46,7 +47,7 @@ impl Consumer for Probe {
         self.children.send_replace(read);
     }
 
-    async fn apply(&mut self, client: &Client, _burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
+    async fn apply(&mut self, client: &SessionClient, _burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
         let children = self.list(client).await?;
         self.children.send_replace(children);
         Ok(Flow::Continue(()))
@@ -63,7 +64,7 @@ async fn a_disconnect_right_after_the_read_sets_the_watch_again() {
     let proxy = Arc::new(FaultProxy::start(&server.connect_string()).await.unwrap());
     let wait = Timing::from_env().wait();
     let zk = ZkClient::builder(proxy.connect_string()).session_timeout(wait).connect().await.unwrap();
-    let writer = Client::connect(&server.connect_string()).await.unwrap();
+    let writer = zookeeper_client::Client::connect(&server.connect_string()).await.unwrap();
     let root = format!("/t-watch-cut-{}", uuid::Uuid::new_v4().simple());
     writer.create(&root, b"", &CreateMode::Persistent.with_acls(Acls::anyone_all())).await.unwrap();
     let (children, mut seen) = tokio::sync::watch::channel(Vec::new());
@@ -117,7 +118,7 @@ impl Consumer for Switcher {
 
     fn reset(&mut self, _read: ()) {}
 
-    async fn apply(&mut self, _client: &Client, _burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
+    async fn apply(&mut self, _client: &SessionClient, _burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
         Ok(Flow::Continue(()))
     }
 

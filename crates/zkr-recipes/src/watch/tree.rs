@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use futures::future::BoxFuture;
 use futures::FutureExt as _;
 use zkr_connection::path;
-use zookeeper_client::{Client, OneshotWatcher, Stat};
+use zkr_connection::SessionClient;
+use zookeeper_client::{OneshotWatcher, Stat};
 
 use super::ZkResult;
 
@@ -25,7 +26,7 @@ const ROOT_RACES: usize = 8;
 /// `watch`, each node read gets a data watch and, above the depth limit, a children watch; a
 /// missing root gets an existence watch. Any change after a node's read fires one of them.
 pub(crate) async fn read_tree(
-    client: &Client,
+    client: &SessionClient,
     root: &str,
     max_depth: Option<usize>,
     watch: bool,
@@ -42,7 +43,7 @@ pub(crate) async fn read_tree(
 /// One read; `None` when the root was missing for the data read but there for the existence
 /// watch (created in between), which a watch set on it then would not report.
 async fn read_once(
-    client: &Client,
+    client: &SessionClient,
     root: &str,
     max_depth: Option<usize>,
     watch: bool,
@@ -95,7 +96,7 @@ async fn read_once(
 
 /// A node's data, with a one-shot watch when `watch`; the request is sent now.
 fn get_data<'a>(
-    client: &'a Client,
+    client: &'a SessionClient,
     node: &str,
     watch: bool,
 ) -> BoxFuture<'a, ZkResult<(NodeRead, Option<OneshotWatcher>)>> {
@@ -108,7 +109,7 @@ fn get_data<'a>(
 
 /// A node's children, with a one-shot watch when `watch`; the request is sent now.
 fn get_children<'a>(
-    client: &'a Client,
+    client: &'a SessionClient,
     node: &str,
     watch: bool,
 ) -> BoxFuture<'a, ZkResult<(Vec<String>, Option<OneshotWatcher>)>> {

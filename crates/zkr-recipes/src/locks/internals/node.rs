@@ -16,13 +16,13 @@ pub struct LockNode {
     pub(super) name: String,
     pub(super) stat: Stat,
     pub(super) fence: SessionFence,
-    loss: LossReport,
+    pub(super) loss: LossReport,
 }
 
 impl LockNode {
     /// The node at `path` (named `name`), created with `stat`, held on `fence`.
     pub(super) fn new(path: String, name: String, stat: Stat, fence: SessionFence) -> Self {
-        LockNode { path, name, stat, fence, loss: LossReport::default() }
+        LockNode { path, name, stat, fence, loss: LossReport::start() }
     }
 
     /// The node's full path.

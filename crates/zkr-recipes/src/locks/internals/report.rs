@@ -12,15 +12,27 @@ use super::LockNode;
 use crate::locks::{LockError, LostReason};
 use crate::telemetry::{self, Outcome};
 
-/// Whether a hold's loss has been reported: shared by a [`LockNode`]'s clones, so a loss is
-/// told once however often it is asked about.
-#[derive(Debug, Clone, Default)]
-pub(super) struct LossReport(Arc<AtomicBool>);
+/// A hold's report, shared by a [`LockNode`]'s clones: whether its loss has been told (once,
+/// however often it is asked about), and the hold's figures (`zkr_locks_held`, ended by the
+/// release or the loss, whichever comes first, or when the last clone goes).
+#[derive(Debug, Clone)]
+pub(super) struct LossReport(Arc<(AtomicBool, telemetry::Hold)>);
 
 impl LossReport {
+    /// The report of a hold that starts now.
+    pub(super) fn start() -> Self {
+        LossReport(Arc::new((AtomicBool::new(false), telemetry::Hold::start())))
+    }
+
+    /// The hold ended by its release.
+    pub(super) fn hold_ended(&self) {
+        self.0 .1.end();
+    }
+
     /// Reports that `node`'s lock is lost for `reason`, unless that was already done.
     pub(super) fn once(&self, node: &LockNode, reason: LostReason) {
-        if self.0.swap(true, Ordering::AcqRel) {
+        self.0 .1.end();
+        if self.0 .0.swap(true, Ordering::AcqRel) {
             return;
         }
         tracing::warn!(
@@ -63,5 +75,6 @@ pub(super) fn attempt(result: &Result<Option<LockNode>, LockError>, waited: Dura
 /// what became of its delete (`deleted`, `in_background`, `already_gone`, `failed`).
 pub(super) fn released(node: &LockNode, how: &'static str) {
     tracing::debug!(fencing_token = node.fencing_token(), how, "lock released");
+    node.loss.hold_ended();
     telemetry::lock_released(how);
 }
