@@ -7,11 +7,12 @@
 # `libcurator-discovery-java` for curator-x-discovery), kazoo (`python3-kazoo`), and for the
 # Kerberos tests an MIT KDC (`krb5-kdc`, `krb5-admin-server`, `krb5-user`: the test starts its
 # own realm) and what the GSSAPI bindings build with (`libkrb5-dev`, `libclang-dev`,
-# `pkg-config`). Installs
+# `pkg-config`), and Prometheus's `promtool` (`prometheus`), which checks the alert rules in
+# docs/monitoring/ and the dashboard's queries. Installs
 # them with apt-get when running as root; otherwise prints the exact command and fails.
 set -euo pipefail
 
-packages=(maven zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-discovery-java python3-kazoo krb5-kdc krb5-admin-server krb5-user libkrb5-dev libclang-dev pkg-config)
+packages=(maven zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-discovery-java python3-kazoo krb5-kdc krb5-admin-server krb5-user libkrb5-dev libclang-dev pkg-config prometheus)
 missing=()
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
@@ -26,6 +27,7 @@ command -v kinit >/dev/null 2>&1 || missing+=(krb5-user)
 [ -f /usr/include/gssapi/gssapi.h ] || missing+=(libkrb5-dev)
 compgen -G '/usr/lib/llvm-*/lib/libclang.so' >/dev/null || missing+=(libclang-dev)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 
 if [ -n "${ZOOKEEPER_CLASSPATH:-}" ]; then
   # A user-provided server: do not insist on Debian's.
