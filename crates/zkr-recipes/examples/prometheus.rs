@@ -32,7 +32,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .install()?;
     zkr_recipes::describe_metrics();
     let connect = std::env::var("ZK_CONNECT").unwrap_or_else(|_| "127.0.0.1:2181".to_owned());
-    let zk = ZkClient::connect(connect).await?;
+    // The name is the `client` label of the connection figures (zkr_session_state, ...).
+    let zk = ZkClient::builder(connect).name("example").connect().await?;
     let mutex = InterProcessMutex::new(&zk, "/examples/prometheus/lock")?;
     eprintln!("serving http://{LISTEN}/metrics; taking /examples/prometheus/lock in a loop");
     loop {
