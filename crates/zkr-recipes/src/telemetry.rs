@@ -231,7 +231,8 @@ fn gauge_value(count: usize) -> f64 {
 
 /// Registers the HELP text and unit of every metric zkr records (the recipes' and the
 /// connection manager's, [`zkr_connection::describe_metrics`]) with the installed `metrics`
-/// recorder, so that a Prometheus exporter prints a `# HELP` line for each. Call it once after
+/// recorder, so that a Prometheus exporter prints a `# HELP` line for each, and starts the
+/// process-wide series (`zkr_locks_held`, `zkr_lock_holds_total`, ...) at 0. Call it once after
 /// installing the recorder. Without the `metrics` feature it does nothing.
 ///
 /// # Examples
@@ -245,6 +246,14 @@ pub fn describe_metrics() {
     #[cfg(feature = "metrics")]
     {
         use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+        // The unlabelled series exist from the start, at 0: a dashboard shows 0, not "no data",
+        // and a rate over them is 0 before the first event.
+        for gauge in ["zkr_locks_held", "zkr_config_stale", "zkr_cache_nodes", "zkr_queue_items"] {
+            metrics::gauge!(gauge).increment(0.0);
+        }
+        for counter in ["zkr_lock_holds_total", "zkr_watch_resyncs_total", "zkr_watch_lagged_events_total"] {
+            metrics::counter!(counter).increment(0);
+        }
         describe_histogram!(
             "zkr_lock_wait_seconds",
             Unit::Seconds,
