@@ -91,10 +91,53 @@ impl Deadline {
 ///
 /// # Cancel safety
 /// As cancel safe as `future`.
-pub async fn within<T>(deadline: Option<Deadline>, future: impl Future<Output = T>) -> Option<T> {
-    match deadline {
-        Some(deadline) => tokio::time::timeout_at(deadline.instant(), future).await.ok(),
-        None => Some(future.await),
+pub fn within<F: Future>(deadline: Option<Deadline>, future: F) -> Within<F> {
+    Within { future, sleep: None, deadline: deadline.map(|d| d.instant()) }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`within`]: `future` and, once polled, a timer for the deadline. It holds
+    /// `future` once (an `async fn` holding it would keep room for it twice: its argument and
+    /// the timeout around it), which matters to every waiting lock attempt built on it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let bounded: zkr_connection::Within<_> = zkr_connection::within(None, async { 7 });
+    /// assert_eq!(bounded.await, Some(7));
+    /// # }
+    /// ```
+    #[derive(Debug)]
+    #[must_use = "futures do nothing unless awaited"]
+    pub struct Within<F> {
+        #[pin]
+        future: F,
+        #[pin]
+        sleep: Option<tokio::time::Sleep>,
+        deadline: Option<Instant>,
+    }
+}
+
+impl<F: Future> Future for Within<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let mut this = self.project();
+        if let std::task::Poll::Ready(value) = this.future.poll(cx) {
+            return std::task::Poll::Ready(Some(value));
+        }
+        // The timer starts at the first poll, inside the runtime.
+        if let Some(at) = this.deadline.take() {
+            this.sleep.set(Some(tokio::time::sleep_until(at)));
+        }
+        match this.sleep.as_pin_mut() {
+            Some(sleep) => sleep.poll(cx).map(|()| None),
+            None => std::task::Poll::Pending,
+        }
     }
 }
 

@@ -71,14 +71,41 @@ pub async fn run_detached<T: Send + 'static>(
 #[must_use = "dropping the guard runs the cleanup at once"]
 pub struct DropGuard {
     what: &'static str,
-    cleanup: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    cleanup: Option<MakeCleanup>,
 }
+
+/// What an armed [`DropGuard`] holds: the maker of its cleanup.
+type MakeCleanup = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
 
 impl DropGuard {
     /// A guard that spawns `cleanup` when dropped; `what` names it in the warning logged when
     /// there is no runtime to spawn on.
     pub fn new(what: &'static str, cleanup: impl Future<Output = ()> + Send + 'static) -> Self {
-        DropGuard { what, cleanup: Some(Box::pin(cleanup)) }
+        Self::deferred(what, move || cleanup)
+    }
+
+    /// A guard that makes its cleanup with `make` only when dropped armed: until then it holds
+    /// `make`'s captures, not the cleanup future's whole state (which can be far larger, and
+    /// every pending create pays for it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let node = String::from("/locks/a/_c_1-lock-0000000007");
+    /// let mut guard = zkr_connection::DropGuard::deferred("the example node", move || async move {
+    ///     let _ = node; // delete it
+    /// });
+    /// guard.disarm();
+    /// # }
+    /// ```
+    pub fn deferred<F, Fut>(what: &'static str, make: F) -> Self
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let make = move || -> Pin<Box<dyn Future<Output = ()> + Send>> { Box::pin(make()) };
+        DropGuard { what, cleanup: Some(Box::new(make)) }
     }
 
     /// Dropping the guard no longer cleans up.
@@ -100,8 +127,8 @@ impl fmt::Debug for DropGuard {
 
 impl Drop for DropGuard {
     fn drop(&mut self) {
-        if let Some(cleanup) = self.cleanup.take() {
-            spawn_cleanup(self.what, cleanup);
+        if let Some(make) = self.cleanup.take() {
+            spawn_cleanup(self.what, make());
         }
     }
 }

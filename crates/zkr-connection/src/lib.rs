@@ -61,7 +61,7 @@ pub use acl::{AclProvider, CreatorAllAclProvider, OpenAclProvider};
 pub use builder::ZkClientBuilder;
 pub use client::{ConnectionStateStream, Session, ZkClient};
 pub use create::{CreateNode, Created};
-pub use deadline::{within, Deadline};
+pub use deadline::{within, Deadline, Within};
 pub use error::{is_retryable, is_session_error, Error, Result};
 pub use guard::{run_detached, spawn_cleanup, DropGuard};
 pub use kind::ErrorKind;

@@ -1,6 +1,7 @@
 //! Protected create (Curator's protection mode): a node whose creation can be confirmed after
 //! a lost reply, and that is never left behind by a failed or cancelled create.
 
+use std::future::Future;
 use std::time::Duration;
 
 use uuid::Uuid;
@@ -78,6 +79,21 @@ pub struct ProtectedNode {
     /// listing was taken right after the create. `None` when the listing could not be proved
     /// complete, failed, or the create had to be repeated: list the parent yourself.
     pub siblings: Option<Vec<String>>,
+}
+
+/// After a lost reply the create may have landed on a server this connection has left: a
+/// lagging follower's listing would miss it, and a second node would queue behind our own
+/// orphan (Curator has the same hole). Syncs our server first, then [`find`]s the node.
+async fn sync_and_find(
+    client: &SessionClient,
+    parent: &str,
+    prefix: &str,
+) -> std::result::Result<Option<(String, Stat)>, zookeeper_client::Error> {
+    match client.sync(parent).await {
+        Ok(()) | Err(zookeeper_client::Error::NoNode) => {}
+        Err(e) => return Err(e),
+    }
+    find(client, parent, prefix).await
 }
 
 /// Finds our node under `parent` by prefix; `(name, stat)`.
@@ -297,15 +313,8 @@ impl ZkClient {
     ) -> std::result::Result<Created, zookeeper_client::Error> {
         let client = session.client();
         if look_first {
-            // After a lost reply the create may have landed on a server this
-            // connection has left: a lagging follower's listing would miss it, and a
-            // second node would queue behind our own orphan (Curator has the same
-            // hole). The sync brings our server up to date first.
-            match client.sync(a.parent).await {
-                Ok(()) | Err(zookeeper_client::Error::NoNode) => {}
-                Err(e) => return Err(e),
-            }
-            if let Some((found, stat)) = find(client, a.parent, a.prefix).await? {
+            // Boxed, as the rare path: a pending create's future stays small.
+            if let Some((found, stat)) = Box::pin(sync_and_find(client, a.parent, a.prefix)).await? {
                 if is_ephemeral(a.spec.mode) && stat.ephemeral_owner != session.id() {
                     // CURATOR-498: a node of a session that has ended (seen through a
                     // lagging server): not ours any more.
@@ -337,7 +346,7 @@ impl ZkClient {
         };
         let (stat, seq) = match created {
             Err(zookeeper_client::Error::NoNode) if a.spec.parents != Parents::None => {
-                let created = create_spec_on(self, client, a.node_path, a.data, &a.spec).await?;
+                let created = Box::pin(create_spec_on(self, client, a.node_path, a.data, &a.spec)).await?;
                 let name = node_name(a.node_prefix, a.spec.mode, created.1);
                 return Ok((name, created.0, is_sequential(a.spec.mode).then(|| created.1.into_i64()), None));
             }
@@ -427,8 +436,18 @@ impl ZkClient {
     ///
     /// # Cancel safety
     /// As [`create_protected`](Self::create_protected).
-    #[tracing::instrument(level = "debug", name = "zk.create_protected", skip_all, fields(parent = request.parent, name = request.name))]
-    pub async fn create_protected_ext(&self, request: ProtectedCreate<'_>) -> Result<ProtectedNode> {
+    pub fn create_protected_ext<'a>(
+        &'a self,
+        request: ProtectedCreate<'a>,
+    ) -> impl Future<Output = Result<ProtectedNode>> + Send + 'a {
+        use tracing::Instrument as _;
+        // The span around a plain async fn, not `#[tracing::instrument]`, which would keep the
+        // request twice in every pending create's future.
+        let span = tracing::debug_span!("zk.create_protected", parent = request.parent, name = request.name);
+        self.create_protected_in_span(request).instrument(span)
+    }
+
+    async fn create_protected_in_span(&self, request: ProtectedCreate<'_>) -> Result<ProtectedNode> {
         let ProtectedCreate { parent, name, mode, data, tag, list_siblings, ttl, acl, parents, options } =
             request;
         path::validate_path(parent)?;
@@ -449,7 +468,7 @@ impl ZkClient {
         // outcome is unknown.
         let mut guard = {
             let (zk, parent, prefix) = (self.clone(), parent.to_string(), prefix.clone());
-            DropGuard::new("a possibly orphaned protected node", async move {
+            DropGuard::deferred("a possibly orphaned protected node", move || async move {
                 zk.find_and_delete_protected(&parent, &prefix).await
             })
         };

@@ -150,8 +150,23 @@ impl ZkClient {
     ///
     /// # Cancel safety
     /// As [`retry`](Self::retry).
-    #[tracing::instrument(level = "debug", name = "zk.retry", skip_all)]
-    pub async fn retry_with<T, F, Fut>(&self, options: RetryOptions, mut op: F) -> Result<T>
+    pub fn retry_with<'a, T, F, Fut>(
+        &'a self,
+        options: RetryOptions,
+        op: F,
+    ) -> impl Future<Output = Result<T>> + 'a
+    where
+        F: FnMut(Session) -> Fut + 'a,
+        Fut: Future<Output = std::result::Result<T, zookeeper_client::Error>> + 'a,
+        T: 'a,
+    {
+        use tracing::Instrument as _;
+        // A span around a plain async fn: `#[tracing::instrument]` would keep the arguments
+        // twice in every pending operation's future.
+        self.retry_in_span(options, op).instrument(tracing::debug_span!("zk.retry"))
+    }
+
+    async fn retry_in_span<T, F, Fut>(&self, options: RetryOptions, mut op: F) -> Result<T>
     where
         F: FnMut(Session) -> Fut,
         Fut: Future<Output = std::result::Result<T, zookeeper_client::Error>>,
@@ -161,7 +176,12 @@ impl ZkClient {
         let mut first_session: Option<Session> = None;
         let mut last_error: Option<zookeeper_client::Error> = None;
         loop {
-            let session = self.session_for(deadline).await?;
+            // The session at hand, without subscribing to the session channel; the wait for
+            // one (no session yet) is boxed, off the common path.
+            let session = match self.try_session() {
+                Some(session) => session,
+                None => Box::pin(self.session_for(deadline)).await?,
+            };
             match &first_session {
                 Some(first) if first.generation() != session.generation() && !options.across_sessions => {
                     return Err(Error::SessionExpired { session: first.id() });
@@ -297,31 +317,63 @@ impl<T> Sent<T> {
 /// `attempt`, with a cheap read on `session` every `after` while it waits for its reply: the
 /// remedy for ZOOKEEPER-4537 ([`ZkClientBuilder::stall_nudge`](crate::ZkClientBuilder::stall_nudge)).
 /// The read's reply is not awaited (`zookeeper-client` sends a request when it is called).
-async fn nudged<F: Future>(
+fn nudged<'a, F: Future>(
     attempt: F,
-    session: &Session,
+    session: &'a Session,
     after: Option<Duration>,
-    last_nudge: &parking_lot::Mutex<Option<Instant>>,
-) -> F::Output {
-    let Some(after) = after else { return attempt.await };
-    tokio::pin!(attempt);
-    loop {
-        tokio::select! {
-            outcome = &mut attempt => return outcome,
-            () = tokio::time::sleep(after) => {
-                // One nudge per `after` for the whole manager, however many operations wait:
-                // the first arrival wakes the server for all of them.
-                let now = Instant::now();
-                let mut last = last_nudge.lock();
-                if last.is_some_and(|at| now.duration_since(at) < after) {
-                    continue;
-                }
-                *last = Some(now);
-                drop(last);
-                tracing::debug!(?after, "an operation waits for its reply: nudging the server");
-                crate::telemetry::stall_nudge(session.client().name());
-                drop(session.client().raw().check_stat("/zookeeper"));
-            }
-        }
+    last_nudge: &'a parking_lot::Mutex<Option<Instant>>,
+) -> Nudged<'a, F> {
+    Nudged { attempt, timer: None, after, session, last_nudge }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`nudged`], written out so that it holds the attempt once (an `async fn`
+    /// keeps room for its argument and its pinned copy: every waiting operation pays for it).
+    struct Nudged<'a, F> {
+        #[pin]
+        attempt: F,
+        #[pin]
+        timer: Option<tokio::time::Sleep>,
+        after: Option<Duration>,
+        session: &'a Session,
+        last_nudge: &'a parking_lot::Mutex<Option<Instant>>,
     }
+}
+
+impl<F: Future> Future for Nudged<'_, F> {
+    type Output = F::Output;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        let mut this = self.project();
+        if let std::task::Poll::Ready(outcome) = this.attempt.poll(cx) {
+            return std::task::Poll::Ready(outcome);
+        }
+        let Some(after) = *this.after else { return std::task::Poll::Pending };
+        if this.timer.is_none() {
+            this.timer.set(Some(tokio::time::sleep(after)));
+        }
+        while let Some(mut timer) = this.timer.as_mut().as_pin_mut() {
+            if timer.as_mut().poll(cx).is_pending() {
+                break;
+            }
+            timer.reset(Instant::now() + after);
+            nudge(this.session, after, this.last_nudge);
+        }
+        std::task::Poll::Pending
+    }
+}
+
+/// One cheap read on `session` to wake a stalled server, unless the manager sent one within
+/// `after` (the first arrival wakes the server for every operation waiting on it).
+fn nudge(session: &Session, after: Duration, last_nudge: &parking_lot::Mutex<Option<Instant>>) {
+    let now = Instant::now();
+    let mut last = last_nudge.lock();
+    if last.is_some_and(|at| now.duration_since(at) < after) {
+        return;
+    }
+    *last = Some(now);
+    drop(last);
+    tracing::debug!(?after, "an operation waits for its reply: nudging the server");
+    crate::telemetry::stall_nudge(session.client().name());
+    drop(session.client().raw().check_stat("/zookeeper"));
 }
