@@ -814,3 +814,14 @@ async fn a_queue_longer_than_sixteen_drops_the_children_view_and_its_watch() {
         zk.close().await;
     }
 }
+
+/// The future of a waiting acquire is what each of 10,000 waiters in one process pays for
+/// (docs/benchmarks.md, "10,000 waiters again": 5,896 bytes when it had regressed, 3,184 after;
+/// a little more here, with the metrics feature on).
+#[tokio::test]
+async fn the_waiting_acquire_future_stays_small() {
+    let zk = zkr_connection::ZkClient::builder("127.0.0.1:1").build().unwrap();
+    let mutex = InterProcessMutex::new(&zk, "/size").unwrap();
+    let size = std::mem::size_of_val(&mutex.acquire());
+    assert!(size <= 4096, "a waiting acquire takes {size} bytes");
+}

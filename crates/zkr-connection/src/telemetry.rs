@@ -108,23 +108,10 @@ impl Request {
         }
     }
 
-    /// `reply`, counted when it completes.
+    /// `reply`, counted when it completes (a written-out future holding `reply` once).
     #[cfg(feature = "metrics")]
-    pub(crate) async fn time<T, E: ResultLabel, F>(self, reply: F) -> Result<T, E>
-    where
-        F: Future<Output = Result<T, E>>,
-    {
-        let result = reply.await;
-        let label = match &result {
-            Ok(_) => "ok",
-            Err(e) => e.result_label(),
-        };
-        let client = self.client.to_string();
-        metrics::counter!("zkr_requests_total", "client" => client.clone(), "op" => self.op, "result" => label)
-            .increment(1);
-        metrics::histogram!("zkr_request_duration_seconds", "client" => client, "op" => self.op)
-            .record(self.sent.elapsed());
-        result
+    pub(crate) fn time<F>(self, reply: F) -> Timed<F> {
+        Timed { reply, request: Some(self) }
     }
 
     /// `reply` itself: without the `metrics` feature nothing is counted.
@@ -132,6 +119,38 @@ impl Request {
     #[inline]
     pub(crate) fn time<F: Future>(self, reply: F) -> F {
         reply
+    }
+}
+
+#[cfg(feature = "metrics")]
+pin_project_lite::pin_project! {
+    /// A request's reply, counted when it completes ([`Request::time`]).
+    pub(crate) struct Timed<F> {
+        #[pin]
+        reply: F,
+        request: Option<Request>,
+    }
+}
+
+#[cfg(feature = "metrics")]
+impl<T, E: ResultLabel, F: Future<Output = Result<T, E>>> Future for Timed<F> {
+    type Output = F::Output;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        let this = self.project();
+        let result = std::task::ready!(this.reply.poll(cx));
+        if let Some(request) = this.request.take() {
+            let label = match &result {
+                Ok(_) => "ok",
+                Err(e) => e.result_label(),
+            };
+            let client = request.client.to_string();
+            metrics::counter!("zkr_requests_total", "client" => client.clone(), "op" => request.op, "result" => label)
+                .increment(1);
+            metrics::histogram!("zkr_request_duration_seconds", "client" => client, "op" => request.op)
+                .record(request.sent.elapsed());
+        }
+        std::task::Poll::Ready(result)
     }
 }
 
