@@ -398,3 +398,41 @@ async fn a_circuit_breaking_state_stream_passes_one_suspension_of_a_flapping_con
     assert_eq!(after, Some(Suspended), "closed: the next cut goes through");
     zk.close().await;
 }
+
+/// An operation sent while the server is down waits on the session's handle; should the
+/// manager give that session up and build a new one, the operation moves on at once. The old
+/// handle may never learn of its expiry by itself: a server restarted without its data refuses
+/// it for its older zxid (measured: 1.0 s past the new session, the retry policy's first sleep; before, the old
+/// handle's own timeout, 49 s with a 40 s session).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_waiting_on_a_given_up_session_moves_to_the_new_session_at_once() {
+    use zkr_connection::ConnectionState::{Lost, Reconnected, Suspended};
+    use zkr_integration_tests::wait_for_state;
+    let server = TestingServer::start().await.unwrap();
+    let zk = zkr_integration_tests::connect_with_session(server.connect_string(), 12).await;
+    let path = unique_root("given-up");
+    // The old handle's last zxid well ahead of what the emptied server will have.
+    zk.create(&path, b"", zkr_connection::CreateMode::Persistent).await.unwrap();
+    for i in 0..40 {
+        zk.create(&format!("{path}/n-{i}"), b"", zkr_connection::CreateMode::Persistent).await.unwrap();
+    }
+    let mutex = InterProcessMutex::new(&zk, &format!("{path}/lock")).unwrap();
+    let mut states = zk.state_changes();
+    server.stop().unwrap();
+    wait_for_state(&mut states, Suspended).await;
+    let waiting = tokio::spawn(async move { mutex.acquire().await.map(|guard| (mutex, guard)) });
+    server.restart_without_data().await.unwrap();
+    wait_for_state(&mut states, Lost).await;
+    wait_for_state(&mut states, Reconnected).await;
+    let bound = timing().multiple(Duration::from_secs(5));
+    let acquired = tokio::time::timeout(bound, waiting)
+        .await
+        .unwrap_or_else(|_| panic!("the acquire still waits {bound:?} after the new session"))
+        .unwrap();
+    let (mutex, guard) = acquired.expect("acquired on the new session");
+    assert!(mutex.is_acquired_in_this_process());
+    guard.release().await.unwrap();
+    let observer = zookeeper_client::Client::connect(&server.connect_string()).await.unwrap();
+    assert!(children(&observer, &format!("{path}/lock")).await.is_empty());
+    zk.close().await;
+}

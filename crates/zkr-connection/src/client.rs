@@ -166,6 +166,7 @@ impl ZkClient {
             error_epoch: watch::channel(0).0,
             cancel: cancel.clone(),
             expire: Notify::new(),
+            ended: Notify::new(),
             persistent_watches: tokio::sync::OnceCell::new(),
             refusals: watch::channel(0).0,
             supervisor: Mutex::new(None),

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use crate::client::{Session, ZkClient};
 use crate::error::{is_retryable, is_session_error, Error, Result};
 use crate::retry::{RetryBudget, RetryPolicy};
+use crate::supervisor::Shared;
 use crate::Deadline;
 
 /// Options for [`ZkClient::retry_with`].
@@ -198,7 +199,7 @@ impl ZkClient {
                 let _ = self.wait_connected(wait).await;
             }
             let (generation, session_id) = (session.generation(), session.id());
-            let attempt = nudged(op(session.clone()), &session, self.stall_nudge(), &self.shared.last_nudge);
+            let attempt = nudged(op(session.clone()), &session, self.stall_nudge(), &self.shared);
             let Some(outcome) = crate::within(deadline, attempt).await else {
                 let deadline = deadline.map(|d| d.timeout()).unwrap_or_default();
                 return Err(Error::DeadlineExceeded { deadline, last: last_error });
@@ -317,38 +318,58 @@ impl<T> Sent<T> {
 /// `attempt`, with a cheap read on `session` every `after` while it waits for its reply: the
 /// remedy for ZOOKEEPER-4537 ([`ZkClientBuilder::stall_nudge`](crate::ZkClientBuilder::stall_nudge)).
 /// The read's reply is not awaited (`zookeeper-client` sends a request when it is called).
-fn nudged<'a, F: Future>(
+/// Should the manager give the session up meanwhile, the attempt ends at once with
+/// `SessionExpired`: the old handle may never learn of its expiry by itself.
+pub(crate) fn nudged<'a, F: Future>(
     attempt: F,
     session: &'a Session,
     after: Option<Duration>,
-    last_nudge: &'a parking_lot::Mutex<Option<Instant>>,
+    shared: &'a Shared,
 ) -> Nudged<'a, F> {
-    Nudged { attempt, timer: None, after, session, last_nudge }
+    Nudged { attempt, timer: None, given_up: None, after, session, shared }
 }
 
 pin_project_lite::pin_project! {
     /// The future of [`nudged`], written out so that it holds the attempt once (an `async fn`
     /// keeps room for its argument and its pinned copy: every waiting operation pays for it).
-    struct Nudged<'a, F> {
+    pub(crate) struct Nudged<'a, F> {
         #[pin]
         attempt: F,
         #[pin]
         timer: Option<tokio::time::Sleep>,
+        #[pin]
+        given_up: Option<tokio::sync::futures::Notified<'a>>,
         after: Option<Duration>,
         session: &'a Session,
-        last_nudge: &'a parking_lot::Mutex<Option<Instant>>,
+        shared: &'a Shared,
     }
 }
 
-impl<F: Future> Future for Nudged<'_, F> {
+impl<T, F> Future for Nudged<'_, F>
+where
+    F: Future<Output = std::result::Result<T, zookeeper_client::Error>>,
+{
     type Output = F::Output;
 
     fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        use std::task::Poll;
         let mut this = self.project();
-        if let std::task::Poll::Ready(outcome) = this.attempt.poll(cx) {
-            return std::task::Poll::Ready(outcome);
+        if let Poll::Ready(outcome) = this.attempt.poll(cx) {
+            return Poll::Ready(outcome);
         }
-        let Some(after) = *this.after else { return std::task::Poll::Pending };
+        if this.given_up.is_none() {
+            // Listening first, then looking: a session given up in between is not missed.
+            this.given_up.set(Some(this.shared.ended.notified()));
+            if this.shared.session_given_up(this.session.generation()) {
+                return Poll::Ready(Err(zookeeper_client::Error::SessionExpired));
+            }
+        }
+        if let Some(given_up) = this.given_up.as_mut().as_pin_mut() {
+            if given_up.poll(cx).is_ready() {
+                return Poll::Ready(Err(zookeeper_client::Error::SessionExpired));
+            }
+        }
+        let Some(after) = *this.after else { return Poll::Pending };
         if this.timer.is_none() {
             this.timer.set(Some(tokio::time::sleep(after)));
         }
@@ -357,9 +378,9 @@ impl<F: Future> Future for Nudged<'_, F> {
                 break;
             }
             timer.reset(Instant::now() + after);
-            nudge(this.session, after, this.last_nudge);
+            nudge(this.session, after, &this.shared.last_nudge);
         }
-        std::task::Poll::Pending
+        Poll::Pending
     }
 }
 

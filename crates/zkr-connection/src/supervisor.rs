@@ -39,6 +39,9 @@ pub(crate) struct Shared {
     pub(crate) error_epoch: watch::Sender<u64>,
     pub(crate) cancel: CancellationToken,
     pub(crate) expire: Notify,
+    /// Woken when the manager gives a session up (the session channel goes to `None`), for the
+    /// operations still waiting on its handle ([`Shared::end_session`]).
+    pub(crate) ended: Notify,
     /// Whether the servers have persistent watches, once probed (`ZkClient::has_persistent_watches`).
     pub(crate) persistent_watches: tokio::sync::OnceCell<bool>,
     /// How many connection attempts the servers refused for their credentials (`AuthFailed`).
@@ -49,6 +52,19 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Gives the current session up: no session is published until the next one, and every
+    /// operation still waiting on the old handle is told (that handle may never learn of its
+    /// own expiry: a server restarted without its data is refused for its older zxid).
+    pub(crate) fn end_session(&self) {
+        self.session.send_replace(None);
+        self.ended.notify_waiters();
+    }
+
+    /// Has the manager given up the session of `generation` (or replaced it)?
+    pub(crate) fn session_given_up(&self, generation: u64) -> bool {
+        self.session.borrow().as_ref().is_none_or(|s| s.generation() != generation)
+    }
+
     pub(crate) fn post(&self, state: ConnectionState) {
         tracing::info!(%state, generation = self.generation.load(Ordering::SeqCst), "connection state");
         crate::telemetry::session_state(&self.config.name, state);
@@ -264,7 +280,7 @@ pub(crate) async fn supervise(shared: Arc<Shared>) {
             }
         };
         tracker.abort();
-        shared.session.send_replace(None);
+        shared.end_session();
         if let SessionEnd::Closed = end {
             close_on_server(&shared, client, watcher).await;
             break;
@@ -273,7 +289,7 @@ pub(crate) async fn supervise(shared: Arc<Shared>) {
         tracing::info!(generation, "rebuilding the session");
         crate::telemetry::session_rebuilt(&shared.config.name);
     }
-    shared.session.send_replace(None);
+    shared.end_session();
 }
 
 /// Publishes `client` as connection of session `generation`, and starts the ensemble tracker

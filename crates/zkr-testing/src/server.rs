@@ -157,6 +157,35 @@ impl TestingServer {
         self.member.wait_serving(self.options.start_timeout).await
     }
 
+    /// Starts the server again on the same port with none of its data, as after a lost disk:
+    /// a client that saw the old data refuses it for its older zxid until its session is given
+    /// up. A running server is stopped first.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the data cannot be removed, else as [`start`](Self::start).
+    ///
+    /// # Cancel safety
+    /// As [`restart`](Self::restart).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f() -> zkr_testing::Result<()> {
+    /// let server = zkr_testing::TestingServer::start().await?;
+    /// server.restart_without_data().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn restart_without_data(&self) -> Result<()> {
+        self.member.kill();
+        let snapshots = self.member.data_dir().join("version-2");
+        if snapshots.exists() {
+            std::fs::remove_dir_all(&snapshots)
+                .map_err(|e| Error::io(format!("removing {}", snapshots.display()), e))?;
+        }
+        self.member.spawn()?;
+        self.member.wait_serving(self.options.start_timeout).await
+    }
+
     /// Freezes the server (`SIGSTOP`): connections stay open but nothing is answered, like a
     /// long GC pause.
     ///
