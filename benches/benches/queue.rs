@@ -1,22 +1,27 @@
 //! Queues (issue 19): zkr's `DistributedQueue` against Apache Curator's on the same ZooKeeper
 //! server in one run, and how a take slows down as the queue grows.
 //!
-//! `cargo bench -p zkr-benches --bench queue [-- --quick | --items N | --depths A,B,...]`
+//! `cargo bench -p zkr-benches --bench queue [-- --quick | --items N | --depths A,B,... | --bound S]`
 //!
 //! - throughput, one producer then one consumer: `--items` items (default 2000, `--quick` 500;
 //!   each a 10-byte string) put one after the other, timed; then one consumer takes and acks
 //!   them all, timed from its start (zkr: `take()` + `ack()`; Curator: `queue-bench`, a
 //!   `DistributedQueue` with `putInBackground(false)` and a consumer callback). zkr and Curator
 //!   alternate over 2 rounds on fresh paths; the better round of each is reported;
-//! - depth: for each of `--depths` (default 1000,10000,50000; `--quick` 1000,5000) a queue
-//!   filled to that many items (pipelined raw creates, untimed), then the time a new consumer
-//!   needs to start (its cache's first read) and the mean time of 200 `take()` + `ack()` calls;
-//!   the same for Curator on a queue of its own filled alike (`queue-bench-depth`: from the
-//!   consumer's `start()` to its first item, then the mean time per item over the next 200).
+//! - depth: for each of `--depths` (default 1000,10000,50000,100000; `--quick` 1000,5000) a
+//!   queue filled to that many items (pipelined raw creates, untimed), then the time a new
+//!   consumer needs to start (its cache's first read) and the mean time of 200 `take()` +
+//!   `ack()` calls; the same for Curator on a queue of its own filled alike
+//!   (`queue-bench-depth`: from the consumer's `start()` to its first item, then the mean time
+//!   per item over the next 200). Curator runs with the Java client's default `jute.maxbuffer`
+//!   (1 MiB) first, bounded by `--bound S` (default 60 s); past about 52,000 items its listing
+//!   is over that limit and it loses its connection again and again (CURATOR-690), so it runs
+//!   again with `-Djute.maxbuffer` at 8 MiB for the figures, and the report says which.
 
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context};
+use zkr_benches::wide::{curator_default_then_raised, fill, CURATOR_ITEM};
 use zkr_benches::{fmt_rate, fmt_ratio, Table};
 use zkr_connection::ZkClient;
 use zkr_recipes::queues::{DistributedQueue, Utf8};
@@ -29,15 +34,18 @@ const TAKES_AT_DEPTH: usize = 200;
 struct Options {
     items: usize,
     depths: Vec<usize>,
+    bound: Duration,
 }
 
 fn options() -> anyhow::Result<Options> {
-    let mut options = Options { items: 2000, depths: vec![1000, 10_000, 50_000] };
+    let mut options =
+        Options { items: 2000, depths: vec![1000, 10_000, 50_000, 100_000], bound: Duration::from_secs(60) };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--bench" => {}
-            "--quick" => options = Options { items: 500, depths: vec![1000, 5000] },
+            "--quick" => (options.items, options.depths) = (500, vec![1000, 5000]),
+            "--bound" => options.bound = Duration::from_secs(args.next().context("--bound S")?.parse()?),
             "--items" => options.items = args.next().context("--items N")?.parse()?,
             "--depths" => {
                 let list = args.next().context("--depths A,B")?;
@@ -78,20 +86,6 @@ async fn curator_round(tool: &CuratorTool, cs: &str, path: &str, items: usize) -
     Ok((field("put_per_s")?, field("take_per_s")?))
 }
 
-/// Fills `path` with `depth` items in Curator's framing, 500 creates in flight at a time.
-async fn fill(client: &Client, path: &str, depth: usize) -> anyhow::Result<()> {
-    let options = CreateMode::PersistentSequential.with_acls(Acls::anyone_all());
-    let node = format!("{path}/queue-");
-    let data = [&[0, 1, 0, 1, 1, 0, 0, 0, 4][..], b"fill", &[2]].concat();
-    for chunk in (0..depth).collect::<Vec<_>>().chunks(500) {
-        let creates: Vec<_> = chunk.iter().map(|_| client.create(&node, &data, &options)).collect();
-        for create in creates {
-            create.await?;
-        }
-    }
-    Ok(())
-}
-
 /// (consumer start, mean take + ack) at `depth` items.
 async fn at_depth(
     zk: &ZkClient,
@@ -100,7 +94,7 @@ async fn at_depth(
     depth: usize,
 ) -> anyhow::Result<(Duration, Duration)> {
     client.create(path, &[], &CreateMode::Persistent.with_acls(Acls::anyone_all())).await?;
-    fill(client, path, depth).await?;
+    fill(client, path, "queue-", CURATOR_ITEM, depth).await?;
     let consumer = DistributedQueue::builder(zk, path, Utf8).build()?;
     let start = Instant::now();
     consumer.take().await?.ack().await?; // starts the cache: its first read of every item
@@ -112,23 +106,28 @@ async fn at_depth(
     Ok((started, start.elapsed() / TAKES_AT_DEPTH as u32))
 }
 
-/// (Curator consumer start, mean time per item) at `depth` items.
+/// Curator's consumer at `depth` items: (what the default `jute.maxbuffer` did, and start and
+/// mean time per item from the run that gave figures, with its limit).
 async fn curator_at_depth(
     tool: &CuratorTool,
     cs: &str,
     client: &Client,
     path: &str,
     depth: usize,
-) -> anyhow::Result<(f64, f64)> {
+    bound: Duration,
+) -> anyhow::Result<(String, Option<(f64, f64, String)>)> {
     client.create(path, &[], &CreateMode::Persistent.with_acls(Acls::anyone_all())).await?;
-    fill(client, path, depth).await?;
-    let mut peer = tool.spawn(&["queue-bench-depth", cs, path, &TAKES_AT_DEPTH.to_string()])?;
-    peer.set_line_timeout(Duration::from_secs(600));
-    let fields = parse_result(&peer.expect_line("RESULT").await?);
-    let field = |k: &str| -> anyhow::Result<f64> {
-        Ok(fields.iter().find(|(key, _)| key == k).context("a RESULT field")?.1.parse()?)
+    fill(client, path, "queue-", CURATOR_ITEM, depth).await?;
+    let takes = TAKES_AT_DEPTH.to_string();
+    let (default, figures) =
+        curator_default_then_raised(tool, &["queue-bench-depth", cs, path, &takes], bound, None).await?;
+    let figures = match figures {
+        Some(run) => {
+            Some((run.field("start_ms")?, run.field("take_ms")?, zkr_benches::wide::fmt_bytes(run.jute)))
+        }
+        None => None,
     };
-    Ok((field("start_ms")?, field("take_ms")?))
+    Ok((default.outcome(), figures))
 }
 
 #[tokio::main]
@@ -136,6 +135,9 @@ async fn main() -> anyhow::Result<()> {
     let options = options()?;
     let setup = zkr_benches::Setup::start().await?;
     let (cs, zk) = (setup.connect_string.clone(), setup.zk.clone());
+    let mntr = setup.server.mntrs().await?.concat();
+    let release = zkr_benches::mntr_value(&mntr, "zk_version").unwrap_or_default();
+    println!("Server: {} ({release}); Curator: {}\n", setup.server.describe(), setup.curator.release());
     let (mut zkr_best, mut curator_best) = ((0f64, 0f64), (0f64, 0f64));
     for round in 0..ROUNDS {
         let z = zkr_round(&zk, &format!("/bench-queue/zkr-{round}"), options.items).await?;
@@ -167,21 +169,31 @@ async fn main() -> anyhow::Result<()> {
         "Curator consumer start",
         "Curator per item (mean of 200)",
         "Curator / zkr per item",
+        "Curator's jute.maxbuffer for these figures",
+        "Curator with the default jute.maxbuffer",
     ]);
     for depth in &options.depths {
         let (started, take) = at_depth(&zk, &client, &format!("/bench-queue/depth-{depth}"), *depth).await?;
         let curator_path = format!("/bench-queue/curator-depth-{depth}");
-        let (c_start, c_take) = curator_at_depth(&setup.curator, &cs, &client, &curator_path, *depth).await?;
+        let (default, figures) =
+            curator_at_depth(&setup.curator, &cs, &client, &curator_path, *depth, options.bound).await?;
         let take_ms = take.as_secs_f64() * 1e3;
+        let (c_start, c_take, c_limit) = match figures {
+            Some((start, take, limit)) => (format!("{start:.0} ms"), format!("{take:.2} ms"), (take, limit)),
+            None => ("none".to_owned(), "none".to_owned(), (f64::NAN, "none gave figures".to_owned())),
+        };
         depths.row(vec![
             depth.to_string(),
             format!("{:.0} ms", started.as_secs_f64() * 1e3),
             format!("{take_ms:.2} ms"),
-            format!("{c_start:.0} ms"),
-            format!("{c_take:.2} ms"),
-            fmt_ratio(c_take, take_ms),
+            c_start,
+            c_take,
+            fmt_ratio(c_limit.0, take_ms),
+            c_limit.1,
+            default,
         ]);
     }
     println!("### Take at depth\n\n{}", depths.render());
+    println!("Load average at the end (1, 5, 15 min): {}", zkr_benches::wide::load_average());
     Ok(())
 }

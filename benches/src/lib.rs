@@ -8,9 +8,12 @@
 //!   `RESULT` lines parsed into the same shape;
 //! - [`peak_rss_kb`], [`machine_facts`], [`filesystem_of`]: what the report says about the
 //!   process and the machine;
-//! - [`Table`] and the `fmt_*` functions: the markdown output.
+//! - [`Table`] and the `fmt_*` functions: the markdown output;
+//! - [`wide`]: one parent with very many children, and Curator runs bounded in time with the
+//!   Java client's `jute.maxbuffer` at its default or raised.
 
 mod deploy;
+pub mod wide;
 
 pub use deploy::Deployment;
 

@@ -39,7 +39,8 @@
 // SharedCount: atomic-long-add, shared-count-watch, shared-count-set) and QueueCommands.java
 // (the queues: queue-put, queue-put-multi, priority-put, delay-put, id-put, queue-consume,
 // queue-consume-locked, priority-consume, simple-offer, simple-take, queue-bench,
-// queue-bench-depth). Their headers list their output.
+// queue-bench-depth) and WideCommands.java (one parent with very many children: wide-cache,
+// wide-lock). Their headers list their output.
 //
 // Benchmarks run a 1 s warm-up that is not counted. Exit status: 0 success, 1 error (message on
 // stderr), 2 bad arguments, 3 the parent process went away. Session timeout: 60 s, or
@@ -116,7 +117,7 @@ public final class CuratorTool {
                 + " | bench-inprocess CONNECT PATH THREADS SECONDS | bench-waiters CONNECT PATH N"
                 + " | bench-ids CONNECT PATH SECONDS | bench-leader-failover CONNECT PATH"
                 + " | atomic-ids CONNECT PATH N" + CacheCommands.USAGE + DiscoveryCommands.USAGE
-                + BarrierCommands.USAGE + CounterCommands.USAGE + QueueCommands.USAGE;
+                + BarrierCommands.USAGE + CounterCommands.USAGE + QueueCommands.USAGE + WideCommands.USAGE;
     }
 
     private static int run(String[] args) throws Exception {
@@ -187,9 +188,9 @@ public final class CuratorTool {
                 return 0;
             default:
                 // Commands in the other files: CacheCommands.java, DiscoveryCommands.java,
-                // BarrierCommands.java, CounterCommands.java, QueueCommands.java.
+                // BarrierCommands.java, CounterCommands.java, QueueCommands.java, WideCommands.java.
                 if (CacheCommands.run(args) || DiscoveryCommands.run(args) || BarrierCommands.run(args)
-                        || CounterCommands.run(args) || QueueCommands.run(args)) {
+                        || CounterCommands.run(args) || QueueCommands.run(args) || WideCommands.run(args)) {
                     return 0;
                 }
                 throw new Peer.UsageException("unknown command `" + command + "`");

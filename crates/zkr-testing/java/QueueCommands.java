@@ -22,7 +22,8 @@
 //                                              the N items, timed: RESULT put_per_s= take_per_s=
 //   queue-bench-depth CONNECT PATH TAKES       a DistributedQueue consumer on a queue filled beforehand:
 //                                              RESULT start_ms=<until its first item> take_ms=<mean
-//                                              time per item over the next TAKES>
+//                                              time per item over the next TAKES>; STATE <state> <t_us>
+//                                              on every connection state change (see WideCommands.java)
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -230,7 +231,7 @@ final class QueueCommands {
     }
 
     private static void benchDepth(String connect, String path, int takes) throws Exception {
-        CuratorFramework client = Peer.connect(connect);
+        CuratorFramework client = WideCommands.connectReporting(connect);
         CountDownLatch first = new CountDownLatch(1);
         CountDownLatch rest = new CountDownLatch(takes + 1);
         long[] firstAt = new long[1];

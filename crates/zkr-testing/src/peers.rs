@@ -91,6 +91,7 @@ const CURATOR_SOURCES: &[(&str, &str)] = &[
     ("BarrierCommands.java", include_str!("../java/BarrierCommands.java")),
     ("CounterCommands.java", include_str!("../java/CounterCommands.java")),
     ("QueueCommands.java", include_str!("../java/QueueCommands.java")),
+    ("WideCommands.java", include_str!("../java/WideCommands.java")),
 ];
 const KAZOO_SOURCE: &str = include_str!("../peers/kazoo_tool.py");
 /// Debian's jars (`libcurator-recipes-java`, `libcurator-discovery-java` and what they depend
