@@ -1,5 +1,5 @@
 # The two commands of the README. Both install what is missing (see scripts/ensure-deps.sh).
-.PHONY: demo test deps deny examples compat
+.PHONY: demo test deps deny examples compat bench-instructions
 
 deps:
 	@scripts/ensure-deps.sh
@@ -44,3 +44,13 @@ examples:
 	cargo run --quiet -p zkr-recipes --example mutex
 	cargo run --quiet -p zkr-recipes --example config
 	cargo run --quiet -p zkr-recipes --example ids
+
+# Client work at the floor: instructions per operation counted by valgrind's callgrind (the
+# same count run to run within a few percent, whatever else the machine does), zkr against the
+# raw zookeeper-client sending the same requests; a row more than 5% above
+# benches/instructions.baseline says REGRESSION. ARGS="--rows lock,queue --ops 1000" narrows
+# it; ARGS=--save-baseline records the run as the new baseline. Installs valgrind when missing.
+bench-instructions: deps
+	@command -v valgrind >/dev/null 2>&1 || { [ "$$(id -u)" -eq 0 ] && apt-get install -y -q --no-install-recommends valgrind >/dev/null; } || { echo "install valgrind: sudo apt-get install valgrind" >&2; exit 1; }
+	cargo build --release --quiet -p zkr-benches --bin zkr-instructions
+	target/release/zkr-instructions $(ARGS)

@@ -253,15 +253,17 @@ impl ZkClientBuilder {
     /// ensemble, a follower may hold a reply until the session's next packet arrives, which
     /// can be the next ping, seconds later. When an operation sent through the retry loop
     /// ([`ZkClient::retry`] and every recipe call built on it) has waited `after` for its
-    /// reply, one cheap read (`exists /zookeeper`) goes out on the same session, and another
-    /// every `after` while it still waits; at most one per `after` for the whole manager,
-    /// however many operations wait. `None` turns it off.
+    /// reply and no reply at all came meanwhile, one cheap read (`exists /zookeeper`) goes out
+    /// on the same session, and another every `after` while the stall lasts; one per `after`
+    /// for the whole manager, however many operations wait. A watchdog per connection looks
+    /// every `after / 2` (the operations only count themselves), so the nudge goes out between
+    /// `after` and `1.5 * after` into the wait. `None` turns it off.
     ///
     /// On by default, after 500 ms: measured on Debian's 3.8.0 (`benches/src/bin/zk-stall.rs`,
-    /// docs/reliability.md), every stall met ended within 16 ms of its nudge (12 of 12 at
-    /// 500 ms; none over 213 ms at 200 ms), against stalls of up to 1.97 s without it (25 in
-    /// 330,000 cycles), for 26 extra reads in 338,000 cycles. On a server without the bug a
-    /// nudge goes out only when a reply is already 500 ms late.
+    /// docs/reliability.md) with a timer per operation, every stall met ended within 16 ms of
+    /// its nudge (12 of 12 at 500 ms; none over 213 ms at 200 ms), against stalls of up to
+    /// 1.97 s without it (25 in 330,000 cycles), for 26 extra reads in 338,000 cycles. On a
+    /// server without the bug a nudge goes out only when every reply is already 500 ms late.
     ///
     /// # Examples
     ///

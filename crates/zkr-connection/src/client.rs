@@ -170,7 +170,7 @@ impl ZkClient {
             persistent_watches: tokio::sync::OnceCell::new(),
             refusals: watch::channel(0).0,
             supervisor: Mutex::new(None),
-            last_nudge: Mutex::new(None),
+            attempts: crate::stall::Attempts::default(),
         });
         let task = runtime.spawn(crate::supervisor::supervise(shared.clone()));
         *shared.supervisor.lock() = Some(task);

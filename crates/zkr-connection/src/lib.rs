@@ -49,6 +49,7 @@ mod reads;
 pub mod retry;
 mod retry_loop;
 mod session_client;
+mod stall;
 mod state;
 mod status;
 mod supervisor;

@@ -20,7 +20,13 @@ pub const PROTECTED_PREFIX: &str = "_c_";
 
 /// The name prefix of a protected node: `_c_<uuid>-`.
 pub fn protected_prefix(id: &Uuid) -> String {
-    format!("{PROTECTED_PREFIX}{id}-")
+    let mut buffer = Uuid::encode_buffer();
+    let id = id.hyphenated().encode_lower(&mut buffer);
+    let mut prefix = String::with_capacity(PROTECTED_PREFIX.len() + id.len() + 1);
+    prefix.push_str(PROTECTED_PREFIX);
+    prefix.push_str(id);
+    prefix.push('-');
+    prefix
 }
 
 /// Is `name` a protected node name (`_c_` + a 36-character UUID + `-`)?
@@ -121,7 +127,12 @@ fn parse_sequence(name: &str, node_prefix: &str) -> Option<i64> {
 /// The name ZooKeeper gave a node created as `<node_prefix>` in `mode`.
 fn node_name(node_prefix: &str, mode: CreateMode, seq: zookeeper_client::CreateSequence) -> String {
     if is_sequential(mode) {
-        format!("{node_prefix}{seq}")
+        use std::fmt::Write as _;
+        // ZooKeeper's `%010d`: ten characters, eleven for the most negative.
+        let mut name = String::with_capacity(node_prefix.len() + 11);
+        name.push_str(node_prefix);
+        let _ = write!(name, "{seq}");
+        name
     } else {
         node_prefix.to_string()
     }
@@ -458,7 +469,7 @@ impl ZkClient {
         if prefix.is_empty() {
             return Err(Error::InvalidArgument("a protected create needs a non-empty tag"));
         }
-        let node_prefix = format!("{prefix}{name}");
+        let node_prefix = [prefix.as_str(), name].concat();
         path::validate_name(&node_prefix)?;
         let node_path = path::join(parent, &node_prefix);
         path::validate_data(&node_path, data)?;
@@ -486,7 +497,7 @@ impl ZkClient {
             let session = self.session_for(deadline).await?;
             let look_first = std::mem::replace(&mut attempted, true);
             let step = self.create_once(&session, &attempt, look_first);
-            let step = crate::retry_loop::nudged(step, &session, self.stall_nudge(), &self.shared);
+            let step = crate::retry_loop::nudged(step, &session, &self.shared);
             let Some(outcome) = crate::within(deadline, step).await else {
                 let deadline = deadline.map(|d| d.timeout()).unwrap_or_default();
                 return Err(Error::DeadlineExceeded { deadline, last: None });

@@ -199,7 +199,7 @@ impl ZkClient {
                 let _ = self.wait_connected(wait).await;
             }
             let (generation, session_id) = (session.generation(), session.id());
-            let attempt = nudged(op(session.clone()), &session, self.stall_nudge(), &self.shared);
+            let attempt = nudged(op(session.clone()), &session, &self.shared);
             let Some(outcome) = crate::within(deadline, attempt).await else {
                 let deadline = deadline.map(|d| d.timeout()).unwrap_or_default();
                 return Err(Error::DeadlineExceeded { deadline, last: last_error });
@@ -315,33 +315,33 @@ impl<T> Sent<T> {
     }
 }
 
-/// `attempt`, with a cheap read on `session` every `after` while it waits for its reply: the
-/// remedy for ZOOKEEPER-4537 ([`ZkClientBuilder::stall_nudge`](crate::ZkClientBuilder::stall_nudge)).
-/// The read's reply is not awaited (`zookeeper-client` sends a request when it is called).
-/// Should the manager give the session up meanwhile, the attempt ends at once with
-/// `SessionExpired`: the old handle may never learn of its expiry by itself.
-pub(crate) fn nudged<'a, F: Future>(
-    attempt: F,
-    session: &'a Session,
-    after: Option<Duration>,
-    shared: &'a Shared,
-) -> Nudged<'a, F> {
-    Nudged { attempt, timer: None, given_up: None, after, session, shared }
+/// `attempt`, counted while it waits for its reply (the stall watchdog nudges the server when
+/// attempts wait and no reply comes: [`crate::stall`]). Should the manager give the session up
+/// meanwhile, the attempt ends at once with `SessionExpired`: the old handle may never learn
+/// of its expiry by itself.
+pub(crate) fn nudged<'a, F: Future>(attempt: F, session: &'a Session, shared: &'a Shared) -> Nudged<'a, F> {
+    Nudged { attempt, given_up: None, session, shared }
 }
 
 pin_project_lite::pin_project! {
     /// The future of [`nudged`], written out so that it holds the attempt once (an `async fn`
     /// keeps room for its argument and its pinned copy: every waiting operation pays for it).
+    /// No timer of its own: a timer per attempt cost more instructions than the request.
     pub(crate) struct Nudged<'a, F> {
         #[pin]
         attempt: F,
         #[pin]
-        timer: Option<tokio::time::Sleep>,
-        #[pin]
         given_up: Option<tokio::sync::futures::Notified<'a>>,
-        after: Option<Duration>,
         session: &'a Session,
         shared: &'a Shared,
+    }
+
+    impl<'a, F> PinnedDrop for Nudged<'a, F> {
+        fn drop(this: Pin<&mut Self>) {
+            if this.given_up.is_some() {
+                this.shared.attempts.finished();
+            }
+        }
     }
 }
 
@@ -360,6 +360,7 @@ where
         if this.given_up.is_none() {
             // Listening first, then looking: a session given up in between is not missed.
             this.given_up.set(Some(this.shared.ended.notified()));
+            this.shared.attempts.started();
             if this.shared.session_given_up(this.session.generation()) {
                 return Poll::Ready(Err(zookeeper_client::Error::SessionExpired));
             }
@@ -369,32 +370,6 @@ where
                 return Poll::Ready(Err(zookeeper_client::Error::SessionExpired));
             }
         }
-        let Some(after) = *this.after else { return Poll::Pending };
-        if this.timer.is_none() {
-            this.timer.set(Some(tokio::time::sleep(after)));
-        }
-        while let Some(mut timer) = this.timer.as_mut().as_pin_mut() {
-            if timer.as_mut().poll(cx).is_pending() {
-                break;
-            }
-            timer.reset(Instant::now() + after);
-            nudge(this.session, after, &this.shared.last_nudge);
-        }
         Poll::Pending
     }
-}
-
-/// One cheap read on `session` to wake a stalled server, unless the manager sent one within
-/// `after` (the first arrival wakes the server for every operation waiting on it).
-fn nudge(session: &Session, after: Duration, last_nudge: &parking_lot::Mutex<Option<Instant>>) {
-    let now = Instant::now();
-    let mut last = last_nudge.lock();
-    if last.is_some_and(|at| now.duration_since(at) < after) {
-        return;
-    }
-    *last = Some(now);
-    drop(last);
-    tracing::debug!(?after, "an operation waits for its reply: nudging the server");
-    crate::telemetry::stall_nudge(session.client().name());
-    drop(session.client().raw().check_stat("/zookeeper"));
 }

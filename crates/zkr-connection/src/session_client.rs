@@ -49,11 +49,6 @@ impl SessionClient {
         SessionClient { raw, name: self.name.clone() }
     }
 
-    /// The manager's name, the `client` label of its figures.
-    pub(crate) fn name(&self) -> &str {
-        &self.name
-    }
-
     /// The base client: its requests are not counted.
     pub fn raw(&self) -> &Client {
         &self.raw

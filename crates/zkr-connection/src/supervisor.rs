@@ -47,8 +47,8 @@ pub(crate) struct Shared {
     /// How many connection attempts the servers refused for their credentials (`AuthFailed`).
     pub(crate) refusals: watch::Sender<u64>,
     pub(crate) supervisor: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    /// When the retry loop last nudged the server (`ZkClientBuilder::stall_nudge`).
-    pub(crate) last_nudge: Mutex<Option<tokio::time::Instant>>,
+    /// The retry loop's attempts waiting for replies, for the stall watchdog.
+    pub(crate) attempts: crate::stall::Attempts,
 }
 
 impl Shared {
@@ -300,10 +300,20 @@ fn publish(shared: &Arc<Shared>, client: &Client, generation: u64) -> tokio::tas
     shared.session.send_replace(Some(Session { client: session_client, generation, connection }));
     let tracking =
         shared.config.ensemble_tracker.then(|| crate::ensemble::track(shared.clone(), client.clone()));
+    let stalls =
+        shared.config.stall_nudge.map(|after| crate::stall::watch(shared.clone(), client.clone(), after));
     tokio::spawn(async move {
-        if let Some(tracking) = tracking {
-            tracking.await;
-        }
+        let tracking = async move {
+            if let Some(tracking) = tracking {
+                tracking.await;
+            }
+        };
+        let stalls = async move {
+            if let Some(stalls) = stalls {
+                stalls.await;
+            }
+        };
+        tokio::join!(tracking, stalls);
     })
 }
 

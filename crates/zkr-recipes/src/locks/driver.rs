@@ -152,10 +152,13 @@ pub fn sequence_key(suffix: &str) -> Option<u64> {
     // Exactly ZooKeeper's `String.format("%010d", counter)` of a signed 32-bit counter:
     // "0000000007", "-000000001", "-2147483648".
     let value: i32 = suffix.parse().ok()?;
-    if suffix.starts_with('+') || format!("{value:010}") != suffix {
-        return None;
-    }
-    Some(u64::from(value as u32))
+    // The one spelling `%010d` gives, checked without formatting (this runs for every child
+    // of every listing): the sign only on a negative value, zeros up to ten characters.
+    let negative = suffix.starts_with('-');
+    let digits = value.unsigned_abs().checked_ilog10().map_or(1, |log| log as usize + 1);
+    let length = (digits + usize::from(negative)).max(10);
+    let canonical = !suffix.starts_with('+') && negative == (value < 0) && suffix.len() == length;
+    canonical.then_some(u64::from(value as u32))
 }
 
 /// Curator's driver: protected ephemeral-sequential nodes `_c_<uuid>-<lock name><seq>`, ordered
@@ -316,6 +319,18 @@ mod tests {
         #[test]
         fn sequence_key_never_panics(s in "\\PC{0,16}") {
             let _ = sequence_key(&s);
+        }
+
+        #[test]
+        fn sequence_key_takes_exactly_the_spelling_of_percent_010d(n in any::<i32>(), s in "[-+0-9]{0,12}") {
+            let reference = |s: &str| {
+                let value: i32 = s.parse().ok()?;
+                (!s.starts_with('+') && format!("{value:010}") == s).then_some(u64::from(value as u32))
+            };
+            let spelled = format!("{n:010}");
+            prop_assert_eq!(sequence_key(&spelled), Some(u64::from(n as u32)));
+            prop_assert_eq!(sequence_key(&s), reference(&s));
+            prop_assert_eq!(sequence_key("-000000000"), None);
         }
 
         #[test]
