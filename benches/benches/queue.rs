@@ -119,7 +119,7 @@ async fn curator_at_depth(
     client.create(path, &[], &CreateMode::Persistent.with_acls(Acls::anyone_all())).await?;
     fill(client, path, "queue-", CURATOR_ITEM, depth).await?;
     let takes = TAKES_AT_DEPTH.to_string();
-    let (default, figures) =
+    let (runs, figures) =
         curator_default_then_raised(tool, &["queue-bench-depth", cs, path, &takes], bound, None).await?;
     let figures = match figures {
         Some(run) => {
@@ -127,7 +127,7 @@ async fn curator_at_depth(
         }
         None => None,
     };
-    Ok((default.outcome(), figures))
+    Ok((runs[0].outcome(), figures))
 }
 
 #[tokio::main]
@@ -137,7 +137,8 @@ async fn main() -> anyhow::Result<()> {
     let (cs, zk) = (setup.connect_string.clone(), setup.zk.clone());
     let mntr = setup.server.mntrs().await?.concat();
     let release = zkr_benches::mntr_value(&mntr, "zk_version").unwrap_or_default();
-    println!("Server: {} ({release}); Curator: {}\n", setup.server.describe(), setup.curator.release());
+    let curator = zkr_benches::wide::curator_name(&setup.curator);
+    println!("Server: {} ({release}); {curator}\n", setup.server.describe());
     let (mut zkr_best, mut curator_best) = ((0f64, 0f64), (0f64, 0f64));
     for round in 0..ROUNDS {
         let z = zkr_round(&zk, &format!("/bench-queue/zkr-{round}"), options.items).await?;
@@ -146,7 +147,7 @@ async fn main() -> anyhow::Result<()> {
         zkr_best = (zkr_best.0.max(z.0), zkr_best.1.max(z.1));
         curator_best = (curator_best.0.max(c.0), curator_best.1.max(c.1));
     }
-    let mut table = Table::new(&["one producer, then one consumer", "zkr", "Curator 5.4", "zkr / Curator"]);
+    let mut table = Table::new(&["one producer, then one consumer", "zkr", &curator, "zkr / Curator"]);
     table.row(vec![
         "puts/s".into(),
         fmt_rate(zkr_best.0),

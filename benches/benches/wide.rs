@@ -152,14 +152,10 @@ async fn curator(
     if options.skip_curator {
         return Ok(("skipped".to_owned(), None));
     }
-    let (default, figures) = curator_default_then_raised(&setup.curator, args, options.bound, nodes).await?;
-    eprintln!("[bench] Curator {}: {}", args[0], default.outcome());
-    let source = match &figures {
-        Some(run) if run.jute == default.jute => "figures from this run".to_owned(),
-        Some(run) => format!("figures with {}", zkr_benches::wide::fmt_bytes(run.jute)),
-        None => "no figures".to_owned(),
-    };
-    Ok((format!("{}; {source}", default.outcome()), figures))
+    let (runs, figures) = curator_default_then_raised(&setup.curator, args, options.bound, nodes).await?;
+    let outcomes = CuratorRun::outcomes(&runs);
+    eprintln!("[bench] Curator {}: {outcomes}", args[0]);
+    Ok((outcomes, figures))
 }
 
 fn field(run: &Option<CuratorRun>, key: &str) -> Option<f64> {
@@ -185,7 +181,14 @@ async fn main() -> anyhow::Result<()> {
     let listed = start.elapsed();
     let reply: usize = names.iter().map(|n| n.len() + 4).sum();
 
-    let mut table = Table::new(&["what", "zkr", "Curator", "Curator / zkr", "Curator's runs"]);
+    let curator_name = zkr_benches::wide::curator_name(&setup.curator);
+    let mut table = Table::new(&[
+        "what",
+        "zkr",
+        &curator_name,
+        "Curator / zkr",
+        "Curator's runs (figures from the last)",
+    ]);
     for (mode, name, java_mode) in [
         (CacheMode::Tree { max_depth: None }, "cache", "tree"),
         (CacheMode::Children, "children view", "children"),
@@ -259,11 +262,7 @@ async fn main() -> anyhow::Result<()> {
 
     let title = format!("Wide directories: {} children under one parent", options.children);
     zkr_benches::print_report(&title, &table);
-    let curator = match setup.curator.release() {
-        "debian" => "5.4 (Debian's jars)".to_owned(),
-        other => other.to_owned(),
-    };
-    println!("Server: {} ({release}); Curator {curator}", setup.server.describe());
+    println!("Server: {} ({release}); {curator_name}", setup.server.describe());
     println!(
         "Filled in {:.1} s; one getChildren through zkr: {:.0} ms, {} names, a {:.1} MB reply",
         filled.as_secs_f64(),

@@ -75,23 +75,28 @@ impl CuratorRun {
         Ok(value.parse()?)
     }
 
-    /// One cell for a report: `ok` with the losses, or what happened instead.
+    /// One cell for a report: `ok`, with the losses, or what happened instead.
     pub fn outcome(&self) -> String {
         let limit = fmt_bytes(self.jute);
+        let losses = match self.losses {
+            0 => String::new(),
+            1 => " after 1 connection loss".to_owned(),
+            n => format!(" after {n} connection losses"),
+        };
         match (&self.result, &self.failure) {
-            (Some(_), _) if self.losses == 0 => format!("jute.maxbuffer {limit}: ok"),
-            (Some(_), _) => format!("jute.maxbuffer {limit}: ok after {} connection losses", self.losses),
+            (Some(_), _) => format!("jute.maxbuffer {limit}: ok{losses}"),
             (None, failure) => {
-                let failure = failure.as_deref().unwrap_or("still running");
+                let failure = failure.as_deref().unwrap_or("no result");
                 // `... failed: org.apache.zookeeper.KeeperException$ConnectionLossException: ...`
                 let failure = failure.rsplit_once("KeeperException$").map_or(failure, |(_, rest)| rest);
-                format!(
-                    "jute.maxbuffer {limit}: no figures after {:.0} s, {} connection losses ({failure})",
-                    self.elapsed.as_secs_f64(),
-                    self.losses,
-                )
+                format!("jute.maxbuffer {limit}: {failure}{losses} ({:.0} s)", self.elapsed.as_secs_f64())
             }
         }
+    }
+
+    /// The outcomes of `runs`, joined.
+    pub fn outcomes(runs: &[CuratorRun]) -> String {
+        runs.iter().map(CuratorRun::outcome).collect::<Vec<_>>().join("; then ")
     }
 }
 
@@ -162,8 +167,8 @@ pub async fn curator_run(
 
 /// Runs [`curator_run`] with the default `jute.maxbuffer` and, if that gives no result (or a
 /// result with fewer than `nodes` in its `nodes=` field: a cache that initialized without what
-/// it could not list), again with [`JUTE_RAISED`]: (the default run, the run that gave the
-/// figures if any).
+/// it could not read), again with [`JUTE_RAISED`]: (every run, the run that gave the figures if
+/// any).
 ///
 /// # Errors
 /// As [`curator_run`].
@@ -172,23 +177,31 @@ pub async fn curator_default_then_raised(
     args: &[&str],
     bound: Duration,
     nodes: Option<usize>,
-) -> anyhow::Result<(CuratorRun, Option<CuratorRun>)> {
-    let complete = |run: &mut CuratorRun| {
-        if let (Some(expected), Ok(held)) = (nodes, run.field("nodes")) {
+) -> anyhow::Result<(Vec<CuratorRun>, Option<CuratorRun>)> {
+    let mut runs = Vec::new();
+    for (jute, bound) in [(JUTE_DEFAULT, bound), (JUTE_RAISED, bound.max(Duration::from_secs(1500)))] {
+        let mut run = curator_run(tool, args, jute, bound).await?;
+        if let (Some(expected), Ok(held), Ok(init)) = (nodes, run.field("nodes"), run.field("init_ms")) {
             if held < expected as f64 {
-                run.failure = Some(format!("initialized holding {held:.0} of {expected} nodes"));
+                run.failure =
+                    Some(format!("initialized in {init:.0} ms holding {held:.0} of {expected} nodes"));
                 run.result = None;
             }
         }
-        run.result.is_some()
-    };
-    let mut default = curator_run(tool, args, JUTE_DEFAULT, bound).await?;
-    if complete(&mut default) {
-        return Ok((default.clone(), Some(default)));
+        runs.push(run.clone());
+        if run.result.is_some() {
+            return Ok((runs, Some(run)));
+        }
     }
-    let mut raised = curator_run(tool, args, JUTE_RAISED, bound.max(Duration::from_secs(1500))).await?;
-    let raised = complete(&mut raised).then_some(raised);
-    Ok((default, raised))
+    Ok((runs, None))
+}
+
+/// `Curator 5.4 (Debian's jars)` or `Curator 5.9.0`: the release a peer runs, for reports.
+pub fn curator_name(tool: &CuratorTool) -> String {
+    match tool.release() {
+        "debian" => "Curator 5.4 (Debian's jars)".to_owned(),
+        other => format!("Curator {other}"),
+    }
 }
 
 /// The machine's load averages as `/proc/loadavg` has them (`1.23 1.10 0.98`), for the report.
