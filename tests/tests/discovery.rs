@@ -165,6 +165,17 @@ async fn providers_pick_by_strategy_and_skip_disabled_and_down_instances() {
     assert!((0..4).all(|_| careful.get_instance().unwrap().id == "b"), "a is down");
     eventually("a back after the policy's timeout", || async { careful.get_all_instances().len() == 2 })
         .await;
+
+    // A filter, and a sticky pick whose instance goes down, walk the offered ones.
+    let filtered = ServiceProvider::builder(cache.clone()).filter(|i| i.id != "a").build();
+    assert!((0..4).all(|_| filtered.get_instance().unwrap().id == "b"));
+    let stuck = ServiceProvider::with_policy(cache.clone(), ProviderStrategy::Sticky, policy);
+    let held = stuck.get_instance().unwrap();
+    stuck.note_error(&held);
+    stuck.note_error(&held);
+    let other = stuck.get_instance().unwrap();
+    assert_ne!(other.id, held.id, "a sticky instance that is down is left");
+    assert!((0..4).all(|_| stuck.get_instance().unwrap().id == other.id), "and the next one sticks");
     discovery.close().await;
 }
 

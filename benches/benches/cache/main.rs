@@ -2,6 +2,9 @@
 //! ZooKeeper server in one run.
 //!
 //! `cargo bench -p zkr-benches --bench cache [-- --quick | --reps N | --writes N | --caches N]`
+//! `cargo bench -p zkr-benches --bench cache -- --parents 1000 --children 1000 --reps 1 --writer --load-only`
+//! (a million nodes; `--writer`: a client sets one cached node throughout every zkr load, and the
+//! cache must show a write made after it; `--load-only`: no propagation part, one warm-up load)
 //!
 //! - initial load: a tree of 100 parents × 100 children (32 bytes each, 10,101 nodes with the
 //!   root); the time from `start()` until the cache is initialized, for a new cache on a
@@ -40,8 +43,6 @@ use zookeeper_client::{Acls, Client, CreateMode};
 static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
 
 const LOAD_ROOT: &str = "/bench-cache/load";
-const PARENTS: usize = 100;
-const CHILDREN: usize = 100;
 const DATA: &[u8; 32] = b"0123456789abcdef0123456789abcdef";
 /// Untimed zkr loads before any timed one: the server's JIT compiles its read path meanwhile.
 const SERVER_WARMUP_LOADS: usize = 10;
@@ -55,11 +56,23 @@ struct Options {
     reps: usize,
     writes: usize,
     caches: usize,
+    parents: usize,
+    children: usize,
+    load_only: bool,
+    writer: bool,
 }
 
 impl Options {
     fn parse() -> anyhow::Result<Self> {
-        let mut o = Options { reps: 7, writes: 200, caches: 50 };
+        let mut o = Options {
+            reps: 7,
+            writes: 200,
+            caches: 50,
+            parents: 100,
+            children: 100,
+            load_only: false,
+            writer: false,
+        };
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
             let mut value = |name: &str| -> anyhow::Result<usize> {
@@ -73,9 +86,14 @@ impl Options {
                 "--reps" => o.reps = value("--reps")?,
                 "--writes" => o.writes = value("--writes")?,
                 "--caches" => o.caches = value("--caches")?,
+                "--parents" => o.parents = value("--parents")?,
+                "--children" => o.children = value("--children")?,
+                "--load-only" => o.load_only = true,
+                "--writer" => o.writer = true,
                 "--bench" => {}
                 other => anyhow::bail!(
-                    "unknown argument {other}; usage: --quick | --reps N | --writes N | --caches N"
+                    "unknown argument {other}; usage: --quick | --reps N | --writes N | --caches N | \
+                     --parents N --children N | --load-only | --writer"
                 ),
             }
         }
@@ -84,22 +102,22 @@ impl Options {
 }
 
 /// Creates the load tree (many creates in flight at once).
-async fn create_tree(client: &Client) -> anyhow::Result<usize> {
+async fn create_tree(client: &Client, parents: usize, children: usize) -> anyhow::Result<usize> {
     let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
     client.mkdir(LOAD_ROOT, &options).await?;
     let mut count = 1;
-    for p in 0..PARENTS {
+    for p in 0..parents {
         let parent = format!("{LOAD_ROOT}/p{p:02}");
         client.create(&parent, DATA, &options).await?;
-        let children = (0..CHILDREN).map(|c| {
+        let created = (0..children).map(|c| {
             let path = format!("{parent}/c{c:02}");
             let options = &options;
             async move { client.create(&path, DATA, options).await }
         });
-        for created in futures::future::join_all(children).await {
+        for created in futures::future::join_all(created).await {
             created?;
         }
-        count += 1 + CHILDREN;
+        count += 1 + children;
     }
     Ok(count)
 }
@@ -148,19 +166,67 @@ impl Loads {
     }
 }
 
-/// `reps` timed zkr loads.
-async fn zkr_load(zk: &ZkClient, reps: usize, nodes: usize) -> anyhow::Result<Loads> {
+/// `reps` timed zkr loads; with `writer`, a client sets one cached node over and over
+/// throughout each load, and the cache must show its last value afterwards.
+async fn zkr_load(
+    zk: &ZkClient,
+    reps: usize,
+    nodes: usize,
+    writer: Option<&Client>,
+) -> anyhow::Result<Loads> {
     let mut times = Vec::with_capacity(reps);
     let cpu0 = process_cpu();
     for rep in 0..reps {
+        let writing = writer.map(|client| tokio::spawn(write_throughout(client.clone())));
         let t0 = Instant::now();
         let cache = CuratorCache::builder(zk, LOAD_ROOT).start().await?;
         times.push(t0.elapsed());
         ensure!(cache.snapshot().len() == nodes, "zkr cache has {} nodes", cache.snapshot().len());
         eprintln!("[cache bench] zkr load {rep}: {:?}", times[rep]);
+        if let Some(writing) = writing {
+            writing.abort();
+            let _ = writing.await;
+            catch_up(&cache, writer.expect("a writer")).await?;
+        }
     }
     // Includes dropping each cache, as Curator's includes closing it.
     Ok(Loads { times, cpu: process_cpu() - cpu0 })
+}
+
+/// The node the writer sets.
+fn written() -> String {
+    format!("{LOAD_ROOT}/p00/c00")
+}
+
+/// Sets [`written`] to `w0`, `w1`, ... one write after the other until aborted.
+async fn write_throughout(client: Client) -> anyhow::Result<()> {
+    for n in 0u64.. {
+        client.set_data(&written(), format!("w{n}").as_bytes(), None).await?;
+    }
+    Ok(())
+}
+
+/// After the writer stopped: one more write, and the time until the cache shows it (every
+/// event of the load applied before it, in order).
+async fn catch_up(cache: &CuratorCache, client: &Client) -> anyhow::Result<()> {
+    let (data, stat) = client.get_data(&written()).await?;
+    let last = format!("last-after-{}", stat.version);
+    let t0 = Instant::now();
+    client.set_data(&written(), last.as_bytes(), None).await?;
+    let mut snapshots = cache.snapshots();
+    loop {
+        if snapshots.borrow_and_update().get(&written()).is_some_and(|n| n.data == last.as_bytes()) {
+            break;
+        }
+        tokio::time::timeout(Duration::from_secs(120), snapshots.changed()).await??;
+    }
+    eprintln!(
+        "[cache bench] writer: {} writes during the load (last {}), the cache showed a write {:?} after it",
+        stat.version,
+        String::from_utf8_lossy(&data),
+        t0.elapsed()
+    );
+    Ok(())
 }
 
 /// `reps` timed Curator loads (in a new JVM, after its own warm-up loads).
@@ -229,19 +295,19 @@ async fn main() -> anyhow::Result<()> {
     let setup = zkr_benches::Setup::start().await?;
     let cs = setup.connect_string.clone();
     let writer = Client::connect(&cs).await?;
-    eprintln!("[cache bench] creating {PARENTS} x {CHILDREN} nodes");
-    let nodes = create_tree(&writer).await?;
+    eprintln!("[cache bench] creating {} x {} nodes", o.parents, o.children);
+    let nodes = create_tree(&writer, o.parents, o.children).await?;
 
     // The server compiles its hot paths during the first loads: warm it up, then alternate.
     eprintln!("[cache bench] {SERVER_WARMUP_LOADS} untimed loads to warm the server up");
-    for _ in 0..SERVER_WARMUP_LOADS {
+    for _ in 0..if o.load_only { 1 } else { SERVER_WARMUP_LOADS } {
         drop(CuratorCache::builder(&setup.zk, LOAD_ROOT).start().await?);
     }
     let (mut zkr, mut curator) = (Loads::default(), Loads::default());
     for round in 0..LOAD_ROUNDS {
         for zkr_turn in [round % 2 == 0, round % 2 != 0] {
             if zkr_turn {
-                zkr.merge(zkr_load(&setup.zk, o.reps, nodes).await?);
+                zkr.merge(zkr_load(&setup.zk, o.reps, nodes, o.writer.then_some(&writer)).await?);
             } else {
                 curator.merge(curator_load(&setup.curator, &cs, o.reps, nodes).await?);
             }
@@ -278,5 +344,8 @@ async fn main() -> anyhow::Result<()> {
         fmt_ratio(zkr_bytes, curator_bytes)
     );
 
+    if o.load_only {
+        return Ok(());
+    }
     propagation::run(&setup, &writer, o.caches, o.writes).await
 }

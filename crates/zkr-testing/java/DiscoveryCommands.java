@@ -18,6 +18,11 @@
 //   discovery-watch CONNECT BASE NAME
 //                      a started ServiceCache: READY, then INSTANCES <sorted ids, comma-separated> (empty
 //                      after the space when none) at once and after every cacheChanged; until stdin EOF
+//   discovery-bench CONNECT BASE NAME COUNT PICKS
+//                      a ServiceCache of NAME, timed from build() until start() returned and it
+//                      holds COUNT instances; the heap used (after System.gc()) before and after;
+//                      then a started round-robin ServiceProvider's getInstance(), PICKS times
+//                      after as many untimed: RESULT load_ms= heap_before_kb= heap_kb= pick_ns=
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -45,7 +50,7 @@ import org.apache.zookeeper.KeeperException;
 final class DiscoveryCommands {
     static final String USAGE = " | discovery-register CONNECT BASE NAME ID ADDRESS PORT [PAYLOAD_JSON [SSL_PORT]]"
             + " | discovery-list CONNECT BASE NAME | discovery-provider CONNECT BASE NAME N"
-            + " | discovery-watch CONNECT BASE NAME";
+            + " | discovery-watch CONNECT BASE NAME | discovery-bench CONNECT BASE NAME COUNT PICKS";
     private static final String URI_SPEC = "{scheme}://{address}:{port}";
 
     private DiscoveryCommands() {}
@@ -71,6 +76,11 @@ final class DiscoveryCommands {
             case "discovery-watch":
                 Peer.arity(args, 4);
                 watch(args[1], args[2], args[3]);
+                return true;
+            case "discovery-bench":
+                Peer.arity(args, 6);
+                bench(args[1], args[2], args[3], Peer.nonNegativeInt(args[4], "COUNT"),
+                        Peer.nonNegativeInt(args[5], "PICKS"));
                 return true;
             default:
                 return false;
@@ -198,5 +208,58 @@ final class DiscoveryCommands {
         }
         ids.sort(null);
         return "INSTANCES " + String.join(",", ids);
+    }
+
+    private static void bench(String connect, String base, String name, int count, int picks) throws Exception {
+        ServiceDiscovery<Map> discovery = discovery(Peer.connect(connect), base);
+        long heapBefore = usedHeapKb();
+        long start = System.nanoTime();
+        ServiceCache<Map> cache = discovery.serviceCacheBuilder().name(name).build();
+        java.util.concurrent.CountDownLatch full = new java.util.concurrent.CountDownLatch(1);
+        cache.addListener(new ServiceCacheListener() {
+            @Override
+            public void cacheChanged() {
+                if (cache.getInstances().size() >= count) {
+                    full.countDown();
+                }
+            }
+
+            @Override
+            public void stateChanged(CuratorFramework client, ConnectionState state) {}
+        });
+        cache.start();
+        if (cache.getInstances().size() < count) {
+            full.await();
+        }
+        long loadNs = System.nanoTime() - start;
+        long heapAfter = usedHeapKb();
+        ServiceProvider<Map> provider = discovery.serviceProviderBuilder()
+                .serviceName(name)
+                .providerStrategy(new RoundRobinStrategy<>())
+                .build();
+        provider.start();
+        long seen = 0;
+        for (int i = 0; i < picks; i++) {
+            seen += provider.getInstance() == null ? 0 : 1;
+        }
+        long picking = System.nanoTime();
+        for (int i = 0; i < picks; i++) {
+            seen += provider.getInstance() == null ? 0 : 1;
+        }
+        long pickNs = picks == 0 ? 0 : (System.nanoTime() - picking) / picks;
+        Peer.out("RESULT load_ms=" + loadNs / 1_000_000 + " heap_before_kb=" + heapBefore + " heap_kb=" + heapAfter
+                + " pick_ns=" + pickNs + " picked=" + seen);
+        provider.close();
+        cache.close();
+        discovery.close();
+    }
+
+    /** The heap in use after a full collection, in KiB. */
+    private static long usedHeapKb() {
+        Runtime runtime = Runtime.getRuntime();
+        for (int i = 0; i < 3; i++) {
+            System.gc();
+        }
+        return (runtime.totalMemory() - runtime.freeMemory()) / 1024;
     }
 }

@@ -38,7 +38,14 @@ pub struct ServiceCache<P> {
 }
 
 /// A snapshot and its instances.
-type Parsed<P> = (Arc<CacheSnapshot>, Arc<[ServiceInstance<P>]>);
+type Parsed<P> = (Arc<CacheSnapshot>, Arc<Instances<P>>);
+
+/// A snapshot's instances, sorted by id, and where the enabled ones are: what a provider picks
+/// from without a copy of the list per pick.
+struct Instances<P> {
+    all: Vec<ServiceInstance<P>>,
+    enabled: Vec<usize>,
+}
 
 impl<P> std::fmt::Debug for ServiceCache<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -60,7 +67,7 @@ impl<P: DeserializeOwned> ServiceCache<P> {
 
     /// The instances in the latest snapshot, sorted by id; nodes that are not Curator's JSON
     /// are skipped. Parsed once per snapshot.
-    fn parsed(&self) -> Arc<[ServiceInstance<P>]> {
+    fn parsed(&self) -> Arc<Instances<P>> {
         let snapshot = self.cache.snapshot();
         let mut parsed = self.parsed.lock();
         if let Some((seen, instances)) = parsed.as_ref() {
@@ -69,9 +76,10 @@ impl<P: DeserializeOwned> ServiceCache<P> {
             }
         }
         let children = snapshot.children(&self.path).map(|(name, node)| (name.to_owned(), node.data.clone()));
-        let mut instances: Vec<ServiceInstance<P>> = children.filter_map(parse).collect();
-        instances.sort_by(|a, b| a.id.cmp(&b.id));
-        let instances: Arc<[ServiceInstance<P>]> = instances.into();
+        let mut all: Vec<ServiceInstance<P>> = children.filter_map(parse).collect();
+        all.sort_by(|a, b| a.id.cmp(&b.id));
+        let enabled = all.iter().enumerate().filter(|(_, i)| i.enabled).map(|(k, _)| k).collect();
+        let instances = Arc::new(Instances { all, enabled });
         *parsed = Some((snapshot, instances.clone()));
         instances
     }
@@ -86,7 +94,7 @@ impl<P: DeserializeOwned + Clone> ServiceCache<P> {
     /// The instances in the latest snapshot, sorted by id (Curator's `getInstances`); nodes
     /// that are not Curator's JSON are skipped.
     pub fn instances(&self) -> Vec<ServiceInstance<P>> {
-        self.parsed().to_vec()
+        self.parsed().all.clone()
     }
 }
 
@@ -173,6 +181,13 @@ pub struct ServiceProvider<P> {
 
 /// Curator's `InstanceFilter`: keeps the instances for which it is true.
 type InstanceFilter<P> = Arc<dyn Fn(&ServiceInstance<P>) -> bool + Send + Sync>;
+/// How [`ServiceProvider::nth_offered`] chooses.
+#[derive(Clone, Copy)]
+enum Pick {
+    Next,
+    Random,
+}
+
 /// A custom strategy: the index of the instance to give among those offered, or `None`.
 type Picker<P> = Arc<dyn Fn(&[ServiceInstance<P>]) -> Option<usize> + Send + Sync>;
 
@@ -286,37 +301,78 @@ impl<P: DeserializeOwned + Clone> ServiceProvider<P> {
     /// The instances it picks from: enabled, not down, through the filters (Curator's
     /// `getAllInstances` with its filters).
     pub fn get_all_instances(&self) -> Vec<ServiceInstance<P>> {
+        let instances = self.cache.parsed();
+        let (offered, _) = self.offered();
+        instances.all.iter().filter(|i| offered(i)).cloned().collect()
+    }
+
+    /// One instance, or `None` when there is none to give (Curator's `getInstance`). Without
+    /// filters and down instances a pick clones the one instance it gives, whatever the count
+    /// (Curator copies the list of instances on every pick); with them it also looks at each
+    /// instance once, without a copy.
+    pub fn get_instance(&self) -> Option<ServiceInstance<P>> {
+        if let Some(pick) = &self.picker {
+            let instances = self.get_all_instances();
+            return pick(&instances).and_then(|i| instances.get(i).cloned());
+        }
+        let instances = self.cache.parsed();
+        let offered = self.offered();
+        if self.strategy == ProviderStrategy::Sticky {
+            let mut sticky = self.sticky.lock();
+            let same = sticky.as_deref().and_then(|id| {
+                let k = instances.all.binary_search_by(|i| i.id.as_str().cmp(id)).ok()?;
+                Some(&instances.all[k]).filter(|i| offered.0(i))
+            });
+            if let Some(same) = same {
+                return Some(same.clone());
+            }
+            let picked = self.nth_offered(&instances, &offered, Pick::Next)?;
+            *sticky = Some(picked.id.clone());
+            return Some(picked.clone());
+        }
+        let pick = if self.strategy == ProviderStrategy::Random { Pick::Random } else { Pick::Next };
+        self.nth_offered(&instances, &offered, pick).cloned()
+    }
+
+    /// Is an instance offered now: enabled, not down, through the filters? And are all the
+    /// enabled ones (nothing down, no filter)? The closure holds the errors' lock until dropped.
+    fn offered(&self) -> (impl Fn(&ServiceInstance<P>) -> bool + '_, bool) {
         let now = Instant::now();
         let mut errors = self.errors.lock();
         errors.retain(|_, (_, last)| now.duration_since(*last) < self.policy.timeout);
-        let down = |id: &str| errors.get(id).is_some_and(|(count, _)| *count >= self.policy.error_threshold);
-        let offered =
-            |i: &&ServiceInstance<P>| i.enabled && !down(&i.id) && self.filters.iter().all(|f| f(i));
-        self.cache.parsed().iter().filter(offered).cloned().collect()
+        let threshold = self.policy.error_threshold;
+        let any_down = errors.values().any(|(count, _)| *count >= threshold);
+        let all_enabled = !any_down && self.filters.is_empty();
+        let offered = move |i: &ServiceInstance<P>| {
+            i.enabled
+                && !(any_down && errors.get(&i.id).is_some_and(|(count, _)| *count >= threshold))
+                && self.filters.iter().all(|f| f(i))
+        };
+        (offered, all_enabled)
     }
 
-    /// One instance, or `None` when there is none to give (Curator's `getInstance`).
-    pub fn get_instance(&self) -> Option<ServiceInstance<P>> {
-        let instances = self.get_all_instances();
-        if instances.is_empty() {
+    /// The offered instance `pick` chooses: from the enabled ones directly when nothing else
+    /// is left out, else by counting the offered ones and walking to the chosen one.
+    fn nth_offered<'a>(
+        &self,
+        instances: &'a Instances<P>,
+        (offered, all_enabled): &(impl Fn(&ServiceInstance<P>) -> bool, bool),
+        pick: Pick,
+    ) -> Option<&'a ServiceInstance<P>> {
+        let choose = |count: usize| match pick {
+            Pick::Next => self.next.fetch_add(1, Ordering::Relaxed) % count,
+            Pick::Random => rand::rng().random_range(0..count),
+        };
+        let enabled = instances.enabled.iter().map(|&k| &instances.all[k]);
+        if *all_enabled {
+            let count = instances.enabled.len();
+            return (count > 0).then(|| &instances.all[instances.enabled[choose(count)]]);
+        }
+        let count = enabled.clone().filter(|i| offered(i)).count();
+        if count == 0 {
             return None;
         }
-        if let Some(pick) = &self.picker {
-            return pick(&instances).and_then(|i| instances.get(i).cloned());
-        }
-        match self.strategy {
-            ProviderStrategy::RoundRobin => Some(self.round_robin(&instances)),
-            ProviderStrategy::Random => Some(instances[rand::rng().random_range(0..instances.len())].clone()),
-            ProviderStrategy::Sticky => {
-                let mut sticky = self.sticky.lock();
-                if let Some(same) = sticky.as_deref().and_then(|id| instances.iter().find(|i| i.id == id)) {
-                    return Some(same.clone());
-                }
-                let picked = self.round_robin(&instances);
-                *sticky = Some(picked.id.clone());
-                Some(picked)
-            }
-        }
+        enabled.filter(|i| offered(i)).nth(choose(count))
     }
 
     /// Reports that calling `instance` failed (Curator's `noteError`): after the policy's
@@ -326,9 +382,5 @@ impl<P: DeserializeOwned + Clone> ServiceProvider<P> {
         let entry = errors.entry(instance.id.clone()).or_insert((0, Instant::now()));
         entry.0 += 1;
         entry.1 = Instant::now();
-    }
-
-    fn round_robin(&self, instances: &[ServiceInstance<P>]) -> ServiceInstance<P> {
-        instances[self.next.fetch_add(1, Ordering::Relaxed) % instances.len()].clone()
     }
 }

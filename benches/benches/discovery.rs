@@ -1,0 +1,195 @@
+//! Discovery at size (issue 32, item 3): one service with 10,000 instances (and one with 100, to
+//! show what grows with the count), zkr's `ServiceCache` and `ServiceProvider` against Curator
+//! 5.4's on the same server in one run.
+//!
+//! `cargo bench -p zkr-benches --bench discovery [-- --counts 100,10000 --picks N]`
+//!
+//! Instances are registered by one zkr `ServiceDiscovery` (Curator's JSON, ephemeral, ids of 36
+//! characters, a small payload), kept registered throughout. Then for each library:
+//! - **load**: from building the cache until it holds every instance, parsed (zkr: `service_cache`
+//!   until `instances()` has them all, its JSON parsed; Curator: `serviceCacheBuilder().build()`,
+//!   `start()`, until `getInstances()` has them all);
+//! - **memory**: zkr, the bytes allocated and not freed from before the cache was built to after
+//!   the load (a counting allocator), the registrar's excluded; Curator, the heap in use after
+//!   `System.gc()` before and after;
+//! - **pick**: the mean time of a round-robin provider's `get_instance()` (`getInstance()`) over
+//!   `--picks` calls (default 200,000) after as many untimed.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context};
+use futures::StreamExt as _;
+use serde_json::json;
+use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
+use zkr_benches::{Deployment, Table};
+use zkr_connection::ZkClient;
+use zkr_recipes::discovery::{ProviderStrategy, ServiceDiscovery, ServiceInstance, ServiceProvider};
+use zkr_testing::peers::{parse_result, CuratorTool};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
+
+const BASE: &str = "/bench/discovery";
+
+struct Options {
+    counts: Vec<usize>,
+    picks: usize,
+}
+
+fn options() -> anyhow::Result<Options> {
+    let mut options = Options { counts: vec![100, 10_000], picks: 200_000 };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--bench" => {}
+            "--counts" => {
+                let list = args.next().context("--counts A,B")?;
+                options.counts = list.split(',').map(str::parse).collect::<Result<_, _>>()?;
+            }
+            "--picks" => options.picks = args.next().context("--picks N")?.parse()?,
+            other => anyhow::bail!("unknown argument {other}; usage: --counts A,B --picks N"),
+        }
+    }
+    Ok(options)
+}
+
+fn live_bytes() -> i64 {
+    let s = GLOBAL.stats();
+    s.bytes_allocated as i64 - s.bytes_deallocated as i64
+}
+
+/// One library's figures for one service.
+struct Figures {
+    load: Duration,
+    bytes: i64,
+    pick: Duration,
+}
+
+async fn register(
+    discovery: &ServiceDiscovery<serde_json::Value>,
+    name: &str,
+    count: usize,
+) -> anyhow::Result<()> {
+    let instances: Vec<_> = (0..count)
+        .map(|i| {
+            ServiceInstance::builder(name, json!({"zone": "eu-west-1a", "weight": 1}))
+                .id(format!("{i:08x}-0000-4000-8000-{i:012x}"))
+                .address("10.0.0.1")
+                .port(8000 + (i % 1000) as u16)
+                .build()
+        })
+        .collect();
+    let mut registering =
+        futures::stream::iter(&instances).map(|i| discovery.register(i)).buffer_unordered(256);
+    while let Some(done) = registering.next().await {
+        done?;
+    }
+    Ok(())
+}
+
+async fn zkr(zk: &ZkClient, name: &str, count: usize, picks: usize) -> anyhow::Result<Figures> {
+    let discovery = ServiceDiscovery::<serde_json::Value>::new(zk, BASE)?;
+    let before = live_bytes();
+    let start = Instant::now();
+    let cache = discovery.service_cache(name).await?;
+    let mut snapshots = cache.cache().snapshots();
+    while cache.instances().len() < count {
+        snapshots.changed().await?;
+    }
+    let load = start.elapsed();
+    let bytes = live_bytes() - before;
+    let provider = ServiceProvider::new(cache, ProviderStrategy::RoundRobin);
+    let mut picked = 0usize;
+    for _ in 0..picks {
+        picked += usize::from(provider.get_instance().is_some());
+    }
+    let picking = Instant::now();
+    for _ in 0..picks {
+        picked += usize::from(std::hint::black_box(provider.get_instance()).is_some());
+    }
+    let pick = picking.elapsed() / picks.max(1) as u32;
+    ensure!(picked == 2 * picks, "a pick found no instance");
+    Ok(Figures { load, bytes, pick })
+}
+
+async fn curator(
+    tool: &CuratorTool,
+    cs: &str,
+    name: &str,
+    count: usize,
+    picks: usize,
+) -> anyhow::Result<Figures> {
+    let args = ["discovery-bench", cs, BASE, name, &count.to_string(), &picks.to_string()];
+    let mut peer = tool.spawn(&args)?;
+    peer.set_line_timeout(Duration::from_secs(600));
+    let line = peer.expect_line("RESULT").await?;
+    ensure!(peer.wait().await?.success(), "CuratorTool discovery-bench failed");
+    let fields = parse_result(&line);
+    let field = |key: &str| -> anyhow::Result<i64> {
+        let value = fields.iter().find(|(k, _)| k == key).with_context(|| format!("no {key} in {line}"))?;
+        Ok(value.1.parse()?)
+    };
+    Ok(Figures {
+        load: Duration::from_millis(field("load_ms")? as u64),
+        bytes: (field("heap_kb")? - field("heap_before_kb")?) * 1024,
+        pick: Duration::from_nanos(field("pick_ns")? as u64),
+    })
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let options = options()?;
+    let deployment = Deployment::from_env().await?;
+    let cs = deployment.connect_string();
+    let tool = CuratorTool::locate().context("Apache Curator (libcurator-discovery-java)")?;
+    let registrar = ZkClient::connect(cs.as_str()).await?;
+    let discovery = ServiceDiscovery::<serde_json::Value>::new(&registrar, BASE)?;
+    let reader = ZkClient::connect(cs.as_str()).await?;
+    let mut table = Table::new(&["instances", "library", "load", "memory", "per instance", "pick"]);
+    let mut ratios = Vec::new();
+    for &count in &options.counts {
+        let name = format!("service-{count}");
+        eprintln!("[discovery] registering {count} instances of {name}");
+        let start = Instant::now();
+        register(&discovery, &name, count).await?;
+        eprintln!("[discovery]   in {:.1} s", start.elapsed().as_secs_f64());
+        eprintln!("[discovery] zkr, {count} instances");
+        let ours = zkr(&reader, &name, count, options.picks).await?;
+        eprintln!("[discovery] Curator, {count} instances");
+        let theirs = curator(&tool, &cs, &name, count, options.picks).await?;
+        let curator = match tool.release() {
+            "debian" => "Curator 5.4 (Debian)".to_string(),
+            release => format!("Curator {release}"),
+        };
+        for (label, f) in [("zkr", &ours), (curator.as_str(), &theirs)] {
+            table.row(vec![
+                count.to_string(),
+                label.to_string(),
+                format!("{:.1} ms", f.load.as_secs_f64() * 1000.0),
+                format!("{:.1} KiB", f.bytes as f64 / 1024.0),
+                format!("{:.0} B", f.bytes as f64 / count as f64),
+                format!("{} ns", f.pick.as_nanos()),
+            ]);
+        }
+        ratios.push(format!(
+            "RATIOS {count} instances, Curator / zkr: load {:.1}x, memory {:.1}x, pick {:.1}x",
+            theirs.load.as_secs_f64() / ours.load.as_secs_f64(),
+            theirs.bytes as f64 / ours.bytes as f64,
+            theirs.pick.as_secs_f64() / ours.pick.as_secs_f64().max(1e-9),
+        ));
+    }
+    println!("## Discovery at size: {}\n", deployment.describe());
+    println!(
+        "{}",
+        zkr_benches::machine_facts()
+            .iter()
+            .map(|(k, v)| format!("- {k}: {v}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    println!("\n{}", table.render());
+    for line in ratios {
+        println!("{line}");
+    }
+    Ok(())
+}
