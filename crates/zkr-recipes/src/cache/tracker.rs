@@ -101,9 +101,17 @@ impl Consumer for Tracker {
             }
         }
         // Pipelined: every read is sent before the first reply is awaited; each finds the node
-        // at least as new as its event.
+        // at least as new as its event. The engine takes the replies as a barrier (they come
+        // after every notification of the transactions they see, so a multi-op is applied
+        // whole): a burst of deletes alone sends one cheap read for that, not one per node.
         let replies: Vec<_> =
             paths.iter().map(|(p, deleted)| (!deleted).then(|| client.get_data(p))).collect();
+        if !paths.is_empty() && replies.iter().all(Option::is_none) {
+            match client.check_stat(&self.root).await {
+                Ok(_) | Err(zookeeper_client::Error::NoNode) => {}
+                Err(e) => return Err(e),
+            }
+        }
         let mut read = Vec::with_capacity(replies.len());
         for reply in replies {
             read.push(match reply {
