@@ -13,7 +13,8 @@
 //!   the load (a counting allocator), the registrar's excluded; Curator, the heap in use after
 //!   `System.gc()` before and after;
 //! - **pick**: the mean time of a round-robin provider's `get_instance()` (`getInstance()`) over
-//!   `--picks` calls (default 200,000) after as many untimed.
+//!   `--picks` calls (default 200,000) after as many untimed (Curator: at most 10 s of them,
+//!   after at most 5 s untimed).
 
 use std::time::{Duration, Instant};
 

@@ -22,7 +22,8 @@
 //                      a ServiceCache of NAME, timed from build() until start() returned and it
 //                      holds COUNT instances; the heap used (after System.gc()) before and after;
 //                      then a started round-robin ServiceProvider's getInstance(), PICKS times
-//                      after as many untimed: RESULT load_ms= heap_before_kb= heap_kb= pick_ns=
+//                      (or for 10 s) after as many untimed (or 5 s): RESULT load_ms= heap_before_kb=
+//                      heap_kb= pick_ns= picks=<timed>
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -52,6 +53,8 @@ final class DiscoveryCommands {
             + " | discovery-list CONNECT BASE NAME | discovery-provider CONNECT BASE NAME N"
             + " | discovery-watch CONNECT BASE NAME | discovery-bench CONNECT BASE NAME COUNT PICKS";
     private static final String URI_SPEC = "{scheme}://{address}:{port}";
+    /** discovery-bench's picks stop after this long (half of it for the untimed ones). */
+    private static final long PICK_BOUND_NS = 10_000_000_000L;
 
     private DiscoveryCommands() {}
 
@@ -239,16 +242,19 @@ final class DiscoveryCommands {
                 .build();
         provider.start();
         long seen = 0;
-        for (int i = 0; i < picks; i++) {
+        long warm = System.nanoTime() + PICK_BOUND_NS / 2;
+        for (int i = 0; i < picks && System.nanoTime() < warm; i++) {
             seen += provider.getInstance() == null ? 0 : 1;
         }
         long picking = System.nanoTime();
-        for (int i = 0; i < picks; i++) {
+        long bound = picking + PICK_BOUND_NS;
+        int timed = 0;
+        for (; timed < picks && System.nanoTime() < bound; timed++) {
             seen += provider.getInstance() == null ? 0 : 1;
         }
-        long pickNs = picks == 0 ? 0 : (System.nanoTime() - picking) / picks;
+        long pickNs = timed == 0 ? 0 : (System.nanoTime() - picking) / timed;
         Peer.out("RESULT load_ms=" + loadNs / 1_000_000 + " heap_before_kb=" + heapBefore + " heap_kb=" + heapAfter
-                + " pick_ns=" + pickNs + " picked=" + seen);
+                + " pick_ns=" + pickNs + " picks=" + timed + " picked=" + seen);
         provider.close();
         cache.close();
         discovery.close();
