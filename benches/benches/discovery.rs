@@ -179,16 +179,7 @@ async fn main() -> anyhow::Result<()> {
             theirs.pick.as_secs_f64() / ours.pick.as_secs_f64().max(1e-9),
         ));
     }
-    println!("## Discovery at size: {}\n", deployment.describe());
-    println!(
-        "{}",
-        zkr_benches::machine_facts()
-            .iter()
-            .map(|(k, v)| format!("- {k}: {v}"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    println!("\n{}", table.render());
+    zkr_benches::print_report(&format!("Discovery at size: {}", deployment.describe()), &table);
     for line in ratios {
         println!("{line}");
     }

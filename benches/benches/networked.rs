@@ -219,16 +219,9 @@ async fn main() -> anyhow::Result<()> {
     let mntr = deployment.mntrs().await?.into_iter().next().unwrap_or_default();
     let version = zkr_benches::mntr_value(&mntr, "zk_version").unwrap_or_default();
     let version = version.split('-').next().unwrap_or("unknown").to_string();
-    println!("## Networked: ZooKeeper {version}, {}\n", deployment.describe());
-    println!(
-        "{}",
-        zkr_benches::machine_facts()
-            .iter()
-            .map(|(k, v)| format!("- {k}: {v}"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    println!("\n### Uncontended cycles\n\n{}", tails.render());
+    let title = format!("Networked: ZooKeeper {version}, {}; uncontended cycles", deployment.describe());
+    zkr_benches::print_report(&title, &tails);
+
     println!(
         "### Hand-over, {SESSIONS} sessions, {} s in {ROUNDS} alternating rounds\n\n{}",
         options.seconds,
