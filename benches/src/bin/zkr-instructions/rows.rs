@@ -37,7 +37,7 @@ pub const REQUESTS: [(&str, &str, &str); 5] = [
     (
         "queue",
         "a `DistributedQueue` put, then take + ack",
-        "create (persistent sequential), getData on the watch's created event, delete, exists of the queue on the deleted event (the cache's barrier; a persistent recursive watch on the queue, set once)",
+        "create (persistent sequential), getData on the created event, delete, getData on the deleted event (NoNode; a persistent recursive watch on the queue, set once)",
     ),
     ("counter", "a `DistributedAtomicLong` increment", "getData; setData (versioned)"),
 ];
@@ -229,7 +229,7 @@ async fn raw_lock_cycle(client: &Client, watcher: &mut PersistentWatcher, root: 
 }
 
 /// The queue's requests as zkr sends them: the put's create, the item read on the watch's
-/// event, its delete, and on the delete's event the cache's barrier read.
+/// event, its delete, and on the delete's event the cache's read of it (`NoNode`).
 async fn raw_queue_cycle(
     client: &Client,
     watcher: &mut PersistentWatcher,
@@ -244,10 +244,12 @@ async fn raw_queue_cycle(
             let (data, _) = client.get_data(&event.path).await?;
             ensure!(data == format!("item-{i:05}").into_bytes(), "another item");
             client.delete(&event.path, None).await?;
-            // The cache's barrier on the delete's event (see zkr_recipes' cache tracker).
+            // The cache reads a node on its delete event too (see zkr_recipes' cache tracker).
             loop {
-                if watcher.changed().await.event_type == EventType::NodeDeleted {
-                    client.check_stat(root).await?;
+                let event = watcher.changed().await;
+                if event.event_type == EventType::NodeDeleted {
+                    let gone = client.get_data(&event.path).await;
+                    ensure!(matches!(gone, Err(zookeeper_client::Error::NoNode)), "{gone:?}");
                     return Ok(());
                 }
             }

@@ -82,44 +82,23 @@ impl Consumer for Tracker {
     }
 
     async fn apply(&mut self, client: &SessionClient, burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
-        // Each path once, with whether its last event deleted it: a node whose last word is a
-        // delete is gone without a read (Curator's `CuratorCache` does the same); should it
-        // come back, its creation is an event of its own.
-        let mut paths: Vec<(String, bool)> = Vec::new();
+        let mut paths: Vec<String> = Vec::new();
         for event in burst {
-            let deleted = match event.event_type {
-                EventType::NodeCreated | EventType::NodeDataChanged => false,
-                EventType::NodeDeleted => true,
-                _ => continue,
-            };
-            if !self.keeps(&event.path) {
-                continue;
-            }
-            match paths.iter_mut().find(|(path, _)| *path == event.path) {
-                Some(seen) => seen.1 = deleted,
-                None => paths.push((event.path, deleted)),
+            let relevant = matches!(
+                event.event_type,
+                EventType::NodeCreated | EventType::NodeDataChanged | EventType::NodeDeleted
+            );
+            if relevant && self.keeps(&event.path) && !paths.contains(&event.path) {
+                paths.push(event.path);
             }
         }
         // Pipelined: every read is sent before the first reply is awaited; each finds the node
-        // at least as new as its event. The engine takes the replies as a barrier (they come
-        // after every notification of the transactions they see, so a multi-op is applied
-        // whole): a burst of deletes alone sends one cheap read for that, not one per node.
-        let replies: Vec<_> =
-            paths.iter().map(|(p, deleted)| (!deleted).then(|| client.get_data(p))).collect();
-        if !paths.is_empty() && replies.iter().all(Option::is_none) {
-            match client.check_stat(&self.root).await {
-                Ok(_) | Err(zookeeper_client::Error::NoNode) => {}
-                Err(e) => return Err(e),
-            }
-        }
+        // at least as new as its event.
+        let replies: Vec<_> = paths.iter().map(|p| client.get_data(p)).collect();
         let mut read = Vec::with_capacity(replies.len());
         for reply in replies {
-            read.push(match reply {
-                Some(reply) => reply.await,
-                None => Err(zookeeper_client::Error::NoNode),
-            });
+            read.push(reply.await);
         }
-        let paths: Vec<String> = paths.into_iter().map(|(path, _)| path).collect();
         self.settle(&paths, read)?;
         Ok(Flow::Continue(()))
     }
