@@ -1,7 +1,8 @@
 //! Wide directories (issue 32 item 2): one parent with 100,000 children, and zkr's cache, children
 //! view, lock and queue on it against Apache Curator's, on the same ZooKeeper server in one run.
 //!
-//! `cargo bench -p zkr-benches --bench wide [-- --children N | --bound S | --skip-curator]`
+//! `cargo bench -p zkr-benches --bench wide [-- --children N | --bound S | --skip-curator |
+//! --creates N | --takes N]`
 //!
 //! The parent is filled with `--children` (default 100,000) queue items in Curator's framing
 //! (`queue-0000000000`, 14 bytes of data each; pipelined raw creates, 500 in flight, timed but
@@ -10,15 +11,15 @@
 //!
 //! - a cache of the parent (zkr: `CuratorCache`, tree mode; Curator: `CuratorCache`): from the
 //!   start to initialized, the memory it holds (zkr: heap bytes live, counted by `stats_alloc`,
-//!   and RSS growth; Curator: the JVM's RSS growth), then 100 children created one at a time,
-//!   each timed until the cache holds it (then deleted);
+//!   and RSS growth; Curator: the JVM's RSS growth), then `--creates` (default 100) children
+//!   created one at a time, each timed until the cache holds it (then deleted);
 //! - the children view (zkr: `CuratorCache` in `CacheMode::Children`; Curator: `PathChildrenCache`
 //!   with data, `POST_INITIALIZED_EVENT`): the same;
 //! - a lock whose directory is the parent: 100,000 children that are not lock nodes, so every
 //!   listing the lock makes is 2 MB. The first acquire + release, then the mean of 20 more;
 //! - the queue: a new consumer's first `take()` + `ack()` (Curator: its `start()` until its
-//!   first item), then the mean of the next 200 (zkr first, then Curator, so Curator's queue
-//!   holds 201 items fewer).
+//!   first item), then the mean of the next `--takes` (default 200; zkr first, then Curator,
+//!   so Curator's queue holds that many and one fewer).
 //!
 //! Curator runs first with the Java client's default `jute.maxbuffer` (1 MiB), bounded by
 //! `--bound` (default 60 s): the listing is over it, and the report shows what it did (its
@@ -41,18 +42,24 @@ use zookeeper_client::{Acls, Client, CreateMode};
 static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
 
 const DIR: &str = "/bench-wide/dir";
-const CREATES: usize = 100;
 const CYCLES: usize = 20;
-const TAKES: usize = 200;
 
 struct Options {
     children: usize,
     bound: Duration,
     skip_curator: bool,
+    creates: usize,
+    takes: usize,
 }
 
 fn options() -> anyhow::Result<Options> {
-    let mut options = Options { children: 100_000, bound: Duration::from_secs(60), skip_curator: false };
+    let mut options = Options {
+        children: 100_000,
+        bound: Duration::from_secs(60),
+        skip_curator: false,
+        creates: 100,
+        takes: 200,
+    };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -60,8 +67,10 @@ fn options() -> anyhow::Result<Options> {
             "--children" => options.children = args.next().context("--children N")?.parse()?,
             "--bound" => options.bound = Duration::from_secs(args.next().context("--bound S")?.parse()?),
             "--skip-curator" => options.skip_curator = true,
+            "--creates" => options.creates = args.next().context("--creates N")?.parse::<usize>()?.max(1),
+            "--takes" => options.takes = args.next().context("--takes N")?.parse::<usize>()?.max(1),
             other => {
-                anyhow::bail!("unknown argument {other}; usage: --children N | --bound S | --skip-curator")
+                anyhow::bail!("unknown argument {other}; usage: --children N | --bound S | --skip-curator | --creates N | --takes N")
             }
         }
     }
@@ -95,6 +104,7 @@ async fn zkr_cache(
     zk: &ZkClient,
     client: &Client,
     mode: CacheMode,
+    creates: usize,
 ) -> anyhow::Result<(Duration, usize, i64, i64, Duration)> {
     let (heap0, rss0) = (live_bytes(), proc_status_kb("VmRSS").unwrap_or(0) as i64);
     let start = Instant::now();
@@ -105,7 +115,7 @@ async fn zkr_cache(
     let mut snapshots = cache.snapshots();
     let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
     let mut seen = Duration::ZERO;
-    for i in 0..CREATES {
+    for i in 0..creates {
         let child = format!("{DIR}/zkr-new-{i}");
         let t0 = Instant::now();
         client.create(&child, &[], &options).await?;
@@ -113,7 +123,7 @@ async fn zkr_cache(
         seen += t0.elapsed();
         client.delete(&child, None).await?;
     }
-    Ok((init, nodes, heap, rss, seen / CREATES as u32))
+    Ok((init, nodes, heap, rss, seen / creates as u32))
 }
 
 /// zkr's lock on `DIR`: (the first acquire + release, the mean of `CYCLES` more).
@@ -129,17 +139,17 @@ async fn zkr_lock(zk: &ZkClient) -> anyhow::Result<(Duration, Duration)> {
     Ok((first, start.elapsed() / CYCLES as u32))
 }
 
-/// zkr's queue consumer on `DIR`: (first take + ack, the mean of `TAKES` more).
-async fn zkr_queue(zk: &ZkClient) -> anyhow::Result<(Duration, Duration)> {
+/// zkr's queue consumer on `DIR`: (first take + ack, the mean of `takes` more).
+async fn zkr_queue(zk: &ZkClient, takes: usize) -> anyhow::Result<(Duration, Duration)> {
     let consumer = DistributedQueue::builder(zk, DIR, Utf8).build()?;
     let start = Instant::now();
     consumer.take().await?.ack().await?;
     let first = start.elapsed();
     let start = Instant::now();
-    for _ in 0..TAKES {
+    for _ in 0..takes {
         consumer.take().await?.ack().await?;
     }
-    Ok((first, start.elapsed() / TAKES as u32))
+    Ok((first, start.elapsed() / takes as u32))
 }
 
 /// Curator's run of `args` (default limit, then raised), or nothing with `--skip-curator`.
@@ -193,9 +203,9 @@ async fn main() -> anyhow::Result<()> {
         (CacheMode::Tree { max_depth: None }, "cache", "tree"),
         (CacheMode::Children, "children view", "children"),
     ] {
-        let (init, nodes, heap, rss, seen) = zkr_cache(&zk, &client, mode).await?;
+        let (init, nodes, heap, rss, seen) = zkr_cache(&zk, &client, mode, options.creates).await?;
         eprintln!("[bench] zkr {name}: {nodes} nodes in {:.0} ms", ms(init));
-        let creates = CREATES.to_string();
+        let creates = options.creates.to_string();
         let (default, run) =
             curator(&setup, &options, &["wide-cache", &cs, DIR, java_mode, &creates], Some(options.children))
                 .await?;
@@ -226,7 +236,7 @@ async fn main() -> anyhow::Result<()> {
         ]);
         row(
             &mut table,
-            &format!("{name}: a new child seen (mean of {CREATES})"),
+            &format!("{name}: a new child seen (mean of {})", options.creates),
             ms(seen),
             field(&run, "seen_ms"),
             "ms",
@@ -247,13 +257,13 @@ async fn main() -> anyhow::Result<()> {
         "",
     );
 
-    let (first, take) = zkr_queue(&zk).await?;
-    let takes = TAKES.to_string();
+    let (first, take) = zkr_queue(&zk, options.takes).await?;
+    let takes = options.takes.to_string();
     let (default, run) = curator(&setup, &options, &["queue-bench-depth", &cs, DIR, &takes], None).await?;
     row(&mut table, "queue: consumer start (first item)", ms(first), field(&run, "start_ms"), "ms", &default);
     row(
         &mut table,
-        &format!("queue: take + ack (mean of {TAKES} more)"),
+        &format!("queue: take + ack (mean of {} more)", options.takes),
         ms(take),
         field(&run, "take_ms"),
         "ms",
