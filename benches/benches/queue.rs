@@ -21,7 +21,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context};
-use zkr_benches::wide::{curator_default_then_raised, fill, CURATOR_ITEM};
+use zkr_benches::wide::{curator_default_then_raised, fill, first_then_mean, CURATOR_ITEM};
 use zkr_benches::{fmt_rate, fmt_ratio, Table};
 use zkr_connection::ZkClient;
 use zkr_recipes::queues::{DistributedQueue, Utf8};
@@ -95,15 +95,9 @@ async fn at_depth(
 ) -> anyhow::Result<(Duration, Duration)> {
     client.create(path, &[], &CreateMode::Persistent.with_acls(Acls::anyone_all())).await?;
     fill(client, path, "queue-", CURATOR_ITEM, depth).await?;
-    let consumer = DistributedQueue::builder(zk, path, Utf8).build()?;
-    let start = Instant::now();
-    consumer.take().await?.ack().await?; // starts the cache: its first read of every item
-    let started = start.elapsed();
-    let start = Instant::now();
-    for _ in 0..TAKES_AT_DEPTH {
-        consumer.take().await?.ack().await?;
-    }
-    Ok((started, start.elapsed() / TAKES_AT_DEPTH as u32))
+    // The first take starts the consumer's cache: its first read of every item.
+    let consumer = &DistributedQueue::builder(zk, path, Utf8).build()?;
+    first_then_mean(TAKES_AT_DEPTH, || async move { Ok(consumer.take().await?.ack().await?) }).await
 }
 
 /// Curator's consumer at `depth` items: (what the default `jute.maxbuffer` did, and start and

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
-use zkr_benches::wide::{curator_default_then_raised, fill, CuratorRun, CURATOR_ITEM};
+use zkr_benches::wide::{curator_default_then_raised, fill, first_then_mean, CuratorRun, CURATOR_ITEM};
 use zkr_benches::{fmt_mib, fmt_ratio, proc_status_kb, Table};
 use zkr_connection::ZkClient;
 use zkr_recipes::cache::{CacheMode, CuratorCache};
@@ -128,28 +128,14 @@ async fn zkr_cache(
 
 /// zkr's lock on `DIR`: (the first acquire + release, the mean of `CYCLES` more).
 async fn zkr_lock(zk: &ZkClient) -> anyhow::Result<(Duration, Duration)> {
-    let mutex = InterProcessMutex::new(zk, DIR)?;
-    let start = Instant::now();
-    mutex.acquire().await?.release().await?;
-    let first = start.elapsed();
-    let start = Instant::now();
-    for _ in 0..CYCLES {
-        mutex.acquire().await?.release().await?;
-    }
-    Ok((first, start.elapsed() / CYCLES as u32))
+    let mutex = &InterProcessMutex::new(zk, DIR)?;
+    first_then_mean(CYCLES, || async move { Ok(mutex.acquire().await?.release().await?) }).await
 }
 
 /// zkr's queue consumer on `DIR`: (first take + ack, the mean of `takes` more).
 async fn zkr_queue(zk: &ZkClient, takes: usize) -> anyhow::Result<(Duration, Duration)> {
-    let consumer = DistributedQueue::builder(zk, DIR, Utf8).build()?;
-    let start = Instant::now();
-    consumer.take().await?.ack().await?;
-    let first = start.elapsed();
-    let start = Instant::now();
-    for _ in 0..takes {
-        consumer.take().await?.ack().await?;
-    }
-    Ok((first, start.elapsed() / takes as u32))
+    let consumer = &DistributedQueue::builder(zk, DIR, Utf8).build()?;
+    first_then_mean(takes, || async move { Ok(consumer.take().await?.ack().await?) }).await
 }
 
 /// Curator's run of `args` (default limit, then raised), or nothing with `--skip-curator`.

@@ -49,6 +49,27 @@ pub async fn fill(
     Ok(())
 }
 
+/// Times `op` once, then `n` more times: (the first, the mean of the others). The first of a
+/// recipe's operations pays for its start (a consumer's first read of the queue, a lock's first
+/// listing).
+///
+/// # Errors
+/// The first error of `op`.
+pub async fn first_then_mean<F, Fut, T>(n: usize, mut op: F) -> anyhow::Result<(Duration, Duration)>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<T>>,
+{
+    let start = Instant::now();
+    op().await?;
+    let first = start.elapsed();
+    let start = Instant::now();
+    for _ in 0..n {
+        op().await?;
+    }
+    Ok((first, start.elapsed() / u32::try_from(n.max(1))?))
+}
+
 /// How a bounded Curator run ended.
 #[derive(Debug, Clone)]
 pub struct CuratorRun {
