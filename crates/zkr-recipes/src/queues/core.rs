@@ -170,10 +170,14 @@ impl Core {
     ) -> (Vec<(String, Arc<CachedNode>)>, Option<u64>) {
         // Name order is the snapshot's own order (until the sequence wraps past 2^31, when
         // the newest names sort first): walk it lazily instead of sorting it all.
+        // Wrapped names (a negative sequence) sort before every other name with the prefix,
+        // so the first one tells whether there are any: no walk of the whole queue per take.
         let in_name_order = self.order == Order::Name
             && !items
                 .children(&self.path)
-                .any(|(n, _)| n.starts_with(self.prefix) && framing::is_wrapped(n, self.prefix));
+                .map(|(n, _)| n)
+                .find(|n| n.starts_with(self.prefix))
+                .is_some_and(|n| framing::is_wrapped(n, self.prefix));
         let names: Box<dyn Iterator<Item = String>> = if in_name_order {
             Box::new(
                 items
