@@ -299,8 +299,9 @@ async fn main() -> anyhow::Result<()> {
     let nodes = create_tree(&writer, o.parents, o.children).await?;
 
     // The server compiles its hot paths during the first loads: warm it up, then alternate.
-    eprintln!("[cache bench] {SERVER_WARMUP_LOADS} untimed loads to warm the server up");
-    for _ in 0..if o.load_only { 1 } else { SERVER_WARMUP_LOADS } {
+    let warmups = if o.load_only { 1 } else { SERVER_WARMUP_LOADS };
+    eprintln!("[cache bench] {warmups} untimed loads to warm the server up");
+    for _ in 0..warmups {
         drop(CuratorCache::builder(&setup.zk, LOAD_ROOT).start().await?);
     }
     let (mut zkr, mut curator) = (Loads::default(), Loads::default());
