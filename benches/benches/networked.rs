@@ -216,8 +216,7 @@ async fn main() -> anyhow::Result<()> {
         "floor: create, one listing, exists watch on the predecessor, delete".into(),
         format!("{:.1}", rate(counts[1])),
     ]);
-    let mntr = deployment.mntrs().await?.into_iter().next().unwrap_or_default();
-    let version = zkr_benches::mntr_value(&mntr, "zk_version").unwrap_or_default();
+    let version = deployment.release().await?;
     let version = version.split('-').next().unwrap_or("unknown").to_string();
     let title = format!("Networked: ZooKeeper {version}, {}; uncontended cycles", deployment.describe());
     zkr_benches::print_report(&title, &tails);

@@ -129,8 +129,7 @@ async fn main() -> anyhow::Result<()> {
     let options = options()?;
     let setup = zkr_benches::Setup::start().await?;
     let (cs, zk) = (setup.connect_string.clone(), setup.zk.clone());
-    let mntr = setup.server.mntrs().await?.concat();
-    let release = zkr_benches::mntr_value(&mntr, "zk_version").unwrap_or_default();
+    let release = setup.server.release().await?;
     let curator = zkr_benches::wide::curator_name(&setup.curator);
     println!("Server: {} ({release}); {curator}\n", setup.server.describe());
     let (mut zkr_best, mut curator_best) = ((0f64, 0f64), (0f64, 0f64));

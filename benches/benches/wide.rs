@@ -163,8 +163,7 @@ async fn main() -> anyhow::Result<()> {
     let options = options()?;
     let setup = zkr_benches::Setup::start().await?;
     let (cs, zk) = (setup.connect_string.clone(), setup.zk.clone());
-    let mntr = setup.server.mntrs().await?.concat();
-    let release = zkr_benches::mntr_value(&mntr, "zk_version").unwrap_or_default();
+    let release = setup.server.release().await?;
     let client = Client::connect(&cs).await?;
     zkr_benches::ensure_path(&client, DIR).await?;
     let start = Instant::now();

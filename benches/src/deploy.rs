@@ -90,6 +90,15 @@ impl Deployment {
         }
     }
 
+    /// The servers' release as their `mntr` reports it (`3.9.5-<commit>, built on ...`).
+    ///
+    /// # Errors
+    /// A server did not answer `mntr`.
+    pub async fn release(&self) -> anyhow::Result<String> {
+        let mntr = self.mntrs().await?.concat();
+        Ok(crate::mntr_value(&mntr, "zk_version").unwrap_or_default())
+    }
+
     /// Every server's `mntr` reply.
     ///
     /// # Errors

@@ -132,6 +132,12 @@ pub struct ZkClient {
     _stop_on_last_drop: Arc<DropGuard>,
 }
 
+/// Is the published session `current` no longer the one of `generation` (replaced, or given
+/// up: none)? What [`ZkClient::session_replaced`] waits for and the retry loop checks.
+pub(crate) fn not_of_generation(current: &Option<Session>, generation: u64) -> bool {
+    current.as_ref().is_none_or(|s| s.generation() != generation)
+}
+
 impl ZkClient {
     /// A builder with Curator's defaults for `connect_string` (`host:port[,host:port...][/chroot]`).
     pub fn builder(connect_string: impl Into<String>) -> ZkClientBuilder {
@@ -325,7 +331,7 @@ impl ZkClient {
     /// Cancel safe.
     pub async fn session_replaced(&self, generation: u64) {
         let mut sessions = self.sessions();
-        let _ = sessions.wait_for(|s| s.as_ref().is_none_or(|s| s.generation() != generation)).await;
+        let _ = sessions.wait_for(|s| not_of_generation(s, generation)).await;
     }
 
     /// Completes once the manager's connection is no longer `connection`

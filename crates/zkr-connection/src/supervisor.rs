@@ -62,7 +62,7 @@ impl Shared {
 
     /// Has the manager given up the session of `generation` (or replaced it)?
     pub(crate) fn session_given_up(&self, generation: u64) -> bool {
-        self.session.borrow().as_ref().is_none_or(|s| s.generation() != generation)
+        crate::client::not_of_generation(&self.session.borrow(), generation)
     }
 
     pub(crate) fn post(&self, state: ConnectionState) {
