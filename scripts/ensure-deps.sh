@@ -8,11 +8,13 @@
 # Kerberos tests an MIT KDC (`krb5-kdc`, `krb5-admin-server`, `krb5-user`: the test starts its
 # own realm) and what the GSSAPI bindings build with (`libkrb5-dev`, `libclang-dev`,
 # `pkg-config`), and Prometheus's `promtool` (`prometheus`), which checks the alert rules in
-# docs/monitoring/ and the dashboard's queries. Installs
+# docs/monitoring/ and the dashboard's queries, and Debian's headless Chromium with its
+# WebDriver (`chromium`, `chromium-driver`, and a font, `fonts-dejavu-core`), which the
+# `zkr ui` test drives. Installs
 # them with apt-get when running as root; otherwise prints the exact command and fails.
 set -euo pipefail
 
-packages=(maven zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-discovery-java python3-kazoo krb5-kdc krb5-admin-server krb5-user libkrb5-dev libclang-dev pkg-config prometheus)
+packages=(maven zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-discovery-java python3-kazoo krb5-kdc krb5-admin-server krb5-user libkrb5-dev libclang-dev pkg-config prometheus chromium chromium-driver fonts-dejavu-core)
 missing=()
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
@@ -28,6 +30,9 @@ command -v kinit >/dev/null 2>&1 || missing+=(krb5-user)
 compgen -G '/usr/lib/llvm-*/lib/libclang.so' >/dev/null || missing+=(libclang-dev)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+[ -d /usr/share/fonts/truetype/dejavu ] || missing+=(fonts-dejavu-core)
 
 if [ -n "${ZOOKEEPER_CLASSPATH:-}" ]; then
   # A user-provided server: do not insist on Debian's.

@@ -16,6 +16,7 @@ mod service;
 mod signals;
 mod status;
 mod tree;
+mod ui;
 
 use std::io::IsTerminal as _;
 
@@ -106,6 +107,9 @@ enum Command {
     /// List service instances, or register one while a command runs (Curator's service
     /// discovery layout, as Spring Cloud Zookeeper uses).
     Service(service::ServiceArgs),
+    /// A live, read-only web page of the recipes: lock holders and waiters, leaders, queues,
+    /// services, counters, config, and what each session holds.
+    Ui(ui::UiArgs),
     /// Run a real local ZooKeeper (1 or 3 servers) in the foreground until Ctrl-C or SIGTERM.
     Server(server::ServerArgs),
     /// The demo: an embedded 3-server ZooKeeper and zkr's recipes at work.
@@ -192,6 +196,7 @@ async fn dispatch(command: Command, connect: &connect::ConnectArgs) -> anyhow::R
         Command::Tree(args) => tree::run(args, connect).await,
         Command::Members(args) => service::members(args, connect).await,
         Command::Service(args) => service::run(args, connect).await,
+        Command::Ui(args) => ui::run(args, connect).await,
         Command::Server(args) => server::run(args).await,
         Command::Demo(args) => demo::run(args).await,
         Command::DemoSeller(args) => demo::run_seller(args, connect).await,

@@ -31,6 +31,8 @@ mod guides {
     pub struct Testing;
     #[doc = include_str!("../../../docs/why-zookeeper.md")]
     pub struct WhyZookeeper;
+    #[doc = include_str!("../../../docs/ui.md")]
+    pub struct Ui;
     #[doc = include_str!("../../../docs/recipes/barriers.md")]
     pub struct RecipesBarriers;
     #[doc = include_str!("../../../docs/recipes/cache.md")]

@@ -1,0 +1,321 @@
+//! The node layouts of Curator's and kazoo's recipes, each as a matcher over one directory's
+//! children: the recipe it makes and the nodes it owns.
+
+use std::collections::{HashMap, HashSet};
+
+use zkr_recipes::cache::CachedNode;
+use zkr_recipes::discovery::ServiceInstance;
+
+use super::recognize::{contender, join, Tree};
+use super::view::{session_hex, Contender, Instance, Kind, LockedItem, Recipe};
+
+/// What a matcher found: whose layout, the recipe, and the paths it owns.
+pub(crate) type Match = (&'static str, Kind, Vec<String>);
+
+/// A directory's children.
+pub(crate) struct Names<'a> {
+    path: &'a str,
+    children: Vec<(&'a str, &'a CachedNode)>,
+}
+
+impl<'a> Names<'a> {
+    pub(crate) fn new(tree: &Tree<'a>, path: &'a str) -> Self {
+        let children =
+            tree.children(path).iter().filter_map(|&n| Some((n, tree.get(&join(path, n))?))).collect();
+        Names { path, children }
+    }
+
+    fn owned(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+        names.into_iter().map(|n| join(self.path, n)).collect()
+    }
+
+    fn get(&self, name: &str) -> Option<&'a CachedNode> {
+        self.children.iter().find(|(n, _)| *n == name).map(|(_, node)| *node)
+    }
+}
+
+/// A lock contender's name: its marker and sequence number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Marker {
+    /// Curator's `InterProcessMutex`: `[_c_<uuid>-]lock-<seq>`.
+    Lock,
+    /// Curator's read lock `...-__READ__<seq>`.
+    Read,
+    /// Curator's write lock `...-__WRIT__<seq>`.
+    Write,
+    /// kazoo's `Lock` and `WriteLock`: `<uuid>__lock__<seq>`.
+    KazooLock,
+    /// kazoo's `ReadLock`: `<uuid>__rlock__<seq>`.
+    KazooRead,
+    /// Curator's `LeaderLatch`: `[_c_<uuid>-]latch-<seq>`.
+    Latch,
+    /// Curator's semaphore lease: `[_c_<uuid>-]lease-<seq>`.
+    Lease,
+}
+
+/// The marker and sequence number of a contender's name (a sequence is ten digits).
+pub(crate) fn marker(name: &str) -> Option<(Marker, u64)> {
+    let split = name.len().checked_sub(10)?;
+    let (head, digits) = (name.get(..split)?, name.get(split..)?);
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let seq = digits.parse().ok()?;
+    let dashed =
+        |word: &str| head.strip_suffix(word).is_some_and(|before| before.is_empty() || before.ends_with('-'));
+    let marker = if head.ends_with("__READ__") {
+        Marker::Read
+    } else if head.ends_with("__WRIT__") {
+        Marker::Write
+    } else if head.ends_with("__rlock__") {
+        Marker::KazooRead
+    } else if head.ends_with("__lock__") {
+        Marker::KazooLock
+    } else if dashed("lock-") {
+        Marker::Lock
+    } else if dashed("latch-") {
+        Marker::Latch
+    } else if dashed("lease-") {
+        Marker::Lease
+    } else {
+        return None;
+    };
+    Some((marker, seq))
+}
+
+/// The children carrying one of `wanted` markers, in sequence order.
+fn contenders<'a>(names: &Names<'a>, wanted: &[Marker]) -> Vec<(Marker, &'a str, &'a CachedNode)> {
+    let mut found: Vec<(u64, Marker, &str, &CachedNode)> = names
+        .children
+        .iter()
+        .filter_map(|&(n, node)| {
+            marker(n).filter(|(m, _)| wanted.contains(m)).map(|(m, seq)| (seq, m, n, node))
+        })
+        .collect();
+    found.sort_by(|a, b| (a.0, a.2).cmp(&(b.0, b.2)));
+    found.into_iter().map(|(_, m, n, node)| (m, n, node)).collect()
+}
+
+const LOCK_MARKERS: [Marker; 5] =
+    [Marker::Lock, Marker::Read, Marker::Write, Marker::KazooLock, Marker::KazooRead];
+
+/// A mutex or read-write lock: the first contender holds; for a read-write lock, every reader
+/// before the first writer holds (Curator's and kazoo's rule).
+pub(crate) fn lock(names: &Names<'_>) -> Option<Match> {
+    let found = contenders(names, &LOCK_MARKERS);
+    let first = found.first()?;
+    let kazoo = matches!(first.0, Marker::KazooLock | Marker::KazooRead);
+    let read_write = found.iter().any(|c| matches!(c.0, Marker::Read | Marker::Write | Marker::KazooRead));
+    let is_write = |m: Marker| !matches!(m, Marker::Read | Marker::KazooRead);
+    let held = if !read_write || is_write(first.0) {
+        1
+    } else {
+        found.iter().take_while(|c| !is_write(c.0)).count()
+    };
+    let mut all: Vec<Contender> = found
+        .iter()
+        .map(|&(m, n, node)| Contender {
+            mode: read_write.then_some(if is_write(m) { "write" } else { "read" }),
+            ..contender(n, node)
+        })
+        .collect();
+    let waiters = all.split_off(held);
+    let owned = names.owned(found.iter().map(|c| c.1));
+    Some((layout(kazoo), Kind::Lock { read_write, holders: all, waiters }, owned))
+}
+
+fn layout(kazoo: bool) -> &'static str {
+    if kazoo {
+        "kazoo"
+    } else {
+        "curator"
+    }
+}
+
+/// Curator's `InterProcessSemaphoreV2`: leases under `leases`, acquirers queued on the mutex at
+/// `locks`. The maximum lives in the acquiring processes, not in ZooKeeper.
+pub(crate) fn semaphore(tree: &Tree<'_>, names: &Names<'_>) -> Option<Match> {
+    names.get("leases")?;
+    let leases_path = join(names.path, "leases");
+    let locks_path = join(names.path, "locks");
+    let leases = Names::new(tree, &leases_path);
+    let locks = Names::new(tree, &locks_path);
+    let held = contenders(&leases, &[Marker::Lease]);
+    if held.len() != leases.children.len() || (held.is_empty() && names.get("locks").is_none()) {
+        return None;
+    }
+    let waiting = contenders(&locks, &[Marker::Lock]);
+    let mut owned = vec![leases_path.clone(), locks_path.clone()];
+    owned.extend(leases.owned(held.iter().map(|c| c.1)));
+    owned.extend(locks.owned(waiting.iter().map(|c| c.1)));
+    let kind = Kind::Semaphore {
+        max: None,
+        leases: held.iter().map(|&(_, n, node)| contender(n, node)).collect(),
+        waiters: waiting.iter().map(|&(_, n, node)| contender(n, node)).collect(),
+    };
+    Some(("curator", kind, owned))
+}
+
+/// kazoo's `Semaphore`: the maximum as decimal text in the node, a lease per ephemeral child
+/// named by a hex UUID, acquirers queued on the kazoo lock at the sibling `<path>-__lock__`.
+pub(crate) fn kazoo_semaphore(tree: &Tree<'_>, names: &Names<'_>) -> Option<Match> {
+    let max: u64 = std::str::from_utf8(&tree.get(names.path)?.data).ok()?.trim().parse().ok()?;
+    let all_leases = names.children.iter().all(|(n, node)| node.stat.ephemeral_owner != 0 && is_uuid(n));
+    if names.children.is_empty() || !all_leases {
+        return None;
+    }
+    let lock_path = format!("{}-__lock__", names.path);
+    let queue = Names::new(tree, &lock_path);
+    let waiting = contenders(&queue, &[Marker::KazooLock]);
+    let mut owned = names.owned(names.children.iter().map(|c| c.0));
+    owned.extend(queue.owned(waiting.iter().map(|c| c.1)));
+    if tree.get(&lock_path).is_some() {
+        owned.push(lock_path.clone());
+    }
+    let kind = Kind::Semaphore {
+        max: Some(max),
+        leases: names.children.iter().map(|&(n, node)| contender(n, node)).collect(),
+        waiters: waiting.iter().map(|&(_, n, node)| contender(n, node)).collect(),
+    };
+    Some(("kazoo", kind, owned))
+}
+
+/// Curator's `LeaderLatch`: the first latch node leads.
+pub(crate) fn leader(names: &Names<'_>) -> Option<Match> {
+    let found = contenders(names, &[Marker::Latch]);
+    let participants: Vec<Contender> = found.iter().map(|&(_, n, node)| contender(n, node)).collect();
+    let leader = participants.first()?.clone();
+    let owned = names.owned(found.iter().map(|c| c.1));
+    Some(("curator", Kind::Leader { leader: Some(leader), participants }, owned))
+}
+
+/// The item prefixes of Curator's `DistributedQueue` (and its priority and delay queues),
+/// `SimpleDistributedQueue`, and kazoo's `Queue`.
+const QUEUE_PREFIXES: [(&str, &str); 3] = [("queue-", "curator"), ("qn-", "curator"), ("entry-", "kazoo")];
+
+/// A queue: persistent sequential items under one prefix (an ephemeral node of that name is a
+/// consumer's lock on an item).
+pub(crate) fn queue(names: &Names<'_>) -> Option<Match> {
+    let is_item = |(name, node): &(&str, &CachedNode), prefix: &str| {
+        node.stat.ephemeral_owner == 0 && is_item(name, prefix)
+    };
+    let (prefix, layout) =
+        QUEUE_PREFIXES.iter().find(|(p, _)| names.children.iter().any(|c| is_item(c, p)))?;
+    let items: Vec<(&str, &CachedNode)> =
+        names.children.iter().copied().filter(|c| is_item(c, prefix)).collect();
+    let oldest_ms = items.iter().map(|(_, node)| node.stat.ctime).min();
+    let owned = names.owned(items.iter().map(|c| c.0));
+    Some((layout, Kind::Queue { depth: items.len(), oldest_ms, locked: Vec::new() }, owned))
+}
+
+fn is_item(name: &str, prefix: &str) -> bool {
+    name.starts_with(prefix)
+        && name.len() >= prefix.len() + 10
+        && name.bytes().rev().take(10).all(|b| b.is_ascii_digit())
+}
+
+/// Fills in the items consumers hold locked: an ephemeral node elsewhere named as an item of
+/// the queue (`<lockPath>/<item>`, kazoo's `taken/<item>`). Returns the lock nodes.
+pub(crate) fn queue_locks(tree: &Tree<'_>, recipes: &mut [Recipe], claimed: &HashSet<String>) -> Vec<String> {
+    let mut by_name: HashMap<&str, Vec<(&str, &CachedNode)>> = HashMap::new();
+    for (parent, name, node) in tree.ephemerals() {
+        if !claimed.contains(&join(parent, name)) {
+            by_name.entry(name).or_default().push((parent, node));
+        }
+    }
+    let mut owned = Vec::new();
+    for recipe in recipes.iter_mut() {
+        let Kind::Queue { locked, .. } = &mut recipe.kind else { continue };
+        for &item in tree.children(&recipe.path) {
+            for &(parent, node) in by_name.get(item).into_iter().flatten() {
+                if parent == recipe.path {
+                    continue;
+                }
+                locked.push(LockedItem {
+                    item: item.to_owned(),
+                    session: session_hex(node.stat.ephemeral_owner),
+                    since_ms: node.stat.ctime,
+                });
+                owned.push(join(parent, item));
+            }
+        }
+    }
+    owned
+}
+
+/// Curator's service discovery: a service's instances as JSON in its children.
+pub(crate) fn service(names: &Names<'_>) -> Option<Match> {
+    let mut name = None;
+    let mut instances = Vec::new();
+    let mut owned = Vec::new();
+    for &(child, node) in &names.children {
+        let Ok(instance) = ServiceInstance::<serde_json::Value>::from_json(&node.data) else { continue };
+        name.get_or_insert_with(|| instance.name.clone());
+        instances.push(Instance {
+            id: instance.id,
+            address: instance.address,
+            port: instance.port,
+            ssl_port: instance.ssl_port,
+            enabled: instance.enabled,
+            registered_ms: instance.registration_time_utc,
+            session: (node.stat.ephemeral_owner != 0).then(|| session_hex(node.stat.ephemeral_owner)),
+        });
+        owned.push(join(names.path, child));
+    }
+    Some(("curator", Kind::Service { name: name?, instances }, owned))
+}
+
+/// The node the member that meets a double barrier's quota creates (Curator's and kazoo's).
+const READY: &str = "ready";
+
+/// A double barrier (Curator's `DistributedDoubleBarrier`, kazoo's `DoubleBarrier`): members
+/// as ephemeral nodes named by UUIDs, and `ready` once the quota was met. The quota itself
+/// lives in the processes.
+pub(crate) fn barrier(names: &Names<'_>) -> Option<Match> {
+    let ready = names.get(READY).is_some();
+    let members: Vec<(&str, &CachedNode)> = names
+        .children
+        .iter()
+        .copied()
+        .filter(|(n, node)| node.stat.ephemeral_owner != 0 && is_uuid(n))
+        .collect();
+    let others = names.children.len() - members.len() - usize::from(ready);
+    if others != 0 || (members.is_empty() && !ready) {
+        return None;
+    }
+    let kazoo = members.first().is_some_and(|(n, _)| n.len() == 32);
+    let mut owned = names.owned(members.iter().map(|c| c.0));
+    if ready {
+        owned.push(join(names.path, READY));
+    }
+    let members = members.iter().map(|&(n, node)| contender(n, node)).collect();
+    Some((layout(kazoo), Kind::Barrier { members, ready }, owned))
+}
+
+/// A UUID, with dashes (Java's) or as 32 hex digits (Python's `uuid4().hex`).
+fn is_uuid(name: &str) -> bool {
+    let hex = name.bytes().filter(|b| b.is_ascii_hexdigit()).count();
+    let dashes = name.bytes().filter(|&b| b == b'-').count();
+    match name.len() {
+        32 => hex == 32,
+        36 => hex == 32 && dashes == 4 && [8, 13, 18, 23].iter().all(|&i| name.as_bytes()[i] == b'-'),
+        _ => false,
+    }
+}
+
+/// A group: Curator's `GroupMember` (an ephemeral node per member id) or kazoo's `Party`
+/// (`<uuid>__party__`, the member's identifier as data).
+pub(crate) fn group(names: &Names<'_>) -> Option<Match> {
+    // An ephemeral node named as a queue item is a consumer's lock on it, not a member.
+    let item = |n: &str| QUEUE_PREFIXES.iter().any(|(p, _)| is_item(n, p));
+    let ephemeral = names
+        .children
+        .iter()
+        .all(|(n, node)| node.stat.ephemeral_owner != 0 && marker(n).is_none() && !item(n));
+    if names.children.is_empty() || !ephemeral {
+        return None;
+    }
+    let kazoo = names.children.iter().all(|(n, _)| n.ends_with("__party__"));
+    let members = names.children.iter().map(|&(n, node)| contender(n, node)).collect();
+    Some((layout(kazoo), Kind::Group { members }, names.owned(names.children.iter().map(|c| c.0))))
+}

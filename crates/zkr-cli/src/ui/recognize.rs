@@ -1,0 +1,207 @@
+//! Recognises Curator's and kazoo's recipes by their node layout: each directory under the root
+//! is matched against the layouts in turn (locks, semaphores, elections, queues, services,
+//! barriers, groups), each leaf against counters and config; what no layout explains is the
+//! plain tree.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use zkr_recipes::cache::CachedNode;
+
+use super::layout::{self, Names};
+use super::view::{session_hex, Contender, Kind, Recipe, TreeNode};
+
+/// The cache's nodes with a children index.
+pub(crate) struct Tree<'a> {
+    nodes: BTreeMap<&'a str, &'a CachedNode>,
+    children: HashMap<&'a str, Vec<&'a str>>,
+}
+
+impl<'a> Tree<'a> {
+    /// Indexes `nodes` (paths under one root).
+    pub(crate) fn new(nodes: impl IntoIterator<Item = (&'a str, &'a CachedNode)>) -> Self {
+        // ZooKeeper's own `/zookeeper` (quotas, the ensemble's config) is no recipe and no app's.
+        let nodes: BTreeMap<&str, &CachedNode> =
+            nodes.into_iter().filter(|(p, _)| *p != "/zookeeper" && !p.starts_with("/zookeeper/")).collect();
+        let mut children: HashMap<&str, Vec<&str>> = HashMap::new();
+        for path in nodes.keys() {
+            if let Some((parent, name)) = split(path) {
+                if nodes.contains_key(parent) {
+                    children.entry(parent).or_default().push(name);
+                }
+            }
+        }
+        Tree { nodes, children }
+    }
+
+    pub(crate) fn get(&self, path: &str) -> Option<&'a CachedNode> {
+        self.nodes.get(path).copied()
+    }
+
+    /// The names of `path`'s children, in name order.
+    pub(crate) fn children(&self, path: &str) -> &[&'a str] {
+        self.children.get(path).map_or(&[], Vec::as_slice)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    fn paths(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.nodes.keys().copied()
+    }
+
+    /// Every ephemeral node as `(parent, name, node)`.
+    pub(crate) fn ephemerals(&self) -> impl Iterator<Item = (&'a str, &'a str, &'a CachedNode)> + '_ {
+        self.nodes.iter().filter(|(_, node)| node.stat.ephemeral_owner != 0).filter_map(|(&path, &node)| {
+            let (parent, name) = split(path)?;
+            Some((parent, name, node))
+        })
+    }
+}
+
+/// `(parent, name)` of a path other than `/`.
+fn split(path: &str) -> Option<(&str, &str)> {
+    let i = path.rfind('/')?;
+    let name = &path[i + 1..];
+    if name.is_empty() {
+        return None;
+    }
+    Some((if i == 0 { "/" } else { &path[..i] }, name))
+}
+
+/// `parent/name`.
+pub(crate) fn join(parent: &str, name: &str) -> String {
+    if parent == "/" {
+        format!("/{name}")
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
+/// The recipes found and the nodes left over.
+pub(crate) struct Found {
+    pub recipes: Vec<Recipe>,
+    pub tree: Vec<TreeNode>,
+}
+
+/// Walks the tree: a directory's children are matched against each layout; the nodes a recipe
+/// explains are claimed, and the rest of the tree is walked on.
+pub(crate) fn recognise(tree: &Tree<'_>, show_values: bool) -> Found {
+    let mut claimed: HashSet<String> = HashSet::new();
+    let mut recipes = Vec::new();
+    for path in tree.paths() {
+        if claimed.contains(path) {
+            continue;
+        }
+        let names = tree.children(path);
+        let found = if names.is_empty() {
+            leaf(tree, path, show_values)
+        } else {
+            directory(tree, path, &mut claimed)
+        };
+        if let Some(recipe) = found {
+            claimed.insert(path.to_owned());
+            recipes.push(recipe);
+        }
+    }
+    let mut queues_locks = layout::queue_locks(tree, &mut recipes, &claimed);
+    claimed.extend(queues_locks.drain(..));
+    let tree_nodes = leftovers(tree, &claimed);
+    Found { recipes, tree: tree_nodes }
+}
+
+/// The recipe a directory's children make, claiming them (and the directories a layout owns).
+fn directory(tree: &Tree<'_>, path: &str, claimed: &mut HashSet<String>) -> Option<Recipe> {
+    let names = Names::new(tree, path);
+    let (layout, kind, owned) = layout::lock(&names)
+        .or_else(|| layout::semaphore(tree, &names))
+        .or_else(|| layout::kazoo_semaphore(tree, &names))
+        .or_else(|| layout::leader(&names))
+        .or_else(|| layout::queue(&names))
+        .or_else(|| layout::service(&names))
+        .or_else(|| layout::barrier(&names))
+        .or_else(|| layout::group(&names))?;
+    claimed.extend(owned);
+    Some(Recipe { path: path.to_owned(), layout, kind })
+}
+
+/// A counter or a config node.
+fn leaf(tree: &Tree<'_>, path: &str, show_values: bool) -> Option<Recipe> {
+    let node = tree.get(path)?;
+    if node.stat.ephemeral_owner != 0 || node.data.is_empty() {
+        return None;
+    }
+    let kind = match counter(&node.data) {
+        Some((value, bits)) => Kind::Counter { value, bits },
+        None => Kind::Config {
+            version: node.stat.version,
+            mtime_ms: node.stat.mtime,
+            size: node.data.len(),
+            value: show_values.then(|| String::from_utf8_lossy(&node.data).into_owned()),
+        },
+    };
+    Some(Recipe { path: path.to_owned(), layout: "curator", kind })
+}
+
+/// A `SharedCount` (4 bytes, big-endian) or `DistributedAtomicLong` (8 bytes) value: binary,
+/// so that a 4-letter text value is not taken for one.
+fn counter(data: &[u8]) -> Option<(i64, u8)> {
+    if printable(data).is_some() {
+        return None;
+    }
+    match data.len() {
+        4 => Some((i64::from(i32::from_be_bytes(data.try_into().ok()?)), 32)),
+        8 => Some((i64::from_be_bytes(data.try_into().ok()?), 64)),
+        _ => None,
+    }
+}
+
+/// The data as text when it is short printable UTF-8 (an id or a host, not a payload).
+pub(crate) fn printable(data: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(data).ok()?;
+    (!text.is_empty() && text.len() <= 128 && !text.chars().any(char::is_control)).then(|| text.to_owned())
+}
+
+/// A node as a recipe's participant.
+pub(crate) fn contender(name: &str, node: &CachedNode) -> Contender {
+    Contender {
+        node: name.to_owned(),
+        session: session_hex(node.stat.ephemeral_owner),
+        fencing_token: node.stat.czxid,
+        created_ms: node.stat.ctime,
+        since_ms: None,
+        id: printable(&node.data),
+        mode: None,
+    }
+}
+
+/// The nodes no recipe claimed, but for directories holding nothing else (no data, and every
+/// node below claimed or such a directory itself). A descendant's path sorts after its
+/// ancestor's, so walking backwards settles children first.
+fn leftovers(tree: &Tree<'_>, claimed: &HashSet<String>) -> Vec<TreeNode> {
+    let mut explained: HashSet<&str> = HashSet::new();
+    let mut out = Vec::new();
+    let paths: Vec<&str> = tree.paths().collect();
+    for &path in paths.iter().rev() {
+        let Some(node) = tree.get(path) else { continue };
+        let children = tree.children(path);
+        let container = node.data.is_empty()
+            && !children.is_empty()
+            && children.iter().all(|c| {
+                let child = join(path, c);
+                claimed.contains(&child) || explained.contains(child.as_str())
+            });
+        if claimed.contains(path) || container {
+            explained.insert(path);
+            continue;
+        }
+        out.push(TreeNode {
+            path: path.to_owned(),
+            children: children.len(),
+            size: node.data.len(),
+            session: (node.stat.ephemeral_owner != 0).then(|| session_hex(node.stat.ephemeral_owner)),
+        });
+    }
+    out.reverse();
+    out
+}
