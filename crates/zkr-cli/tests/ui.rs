@@ -295,7 +295,8 @@ async fn it_refuses_what_it_should() {
     // Beyond loopback without a token: refused at start, naming the flag.
     let out = zkr(&connect).args(["ui", "--listen", "0.0.0.0:0", "--root", &root]).output().await.unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && stderr.contains("--token"), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "a usage error: {stderr}");
+    assert!(stderr.contains("--token"), "{stderr}");
 
     // No token: loopback host names only (no DNS rebinding).
     let (mut open, url) = start_ui(&connect, &["--root", &root]).await;

@@ -22,7 +22,7 @@ use tokio::sync::watch;
 use zkr_recipes::cache::{CacheMode, CuratorCache};
 
 use crate::connect::{parse_path, ConnectArgs};
-use crate::exit::Code;
+use crate::exit::{Code, Exit, Failure};
 use crate::signals::Signals;
 
 /// `zkr ui --help`, after the options.
@@ -59,14 +59,17 @@ pub(crate) struct UiArgs {
 
 pub(crate) async fn run(args: UiArgs, connect: &ConnectArgs) -> anyhow::Result<Code> {
     if !args.listen.ip().is_loopback() && args.token.is_none() {
-        anyhow::bail!(
-            "refusing to serve on {}, which is not a loopback address, without --token (or ZKR_UI_TOKEN): \
-             anyone who can reach it would see every lock holder and session",
-            args.listen
-        );
+        return Err(Failure::error(
+            Exit::Usage,
+            format!(
+                "refusing to serve on {}, which is not a loopback address, without --token (or ZKR_UI_TOKEN): \
+                 anyone who can reach it would see every lock holder and session",
+                args.listen
+            ),
+        ));
     }
     if args.token.as_deref() == Some("") {
-        anyhow::bail!("--token is empty");
+        return Err(Failure::error(Exit::Usage, "--token is empty"));
     }
     let mut signals = Signals::listen()?;
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -112,7 +115,9 @@ fn follow(
     let mut states = zk.state_watch();
     let render = move |model: &mut Model, snapshot: &zkr_recipes::cache::CacheSnapshot, state| -> Arc<str> {
         let view = model.view(snapshot, state, now_ms());
-        serde_json::to_string(&view).map_or_else(|e| format!("{{\"error\":\"{e}\"}}"), String::from).into()
+        serde_json::to_string(&view)
+            .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }).to_string())
+            .into()
     };
     let first = render(&mut model, &snapshots.borrow_and_update(), *states.borrow_and_update());
     let (tx, rx) = watch::channel(first);

@@ -99,11 +99,13 @@ fn sessions(recipes: &[Recipe]) -> Vec<SessionView> {
     let mut by_session: BTreeMap<&str, Vec<Role>> = BTreeMap::new();
     for recipe in recipes {
         for (session, role) in roles(&recipe.kind) {
-            by_session.entry(session).or_default().push(Role {
-                path: recipe.path.clone(),
-                kind: recipe.kind.tag(),
-                role,
-            });
+            let held = by_session.entry(session).or_default();
+            match held.iter_mut().find(|r| r.path == recipe.path && r.role == role) {
+                Some(same) => same.count += 1,
+                None => {
+                    held.push(Role { path: recipe.path.clone(), kind: recipe.kind.tag(), role, count: 1 })
+                }
+            }
         }
     }
     let mut out: Vec<SessionView> = by_session

@@ -87,6 +87,17 @@ fn a_lock_holder_is_the_lowest_sequence_and_the_waiters_follow_in_order() {
 }
 
 #[test]
+fn two_users_of_one_session_waiting_for_one_lock_are_one_role_counted_twice() {
+    let mut n = Nodes::default();
+    n.dir("/l").add("/l/lock-0000000001", b"", 0x11);
+    n.add("/l/lock-0000000002", b"", 0x22).add("/l/lock-0000000003", b"", 0x22);
+    let view = n.view(&mut Model::new("/", false));
+    let waiting = view.sessions.iter().find(|s| s.session == "0x22").expect("the waiting session");
+    assert_eq!(waiting.roles.len(), 1, "{waiting:?}");
+    assert_eq!((waiting.roles[0].role, waiting.roles[0].count), ("waiting", 2));
+}
+
+#[test]
 fn readers_before_the_first_writer_hold_a_read_write_lock() {
     let mut n = Nodes::default();
     n.dir("/rw");

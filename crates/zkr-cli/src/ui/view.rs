@@ -129,6 +129,9 @@ pub(crate) struct Role {
     pub kind: &'static str,
     /// "holder", "waiting", "lease", "leader", "participant", "member", "instance", "item lock".
     pub role: &'static str,
+    /// How many of the recipe's nodes the session has in this role (two users of one client share
+    /// a session, so one session can wait twice for one lock).
+    pub count: usize,
 }
 
 /// A node no recipe explains.

@@ -50,6 +50,10 @@ const rel = (path) => {
   const root = view.root === "/" ? "" : view.root;
   return root && path.startsWith(root + "/") ? path.slice(root.length) : path;
 };
+// The plain tree: each node's own name, indented by its depth below the root.
+const depth = (path) => Math.max(0, rel(path).split("/").length - 2);
+const leafName = (path) => (path === view.root ? path : rel(path).split("/").pop() || "/");
+const HOLDING = new Set(["holder", "leader", "lease"]);
 const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 const cardHead = (r, sub) =>
@@ -67,7 +71,7 @@ const RENDER = {
     const of = r.max !== null ? ` of ${r.max}` : "";
     const rows = r.leases.map((c) => who(c, "●", "lease", true))
       .concat(r.waiters.map((c, i) => who(c, i + 1, "waiter", false))).join("");
-    return cardHead(r, `semaphore · ${r.leases.length}${of} leases held · ${r.waiters.length} waiting`) + `<ol>${rows}</ol>`;
+    return cardHead(r, `semaphore · ${r.leases.length}${of} ${r.leases.length === 1 && !of ? "lease" : "leases"} held · ${r.waiters.length} waiting`) + `<ol>${rows}</ol>`;
   },
   leader(r) {
     const rows = r.participants.map((c, i) =>
@@ -138,11 +142,11 @@ function render() {
   const sessions = view.sessions.filter((s) => matches(s, f));
   if (sessions.length) {
     nav += `<a href="#s-sessions">Sessions <b>${sessions.length}</b></a>`;
-    html += `<section id="s-sessions"><h2>Sessions</h2>${sessions.map((s) =>
-      `<article class="card" data-kind="session" data-session="${esc(s.session)}"><h3>${esc(s.session)}</h3>
-       <div class="sub">${plural(s.roles.length, "role")}</div><ul>${s.roles.map((r) =>
-        `<li class="role"><span class="tag${r.role === "holder" || r.role === "leader" || r.role === "lease" ? " hold" : ""}">${esc(r.role)}</span>
-         <span class="mono" title="${esc(r.path)}">${esc(rel(r.path))}</span> <span class="muted">${esc(r.kind)}</span></li>`).join("")}</ul></article>`).join("")}</section>`;
+    html += `<section id="s-sessions"><h2>Sessions</h2><article class="card" data-kind="sessions"><table>
+      <tr><th>session</th><th>holds or waits for</th></tr>${sessions.map((s) =>
+      `<tr data-session="${esc(s.session)}"><td class="mono">${esc(s.session)}</td><td>${s.roles.map((r) =>
+        `<div class="role"><span class="tag${HOLDING.has(r.role) ? " hold" : ""}">${esc(r.role)}</span><span class="mono" title="${esc(r.path)}">${esc(rel(r.path))}</span>${r.count > 1 ? ` <span class="muted">×${r.count}</span>` : ""}</div>`).join("")}</td></tr>`).join("")}
+      </table></article></section>`;
   }
   html = html ? `<div class="board">${html}</div>` : "";
   const tree = view.tree.filter((n) => !f || n.path.toLowerCase().includes(f));
@@ -150,7 +154,7 @@ function render() {
     const more = view.tree_more ? `<p class="muted">… and ${view.tree_more} more</p>` : "";
     html += `<details id="other"><summary>Other nodes (${tree.length + view.tree_more})</summary><table>
       <tr><th>path</th><th>children</th><th>bytes</th><th>session</th></tr>${tree.map((n) =>
-      `<tr><td class="mono">${esc(rel(n.path))}</td><td>${n.children}</td><td>${n.size}</td><td class="mono">${esc(n.session || "")}</td></tr>`).join("")}</table>${more}</details>`;
+      `<tr><td class="mono" title="${esc(n.path)}"><span class="d${Math.min(depth(n.path), 12)}">${esc(leafName(n.path))}</span></td><td>${n.children}</td><td>${n.size}</td><td class="mono">${esc(n.session || "")}</td></tr>`).join("")}</table>${more}</details>`;
   }
   if (!html) html = `<p class="muted">${view.initialized ? "Nothing under " + esc(view.root) + (f ? " matches the filter." : " yet.") : "Reading the tree…"}</p>`;
   $("main").innerHTML = html;
@@ -198,6 +202,14 @@ async function start() {
 
 document.addEventListener("DOMContentLoaded", () => {
   $("filter").addEventListener("input", render);
+  // A session's view: a click on a session id filters the page down to what it holds.
+  $("main").addEventListener("click", (e) => {
+    const session = e.target.closest("[data-field=session], tr[data-session] > td.mono");
+    if (!session) return;
+    $("filter").value = session.textContent.trim();
+    render();
+    window.scrollTo(0, 0);
+  });
   $("login").addEventListener("submit", (e) => {
     e.preventDefault();
     token = $("token").value;
