@@ -18,8 +18,8 @@ test: deps
 	@! cargo tree -p zkr-cli -e normal --prefix none | grep -E '^(rcgen|ring) ' || { echo "zkr-cli depends on rcgen/ring"; exit 1; }
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p zkr-connection -p zkr-recipes -p zkr-cli -- -D warnings
-	cargo test --workspace
-	$(MAKE) --no-print-directory compat
+	@# Every test binary, the fault checkers beside the rest and the compatibility run beside both.
+	scripts/run-tests.py --also "$(MAKE) --no-print-directory compat"
 	cargo publish --workspace --dry-run --no-verify --allow-dirty
 	$(MAKE) --no-print-directory examples
 

@@ -46,6 +46,19 @@ pub async fn children(observer: &zookeeper_client::Client, path: &str) -> Vec<St
     }
 }
 
+/// A raw `zookeeper-client` session, for observing and planting nodes as another program
+/// would. Its session timeout is 30 s (scaled by [`Timing`]), not the client's default 6 s:
+/// `zookeeper-client` gives up a connection with no reply for two fifths of the session timeout
+/// (2.4 s by default), and on a busy 2-core machine an observer lost its connection mid-test
+/// that way (`make test`, 2026-12-03).
+pub async fn raw(connect_string: &str) -> zookeeper_client::Client {
+    zookeeper_client::Client::connector()
+        .with_session_timeout(timing().multiple(Duration::from_secs(30)))
+        .connect(connect_string)
+        .await
+        .expect("raw client")
+}
+
 /// The test timing (scaled by `ZKR_TIMING_MULTIPLIER`).
 pub fn timing() -> Timing {
     Timing::from_env()

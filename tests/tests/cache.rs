@@ -9,14 +9,12 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt as _};
 use zkr_connection::ConnectionState;
-use zkr_integration_tests::{connect, connect_with_session, eventually, timing, unique_root, wait_for_state};
+use zkr_integration_tests::{
+    connect, connect_with_session, eventually, raw, timing, unique_root, wait_for_state,
+};
 use zkr_recipes::cache::{CacheEvent, CacheMode, CuratorCache, PersistentWatcher, WatcherEvent};
 use zkr_testing::{expire_session, shared_server, FaultProxy};
 use zookeeper_client::{Client, CreateMode, EventType};
-
-async fn raw(connect_string: &str) -> Client {
-    Client::connect(connect_string).await.expect("raw client")
-}
 
 async fn create(client: &Client, path: &str, data: &[u8]) {
     client

@@ -8,17 +8,13 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use zkr_connection::ConnectionState;
 use zkr_integration_tests::{
-    builder, connect, connect_with_session, eventually, timing, unique_root, wait_for_state,
+    builder, connect, connect_with_session, eventually, raw, timing, unique_root, wait_for_state,
 };
 use zkr_recipes::config::{
     ConfigError, ConfigEvent, ConfigPublisher, ConfigTreeWatcher, ConfigWatcher, Json, Utf8, WatchMode,
 };
 use zkr_testing::{expire_session, shared_server, FaultProxy, TestingServer};
 use zookeeper_client::{Client, CreateMode};
-
-async fn raw(connect_string: &str) -> Client {
-    Client::connect(connect_string).await.expect("raw client")
-}
 
 /// Waits until the watcher holds `value` at ZooKeeper's current version of `path`.
 async fn holds_latest(watcher: &ConfigWatcher<u64>, observer: &Client, path: &str) -> u64 {

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use zkr_connection::{ConnectionState::*, Error, RetryOptions, ZkClient};
 use zkr_integration_tests::{
-    builder, connect, connect_with_session, eventually, expect_no_state, expect_states, timing, unique_root,
+    builder, connect, connect_with_session, eventually, expect_no_state, expect_states, raw, timing,
+    unique_root,
 };
 use zkr_testing::{expire_session, shared_server, FaultProxy, TestingCluster, TestingServer};
 use zookeeper_client::{Acls, Client, CreateMode};
@@ -20,10 +21,6 @@ async fn states_until_reconnected_after_lost(
         seen.push(next.expect("a state").expect("the stream goes on"));
     }
     seen
-}
-
-async fn raw(connect_string: &str) -> Client {
-    Client::connect(connect_string).await.expect("raw client")
 }
 
 #[tokio::test]

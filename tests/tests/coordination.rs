@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use zkr_integration_tests::{children, connect_with_session, eventually, timing, unique_root};
+use zkr_integration_tests::{children, connect_with_session, eventually, raw, timing, unique_root};
 use zkr_recipes::barriers::{BarrierError, DistributedBarrier, DistributedDoubleBarrier};
 use zkr_testing::peers::CuratorTool;
 use zkr_testing::{expire_session, shared_server, FaultProxy};
@@ -16,10 +16,6 @@ use zookeeper_client::{Client, CreateMode};
 /// A manager whose session outlives a busy machine's stalls: the tests expire sessions on purpose.
 async fn connect(connect_string: &str) -> zkr_connection::ZkClient {
     connect_with_session(connect_string, 30).await
-}
-
-async fn raw(connect_string: &str) -> Client {
-    Client::connect(connect_string).await.expect("raw client")
 }
 
 /// The member nodes under a double barrier (its children but `ready`).

@@ -12,7 +12,7 @@ use std::time::Duration;
 use futures::{Stream, StreamExt};
 use zkr_connection::retry::RetryNTimes;
 use zkr_connection::ZkClient;
-use zkr_integration_tests::{builder, children, connect, eventually, timing, unique_root};
+use zkr_integration_tests::{builder, children, connect, eventually, raw, timing, unique_root};
 use zkr_recipes::counters::{
     CounterError, DistributedAtomicInteger, DistributedAtomicLong, PromotedToLock, SharedCount, SharedValue,
     VersionedValue,
@@ -20,11 +20,7 @@ use zkr_recipes::counters::{
 use zkr_recipes::id::{IdGenerator, SegmentIdGenerator, StepPolicy};
 use zkr_testing::peers::{parse_result, CuratorTool, PeerProcess};
 use zkr_testing::{expire_session, shared_server, FaultProxy};
-use zookeeper_client::{Client, CreateMode};
-
-async fn raw(connect_string: &str) -> Client {
-    Client::connect(connect_string).await.expect("raw client")
-}
+use zookeeper_client::CreateMode;
 
 /// Lost races retried often, without sleeping long.
 fn busy_retry() -> RetryNTimes {

@@ -9,15 +9,11 @@ use std::time::Duration;
 use rand::RngExt;
 use zkr_connection::ZkClient;
 use zkr_integration_tests::{
-    builder, children, connect, connect_with_session, eventually, mntr_counter, timing, unique_root,
+    builder, children, connect, connect_with_session, eventually, mntr_counter, raw, timing, unique_root,
 };
 use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard, KazooLockDriver, LockError, LostReason};
 use zkr_testing::{expire_session, shared_server, FaultProxy, TestingCluster, TestingServer};
 use zookeeper_client::{Client, CreateMode};
-
-async fn raw(connect_string: &str) -> Client {
-    Client::connect(connect_string).await.expect("raw client")
-}
 
 /// Two sessions of their own, each with a mutex at `path`.
 async fn two_contenders(

@@ -12,15 +12,11 @@ use futures::{Stream, StreamExt as _};
 use serde_json::{json, Value};
 use zkr_connection::zookeeper_client::{AuthId, Permission};
 use zkr_connection::{Acl, CreateMode, Parents, ZkClient};
-use zkr_integration_tests::{children, connect, timing, unique_root};
+use zkr_integration_tests::{children, connect, raw, timing, unique_root};
 use zkr_recipes::codec::{Codec, CodecError, Json};
 use zkr_recipes::model::{ModelError, ModelEvent, ModelSpec, ModeledFramework, ZPath};
 use zkr_testing::{shared_server, ServerOptions, TestingServer};
 use zookeeper_client::{Client, CreateMode as RawMode};
-
-async fn raw(connect_string: &str) -> Client {
-    Client::connect(connect_string).await.expect("raw client")
-}
 
 /// Creates `path` with `data` as another program would (no codec).
 async fn plant(client: &Client, path: &str, data: &[u8]) {

@@ -7,14 +7,10 @@
 use std::time::Duration;
 
 use zkr_connection::Error as ZkError;
-use zkr_integration_tests::{connect, eventually, timing, unique_root};
+use zkr_integration_tests::{connect, eventually, raw, timing, unique_root};
 use zkr_recipes::nodes::{GroupMember, NodeError, PersistentNode, PersistentTtlNode};
 use zkr_testing::{expire_session, shared_server, ServerOptions, TestingServer};
 use zookeeper_client::{Client, CreateMode};
-
-async fn raw(connect_string: &str) -> Client {
-    Client::connect(connect_string).await.expect("raw client")
-}
 
 /// Waits until the node's path is `Some` and differs from `old`.
 async fn next_path(node: &PersistentNode, old: Option<&str>) -> String {
@@ -90,7 +86,8 @@ async fn a_protected_sequential_node_gets_a_new_name_when_created_again_and_clos
 async fn another_sessions_ephemeral_node_is_not_taken_over_but_waited_for() {
     let server = shared_server().await.unwrap();
     let zk = connect(&server.connect_string()).await;
-    let squatter = raw(&server.connect_string()).await;
+    // Its own short session (the default 6 s): dropping it ends the session and frees the node.
+    let squatter = Client::connect(&server.connect_string()).await.unwrap();
     let path = format!("{}/id-1", unique_root("pn-held"));
     let mode = CreateMode::Ephemeral.with_acls(zookeeper_client::Acls::anyone_all());
     squatter

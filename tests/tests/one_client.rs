@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use zkr_connection::retry::RetryNTimes;
 use zkr_connection::ZkClient;
-use zkr_integration_tests::{builder, children, connect_with_session, eventually, timing, unique_root};
+use zkr_integration_tests::{builder, children, connect_with_session, eventually, raw, timing, unique_root};
 use zkr_recipes::barriers::DistributedDoubleBarrier;
 use zkr_recipes::counters::{CounterError, DistributedAtomicLong};
 use zkr_recipes::discovery::{ServiceDiscovery, ServiceInstance};
@@ -16,11 +16,7 @@ use zkr_recipes::locks::{InterProcessMutex, InterProcessSemaphoreV2, MaxLeases};
 use zkr_recipes::nodes::{GroupMember, PersistentNode};
 use zkr_recipes::queues::{DistributedQueue, Utf8};
 use zkr_testing::{shared_server, FaultProxy, Latency, TestingServer};
-use zookeeper_client::{Client, CreateMode};
-
-async fn raw(connect_string: &str) -> Client {
-    Client::connect(connect_string).await.expect("raw client")
-}
+use zookeeper_client::CreateMode;
 
 /// Polls `future` once (as a `select!` that another branch wins would) and drops it.
 async fn poll_once_and_drop<F: std::future::Future>(future: F) {

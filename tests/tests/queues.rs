@@ -11,17 +11,13 @@ use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
 use zkr_connection::ZkClient;
-use zkr_integration_tests::{builder, children, connect_with_session, eventually, timing, unique_root};
+use zkr_integration_tests::{builder, children, connect_with_session, eventually, raw, timing, unique_root};
 use zkr_recipes::queues::{
     DistributedPriorityQueue, DistributedQueue, QueueError, SimpleDistributedQueue, Utf8,
 };
 use zkr_testing::peers::{CuratorTool, KazooTool, PeerProcess};
 use zkr_testing::{expire_session, shared_server, FaultProxy};
-use zookeeper_client::{Client, CreateMode};
-
-async fn raw(connect_string: &str) -> Client {
-    Client::connect(connect_string).await.expect("raw client")
-}
+use zookeeper_client::CreateMode;
 
 fn strings(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}-{i}")).collect()

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""`cargo test --workspace`, with the long fault checkers beside the rest.
+
+cargo holds its lock on the target directory while its test binaries run, one after another,
+so two `cargo test` runs cannot overlap. This builds every test binary once (`cargo test
+--workspace --no-run`), then runs them directly, as cargo would (in their package's directory),
+in two lanes: the fault checkers, which spend most of their time waiting for sessions to expire
+and servers to come back, in one; every other binary and then the doc tests in the other. Each
+binary's output is printed whole when it ends, so the lanes never interleave; the run fails if
+any binary or the doc tests failed, naming them at the end. `--also COMMAND` runs a command in a
+lane of its own beside them (`make test` runs the compatibility run there: its servers are
+other releases, its test binaries the ones just built).
+
+    scripts/run-tests.py [--also COMMAND]...
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+# The binaries of the checkers' lane, longest first (their share of the suite: about 260 s of
+# 570 s on the 2-core machine in `make test` at 0da6133).
+CHECKERS = ["checker", "checker_ids", "checker_config"]
+
+LOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target")
+print_lock = threading.Lock()
+failed = []
+
+
+def build():
+    """Builds every test binary; returns (name, package directory, executable) for each."""
+    out = subprocess.run(
+        ["cargo", "test", "--workspace", "--no-run", "--message-format=json-render-diagnostics"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    if out.returncode != 0:
+        sys.exit(out.returncode)
+    binaries = []
+    for line in out.stdout.splitlines():
+        m = json.loads(line)
+        if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+            directory = os.path.dirname(m["manifest_path"])
+            binaries.append((m["target"]["name"], m["target"]["kind"][0], directory, m["executable"]))
+    return binaries
+
+
+def run(label, command, cwd, env=None):
+    """Runs one command to its end and prints its output whole.
+
+    The output goes to a file, not a pipe: a server or peer process that a test started and
+    that outlives it for a moment would hold a pipe open, and the lane would wait for it."""
+    started = time.monotonic()
+    with tempfile.TemporaryFile(mode="w+", dir=LOGS) as out:
+        code = subprocess.run(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+        took = time.monotonic() - started
+        out.seek(0)
+        with print_lock:
+            print(f"     Running {label} ({took:.1f} s)", flush=True)
+            shutil.copyfileobj(out, sys.stdout)
+            sys.stdout.flush()
+            if code != 0:
+                failed.append(label)
+
+
+def lane(binaries, then=None):
+    for name, kind, directory, executable in binaries:
+        env = dict(os.environ, CARGO_MANIFEST_DIR=directory)
+        relative = os.path.relpath(executable)
+        run(f"{kind} {name} ({relative})", [executable], directory, env)
+    if then:
+        then()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--also", action="append", default=[], metavar="COMMAND",
+                        help="a shell command to run in a lane of its own once the build is done (repeatable)")
+    args = parser.parse_args()
+    binaries = build()
+    checkers = sorted((b for b in binaries if b[0] in CHECKERS and b[1] == "test"), key=lambda b: CHECKERS.index(b[0]))
+    rest = [b for b in binaries if b not in checkers]
+    doc_tests = lambda: run("doc tests (cargo test --workspace --doc)", ["cargo", "test", "--workspace", "--doc"], None)
+    lanes = [threading.Thread(target=lane, args=(checkers,)), threading.Thread(target=lane, args=(rest, doc_tests))]
+    lanes += [threading.Thread(target=run, args=(command, ["bash", "-c", command], None)) for command in args.also]
+    for t in lanes:
+        t.start()
+    for t in lanes:
+        t.join()
+    if failed:
+        print("\nfailed: " + ", ".join(failed), file=sys.stderr)
+        sys.exit(1)
+    print(f"\nall {len(binaries)} test binaries, the doc tests and {len(args.also)} other commands passed")
+
+
+if __name__ == "__main__":
+    main()
