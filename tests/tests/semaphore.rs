@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use zkr_integration_tests::{children, connect, eventually, timing, unique_root};
+use zkr_integration_tests::{children, connect, eventually, raw, timing, unique_root};
 use zkr_recipes::locks::{
     InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LockError, LostReason, MaxLeases,
 };
@@ -25,7 +25,9 @@ async fn never_more_holders_than_leases() {
     let server = shared_server().await.unwrap();
     let root = unique_root("semaphore");
     let inside = Arc::new(AtomicUsize::new(0));
-    let most = Arc::new(AtomicUsize::new(0));
+    // The most holders seen at once, watched: a holder waits (bounded) until two have held
+    // together once, so that the run shows both leases in use on a busy machine too.
+    let most = Arc::new(tokio::sync::watch::Sender::new(0_usize));
     let mut tasks = Vec::new();
     for _ in 0..6 {
         let zk = connect(&server.connect_string()).await;
@@ -35,8 +37,9 @@ async fn never_more_holders_than_leases() {
             for _ in 0..5 {
                 let lease = semaphore.acquire().await.unwrap();
                 let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
-                most.fetch_max(now, Ordering::SeqCst);
-                // Long enough that the next acquirer gets the second lease meanwhile.
+                most.send_modify(|most| *most = (*most).max(now));
+                let _ =
+                    tokio::time::timeout(timing().wait(), most.subscribe().wait_for(|most| *most >= 2)).await;
                 tokio::time::sleep(Duration::from_millis(25)).await;
                 inside.fetch_sub(1, Ordering::SeqCst);
                 lease.release().await.unwrap();
@@ -47,9 +50,10 @@ async fn never_more_holders_than_leases() {
     for task in tasks {
         task.await.unwrap();
     }
-    assert!(most.load(Ordering::SeqCst) <= 2, "{} holders at once", most.load(Ordering::SeqCst));
-    assert_eq!(most.load(Ordering::SeqCst), 2, "two leases were in use together");
-    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let most = *most.borrow();
+    assert!(most <= 2, "{most} holders at once");
+    assert_eq!(most, 2, "two leases were in use together");
+    let observer = raw(&server.connect_string()).await;
     eventually("no lease left", || async { leases(&observer, &root).await == 0 }).await;
 }
 
@@ -65,7 +69,7 @@ async fn timeouts_and_dropped_acquires_leave_nothing_and_leases_move_between_tas
     for i in 0..10u64 {
         let _ = tokio::time::timeout(Duration::from_millis(20 * i), mutex.acquire()).await;
     }
-    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let observer = raw(&server.connect_string()).await;
     eventually("only the held lease", || async { leases(&observer, &root).await == 1 }).await;
     // Released from another task.
     tokio::spawn(async move { held.release().await.unwrap() }).await.unwrap();
@@ -85,7 +89,7 @@ async fn a_shared_count_changes_the_limit_at_run_time() {
     let semaphore = InterProcessSemaphoreV2::new(&zk, &root, MaxLeases::Shared(count.clone())).unwrap();
     let first = semaphore.acquire().await.unwrap();
     assert!(semaphore.acquire_timeout(SHORT).await.unwrap().is_none(), "one lease while the count is 1");
-    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let observer = raw(&server.connect_string()).await;
     observer.set_data(&count, &2i32.to_be_bytes(), None).await.unwrap();
     let second = semaphore.acquire_timeout(timing().wait()).await.unwrap();
     assert!(second.is_some(), "two leases once the count is 2");
@@ -113,7 +117,7 @@ async fn a_lease_is_lost_with_its_session() {
     assert!(matches!(lease.release().await, Err(LockError::Lost { .. })));
 
     // A lease whose node someone else deletes is lost too.
-    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let observer = raw(&server.connect_string()).await;
     let lost = taken.lost();
     tokio::pin!(lost);
     assert!(tokio::time::timeout(SHORT, &mut lost).await.is_err(), "a held lease is not lost");
@@ -153,7 +157,7 @@ async fn curator_and_zkr_share_a_semaphore() {
 async fn several_leases_at_once_all_or_none_with_data_on_each() {
     let server = shared_server().await.unwrap();
     let root = unique_root("semaphore-many");
-    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let observer = raw(&server.connect_string()).await;
     let zk = connect(&server.connect_string()).await;
     let semaphore = InterProcessSemaphoreV2::new(&zk, &root, MaxLeases::Fixed(4))
         .unwrap()
@@ -195,7 +199,7 @@ async fn several_leases_at_once_all_or_none_with_data_on_each() {
 async fn callers_of_several_leases_beyond_the_maximum_together_take_turns() {
     let server = shared_server().await.unwrap();
     let root = unique_root("semaphore-many-turns");
-    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let observer = raw(&server.connect_string()).await;
     let (zk, other) = (connect(&server.connect_string()).await, connect(&server.connect_string()).await);
     let hang = timing().multiple(Duration::from_secs(20));
     for round in 0..5 {
@@ -226,7 +230,7 @@ async fn callers_of_several_leases_beyond_the_maximum_together_take_turns() {
 async fn try_acquire_takes_a_free_lease_and_leaves_nothing_when_none_is() {
     let server = shared_server().await.unwrap();
     let zk = connect(&server.connect_string()).await;
-    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let observer = raw(&server.connect_string()).await;
     let root = unique_root("sem-try");
     let first = InterProcessSemaphoreV2::new(&zk, &root, MaxLeases::Fixed(2)).unwrap();
     let second = InterProcessSemaphoreV2::new(&zk, &root, MaxLeases::Fixed(2)).unwrap();
