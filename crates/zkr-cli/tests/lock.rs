@@ -2,23 +2,12 @@
 
 use std::process::Stdio;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
 use zkr_connection::ZkClient;
 use zkr_recipes::locks::InterProcessMutex;
 use zkr_testing::{shared_server, Timing};
 
 mod common;
-use common::{exit_status, rand_suffix, run_zkr, send_signal, unique, wait_for_children, zkr};
-
-/// The first line a child with piped stdout prints, within the wait bound.
-async fn first_line(child: &mut tokio::process::Child) -> String {
-    let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
-    tokio::time::timeout(Timing::from_env().wait(), lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .expect("a line")
-}
+use common::{exit_status, first_line, rand_suffix, run_zkr, send_signal, unique, wait_for_children, zkr};
 
 #[tokio::test]
 async fn lock_processes_never_overlap() {

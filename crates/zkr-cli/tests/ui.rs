@@ -17,7 +17,7 @@ use zkr_recipes::queues::DistributedQueue;
 use zkr_testing::{TestingServer, Timing};
 
 mod common;
-use common::{send_signal, unique, zkr};
+use common::{first_line, send_signal, unique, zkr};
 
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -37,16 +37,6 @@ async fn start_ui(connect: &str, args: &[&str]) -> (tokio::process::Child, Strin
         .find(|w| w.starts_with("http://"))
         .unwrap_or_else(|| panic!("no URL in {line:?}"));
     (child, url.to_owned())
-}
-
-/// The first line on the child's stdout, within the wait bound.
-async fn first_line(child: &mut tokio::process::Child) -> String {
-    let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
-    tokio::time::timeout(Timing::from_env().wait(), lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .expect("a line")
 }
 
 /// chromedriver on a free port, once it says it listens.

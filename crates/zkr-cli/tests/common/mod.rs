@@ -55,6 +55,17 @@ pub fn send_signal(child: &tokio::process::Child, signal: nix::sys::signal::Sign
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).expect("signal the child");
 }
 
+/// The first line a child with piped stdout prints, within the wait bound.
+pub async fn first_line(child: &mut tokio::process::Child) -> String {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+    tokio::time::timeout(Timing::from_env().wait(), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("a line")
+}
+
 /// The child's exit status, within the wait bound.
 pub async fn exit_status(child: &mut tokio::process::Child) -> std::process::ExitStatus {
     tokio::time::timeout(Timing::from_env().wait(), child.wait())
