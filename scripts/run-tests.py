@@ -4,7 +4,7 @@
 cargo holds its lock on the target directory while its test binaries run, one after another,
 so two `cargo test` runs cannot overlap. This builds every test binary once (`cargo test
 --workspace --no-run`), then runs them directly, as cargo would (in their package's directory),
-in two lanes: the fault checkers, which spend most of their time waiting for sessions to expire
+in two lanes at once: the fault checkers, which spend most of their time waiting for sessions to expire
 and servers to come back, in one; every other binary and then the doc tests in the other. Each
 binary's output is printed whole when it ends, so the lanes never interleave; the run fails if
 any binary or the doc tests failed, naming them at the end. `--also COMMAND` runs a command in a
@@ -34,7 +34,7 @@ failed = []
 
 
 def build():
-    """Builds every test binary; returns (name, package directory, executable) for each."""
+    """Builds every test binary; returns (target name, target kind, package directory, executable) for each."""
     out = subprocess.run(
         ["cargo", "test", "--workspace", "--no-run", "--message-format=json-render-diagnostics"],
         stdout=subprocess.PIPE,
