@@ -22,17 +22,9 @@ out=$PWD/target/compat
 rm -rf "$out"
 mkdir -p "$out"
 
-# Test binary name -> executable, from one build.
-cargo test --workspace --no-run --message-format=json 2>/dev/null |
-  python3 -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    # (The workspace build of `make test`, so that nothing is built again with other features.)
-    if (m.get("reason") == "compiler-artifact" and m.get("executable") and "test" in m["target"]["kind"]
-            and m["package_id"].split("#")[0].endswith("/tests")):
-        print(m["target"]["name"], m["executable"])
-' >"$out/binaries"
+# Test binary name -> executable of the tests package, from one build (the workspace build of
+# `make test`, so that nothing is built again with other features).
+scripts/run-tests.py --list 2>/dev/null | awk -F '\t' -v dir="$PWD/tests" '$2 == "test" && $3 == dir {print $1, $4}' >"$out/binaries"
 
 # run <name> <env assignment> <filter>: every listed test (whose name matches <filter>) of
 # every binary, one binary after another, into <name>.log and the table.

@@ -12,6 +12,7 @@ lane of its own beside them (`make test` runs the compatibility run there: its s
 other releases, its test binaries the ones just built).
 
     scripts/run-tests.py [--also COMMAND]...
+    scripts/run-tests.py --list     # the test binaries (scripts/compat.sh runs some of them)
 """
 
 import argparse
@@ -82,8 +83,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--also", action="append", default=[], metavar="COMMAND",
                         help="a shell command to run in a lane of its own once the build is done (repeatable)")
+    parser.add_argument("--list", action="store_true",
+                        help="build, then print each test binary as: name, kind, package directory, executable (tab-separated)")
     args = parser.parse_args()
     binaries = build()
+    if args.list:
+        for binary in binaries:
+            print("\t".join(binary))
+        return
     checkers = sorted((b for b in binaries if b[0] in CHECKERS and b[1] == "test"), key=lambda b: CHECKERS.index(b[0]))
     rest = [b for b in binaries if b not in checkers]
     doc_tests = lambda: run("doc tests (cargo test --workspace --doc)", ["cargo", "test", "--workspace", "--doc"], None)
