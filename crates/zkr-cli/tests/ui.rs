@@ -300,6 +300,7 @@ async fn it_refuses_what_it_should() {
     let (mut guarded, url) = start_ui(&connect, &["--root", &root, "--token", "s3cret"]).await;
     let address = url.trim_start_matches("http://").trim_end_matches('/').to_owned();
     assert_eq!(get(&address, "/", &[]).await.0, 200);
+    assert_eq!(get(&address, "/icon.svg", &[]).await.0, 200, "the page's assets need no token");
     assert_eq!(get(&address, "/api/view", &[]).await.0, 401);
     assert_eq!(get(&address, "/events", &[("Authorization", "Bearer wrong")]).await.0, 401);
     let (status, body) = get(&address, "/api/view", &[("Authorization", "Bearer s3cret")]).await;

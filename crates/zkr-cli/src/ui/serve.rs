@@ -1,4 +1,4 @@
-//! The web side of `zkr ui`: the page and its two assets (built into the binary), the current
+//! The web side of `zkr ui`: the page and its assets (built into the binary), the current
 //! view as JSON, and the views as server-sent events. GET only: nothing here writes to
 //! ZooKeeper. Without a token only loopback host names are answered (so that a web page
 //! elsewhere cannot read it through DNS rebinding); with one, every data request carries it.
@@ -20,6 +20,8 @@ use tokio::sync::watch;
 const PAGE: &str = include_str!("assets/index.html");
 const SCRIPT: &str = include_str!("assets/app.js");
 const STYLE: &str = include_str!("assets/app.css");
+/// The tab's icon (without one, browsers ask for `/favicon.ico` and log its 404).
+const ICON: &str = include_str!("assets/icon.svg");
 
 /// What every request sees.
 #[derive(Debug, Clone)]
@@ -40,6 +42,7 @@ pub(crate) fn router(shared: Shared) -> Router {
         .route("/", get(|| asset(PAGE, "text/html; charset=utf-8")))
         .route("/app.js", get(|| asset(SCRIPT, "text/javascript; charset=utf-8")))
         .route("/app.css", get(|| asset(STYLE, "text/css; charset=utf-8")))
+        .route("/icon.svg", get(|| asset(ICON, "image/svg+xml")))
         .route("/api/view", get(current))
         .route("/events", get(events))
         .layer(middleware::from_fn_with_state(shared.clone(), guard))
@@ -78,7 +81,7 @@ async fn guard(State(shared): State<Shared>, request: Request, next: Next) -> Re
         None => (!loopback_host(headers))
             .then_some((StatusCode::FORBIDDEN, "zkr ui answers loopback host names only")),
         Some(token) => {
-            let asset = matches!(request.uri().path(), "/" | "/app.js" | "/app.css");
+            let asset = matches!(request.uri().path(), "/" | "/app.js" | "/app.css" | "/icon.svg");
             let given = bearer(headers).map(str::to_owned).or_else(|| query_token(request.uri().query()));
             let good = given.is_some_and(|t| bool::from(t.as_bytes().ct_eq(token.as_bytes())));
             (!asset && !good).then_some((StatusCode::UNAUTHORIZED, "zkr ui needs its token"))

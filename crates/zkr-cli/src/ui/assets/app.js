@@ -154,10 +154,12 @@ function render() {
     const more = view.tree_more ? `<p class="muted">… and ${view.tree_more} more</p>` : "";
     html += `<details id="other"><summary>Other nodes (${tree.length + view.tree_more})</summary><table>
       <tr><th>path</th><th>children</th><th>bytes</th><th>session</th></tr>${tree.map((n) =>
-      `<tr><td class="mono" title="${esc(n.path)}"><span class="d${Math.min(depth(n.path), 12)}">${esc(leafName(n.path))}</span></td><td>${n.children}</td><td>${n.size}</td><td class="mono">${esc(n.session || "")}</td></tr>`).join("")}</table>${more}</details>`;
+      `<tr><td class="mono" title="${esc(n.path)}"><span data-depth="${depth(n.path)}">${esc(leafName(n.path))}</span></td><td>${n.children}</td><td>${n.size}</td><td class="mono">${esc(n.session || "")}</td></tr>`).join("")}</table>${more}</details>`;
   }
   if (!html) html = `<p class="muted">${view.initialized ? "Nothing under " + esc(view.root) + (f ? " matches the filter." : " yet.") : "Reading the tree…"}</p>`;
   $("main").innerHTML = html;
+  // Indentation through the CSSOM: the page's CSP forbids style attributes in markup.
+  for (const node of $("main").querySelectorAll("[data-depth]")) node.style.paddingLeft = `${node.dataset.depth}rem`;
   $("summary").innerHTML = nav;
   for (const id of open) { const d = document.getElementById(id); if (d) d.open = true; }
   $("updated").textContent = "Updated " + new Date(view.now_ms).toLocaleTimeString() + ".";
