@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use zkr_recipes::cache::CachedNode;
 use zkr_recipes::discovery::ServiceInstance;
+use zkr_recipes::locks::sequence_key;
 
 use super::recognize::{contender, join, Tree};
 use super::view::{session_hex, Contender, Instance, Kind, LockedItem, Recipe};
@@ -53,14 +54,11 @@ pub(crate) enum Marker {
     Lease,
 }
 
-/// The marker and sequence number of a contender's name (a sequence is ten digits).
+/// The marker and sequence order key of a contender's name ([`sequence_key`]: ten characters,
+/// a wrapped counter's negative ones ordered after the rest, as the recipes order them).
 pub(crate) fn marker(name: &str) -> Option<(Marker, u64)> {
     let split = name.len().checked_sub(10)?;
-    let (head, digits) = (name.get(..split)?, name.get(split..)?);
-    if !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let seq = digits.parse().ok()?;
+    let (head, seq) = (name.get(..split)?, sequence_key(name.get(split..)?)?);
     let dashed =
         |word: &str| head.strip_suffix(word).is_some_and(|before| before.is_empty() || before.ends_with('-'));
     let marker = if head.ends_with("__READ__") {
@@ -211,7 +209,7 @@ pub(crate) fn queue(names: &Names<'_>) -> Option<Match> {
 fn is_item(name: &str, prefix: &str) -> bool {
     name.starts_with(prefix)
         && name.len() >= prefix.len() + 10
-        && name.bytes().rev().take(10).all(|b| b.is_ascii_digit())
+        && name.get(name.len() - 10..).and_then(sequence_key).is_some()
 }
 
 /// Fills in the items consumers hold locked: an ephemeral node elsewhere named as an item of

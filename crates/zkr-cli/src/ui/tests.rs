@@ -65,6 +65,10 @@ fn markers_need_ten_digits_and_a_word_boundary() {
     assert_eq!(marker(&format!("{A}-latch-0000000000")), Some((Marker::Latch, 0)));
     assert_eq!(marker(&format!("{A}-lease-0000000004")), Some((Marker::Lease, 4)));
     assert_eq!(marker("queue-0000000004"), None);
+    // A wrapped counter's name orders after the others, as the recipes order it.
+    let (_, wrapped) = marker("lock--000000001").expect("a wrapped lock node");
+    assert!(wrapped > marker("lock-2147483647").unwrap().1);
+    assert_eq!(marker("lock-+000000001"), None);
 }
 
 #[test]
