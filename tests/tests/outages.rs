@@ -436,3 +436,118 @@ async fn an_acquire_waiting_on_a_given_up_session_moves_to_the_new_session_at_on
     assert!(children(&observer, &format!("{path}/lock")).await.is_empty());
     zk.close().await;
 }
+
+/// Waits (bounded) until `session`'s own handle has ended; `false` if it has not by then.
+async fn handle_ends(session: &zkr_connection::Session, bound: Duration) -> bool {
+    let mut states = session.client().state_watcher();
+    let ended = async {
+        while !states.peek_state().is_terminated() {
+            states.changed().await;
+        }
+    };
+    tokio::time::timeout(bound, ended).await.is_ok()
+}
+
+/// A request sent while the connection is down waits in the old handle's queue. Once the
+/// manager gives that session up, the request is never sent, though the server comes back
+/// while it still knows the session: the given-up session is ended on the server and its
+/// handle fails what it held (issue 43, item 2; before, the old handle reconnected and sent it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_queued_on_a_given_up_session_is_never_sent() {
+    use zkr_connection::ConnectionState::{Lost, Reconnected};
+    use zkr_integration_tests::wait_for_state;
+    let v = Victim::new("given-up-queue").await;
+    v.zk.create(&v.path, b"", zkr_connection::CreateMode::Persistent).await.unwrap();
+    let old = v.zk.session().await.unwrap();
+    let mut states = v.zk.state_changes();
+    v.kill();
+    let stale = format!("{}/stale", v.path);
+    let queued = {
+        let (client, stale) = (old.client().clone(), stale.clone());
+        let options = zkr_connection::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+        tokio::spawn(async move { client.create(&stale, b"", &options).await.map(drop) })
+    };
+    wait_for_state(&mut states, Lost).await;
+    v.proxy.heal();
+    wait_for_state(&mut states, Reconnected).await;
+    let observer = zkr_integration_tests::raw(&v.server.connect_string()).await;
+    let ended = handle_ends(&old, timing().wait()).await;
+    assert_eq!(
+        observer.check_stat(&stale).await.unwrap(),
+        None,
+        "a request of the given-up session was applied"
+    );
+    assert!(ended, "the given-up session's handle still lives");
+    let queued = queued.await.unwrap();
+    assert!(queued.is_err(), "{queued:?}");
+    v.zk.close().await;
+}
+
+/// A lock guard kept past the loss of its session holds a handle of that session: the node
+/// must go all the same, the given-up session being ended on the server (before, the handle
+/// reconnected and kept the session, and the lock, alive as long as the guard lived).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guard_kept_on_a_given_up_session_leaves_no_node_behind() {
+    use zkr_connection::ConnectionState::{Lost, Reconnected};
+    use zkr_integration_tests::wait_for_state;
+    let v = Victim::new("given-up-guard").await;
+    let mutex = InterProcessMutex::new(&v.zk, &v.path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    let mut states = v.zk.state_changes();
+    v.kill();
+    wait_for_state(&mut states, Lost).await;
+    v.proxy.heal();
+    wait_for_state(&mut states, Reconnected).await;
+    let observer = zkr_integration_tests::raw(&v.server.connect_string()).await;
+    eventually("the given-up session's lock node to go", || async {
+        observer.check_stat(guard.node_path()).await.unwrap().is_none()
+    })
+    .await;
+    assert!(is_lost(&returns_at_once("release", guard.release()).await));
+    v.zk.close().await;
+}
+
+/// Issue 43, item 2's schedule: a publisher writes "1" to "200" to one node, one after
+/// another, on 10 s sessions; the server stops after write 70 and comes back 3 s later, and
+/// write 71 is retried until it goes through. The node ends on "200" every run: the first try
+/// of write 71, queued on the session the manager gave up, is never applied after the newer
+/// ones (before: "71" at the next version in 4 of 8 runs). `ZKR_GIVEN_UP_RUNS` runs (3 by
+/// default; the closing note of issue 43 reports 20).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_abandoned_at_a_restart_never_lands_after_newer_ones() {
+    use zkr_recipes::codec::Utf8;
+    use zkr_recipes::config::ConfigPublisher;
+    let runs: usize = std::env::var("ZKR_GIVEN_UP_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+    let server: &'static TestingServer = Box::leak(Box::new(TestingServer::start().await.unwrap()));
+    let observer = zkr_integration_tests::raw(&server.connect_string()).await;
+    for run in 0..runs {
+        let zk = zkr_integration_tests::connect_with_session(server.connect_string(), 10).await;
+        let path = unique_root(&format!("abandoned-{run}"));
+        let publisher = ConfigPublisher::new(&zk, Utf8);
+        let first = zk.session().await.unwrap();
+        for i in 1..=200u32 {
+            if i == 71 {
+                server.stop().unwrap();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_secs(3)).await;
+                    server.restart().await.unwrap();
+                });
+            }
+            while publisher.set(&path, &i.to_string()).await.is_err() {}
+        }
+        if zk.session().await.unwrap().generation() != first.generation() {
+            assert!(
+                handle_ends(&first, timing().wait()).await,
+                "run {run}: the given-up session's handle still lives"
+            );
+        }
+        let (data, stat) = observer.get_data(&path).await.unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&data),
+            "200",
+            "run {run}: an abandoned write landed last (version {})",
+            stat.version
+        );
+        zk.close().await;
+    }
+}

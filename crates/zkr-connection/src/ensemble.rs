@@ -160,7 +160,9 @@ async fn connected_again(states: &mut zookeeper_client::StateWatcher) -> bool {
 /// is disconnected and cannot read it: whether the list changed.
 pub(crate) async fn probe(shared: &Shared, hosts: &[String]) -> bool {
     let connect_string = shared.ensemble.connect_string(hosts);
-    let Ok(client) = shared.dial_at(shared.connector(), &connect_string).await else { return false };
+    let Ok(client) = shared.dial_at(shared.connector(), &connect_string).await.map(crate::served::Served::into_client) else {
+        return false;
+    };
     let learned = match client.get_config().await {
         Ok((config, _)) => shared.ensemble.learn(&config),
         Err(_) => false,

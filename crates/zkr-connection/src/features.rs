@@ -37,7 +37,7 @@ impl ZkClient {
         }
         let shared = &self.shared;
         let probed = shared.persistent_watches.get_or_try_init(|| async {
-            let client = shared.dial(shared.connector()).await?;
+            let client = shared.dial(shared.connector()).await?.into_client();
             let probe = tokio::time::timeout(
                 shared.config.connection_timeout,
                 client.watch("/", AddWatchMode::Persistent),

@@ -48,6 +48,7 @@ mod reach;
 mod reads;
 pub mod retry;
 mod retry_loop;
+mod served;
 mod session_client;
 mod stall;
 mod state;

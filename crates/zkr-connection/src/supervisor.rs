@@ -16,6 +16,7 @@ use crate::builder::Config;
 use crate::client::Session;
 use crate::error::Error;
 use crate::path;
+use crate::served::{Freeze, Served};
 use crate::state::ConnectionState;
 
 /// The shared state of one manager: what the supervisor publishes and every handle reads.
@@ -120,17 +121,18 @@ impl Shared {
     pub(crate) async fn dial(
         &self,
         connector: zookeeper_client::Connector,
-    ) -> std::result::Result<Client, zookeeper_client::Error> {
+    ) -> std::result::Result<Served, zookeeper_client::Error> {
         let cs = self.ensemble.connect_string(&self.ensemble.hosts());
         self.dial_at(connector, &cs).await
     }
 
-    /// Connects `connector` to `cs`, within the connection timeout.
+    /// Connects `connector` to `cs`, within the connection timeout; the task serving the
+    /// connection comes with it ([`Served`]).
     pub(crate) async fn dial_at(
         &self,
         connector: zookeeper_client::Connector,
         cs: &str,
-    ) -> std::result::Result<Client, zookeeper_client::Error> {
+    ) -> std::result::Result<Served, zookeeper_client::Error> {
         #[cfg(feature = "tls")]
         let connecting = async {
             if self.config.tls.is_some() {
@@ -141,7 +143,7 @@ impl Shared {
         };
         #[cfg(not(feature = "tls"))]
         let connecting = connector.connect(cs);
-        match tokio::time::timeout(self.config.connection_timeout, connecting).await {
+        match tokio::time::timeout(self.config.connection_timeout, crate::served::served(connecting)).await {
             Ok(result) => result,
             Err(_) => Err(zookeeper_client::Error::Timeout),
         }
@@ -151,12 +153,13 @@ impl Shared {
     pub(crate) async fn connect_once(
         &self,
         hosts: &[String],
-    ) -> std::result::Result<Client, zookeeper_client::Error> {
-        let client = self.dial_at(self.connector(), &self.ensemble.connect_string(hosts)).await?;
+    ) -> std::result::Result<Served, zookeeper_client::Error> {
+        let Served { client, task } =
+            self.dial_at(self.connector(), &self.ensemble.connect_string(hosts)).await?;
         if let Some(ns) = &self.config.namespace {
             ensure_namespace(&client, ns, &*self.config.acl_provider).await?;
         }
-        self.under_namespace(client)
+        Ok(Served { client: self.under_namespace(client)?, task })
     }
 
     /// `client` rooted at the namespace, if there is one.
@@ -172,14 +175,14 @@ impl Shared {
 
     /// Attaches `session` to a new connection on the ensemble's current servers, trying until
     /// it works (the caller bounds the wait); the hosts it dialed come with it.
-    async fn reattach(&self, session: zookeeper_client::SessionInfo) -> (Client, Vec<String>) {
+    async fn reattach(&self, session: zookeeper_client::SessionInfo) -> (Served, Vec<String>) {
         let mut delay = Duration::from_millis(50);
         loop {
             let hosts = self.ensemble.hosts();
             let cs = self.ensemble.connect_string(&hosts);
             match self.dial_at(self.connector().with_session(session.clone()), &cs).await {
-                Ok(client) => match self.under_namespace(client) {
-                    Ok(client) => return (client, hosts),
+                Ok(Served { client, task }) => match self.under_namespace(client) {
+                    Ok(client) => return (Served { client, task }, hosts),
                     Err(e) => tracing::debug!(error = %e, "re-attaching the session failed"),
                 },
                 Err(e) => tracing::debug!(error = %e, connect = %cs, "re-attaching the session failed"),
@@ -191,7 +194,7 @@ impl Shared {
 
     /// Connects a new session, retrying with a capped backoff until it works or we are closed;
     /// the hosts it dialed come with it.
-    pub(crate) async fn connect_until_done(&self) -> (Client, Vec<String>) {
+    pub(crate) async fn connect_until_done(&self) -> (Served, Vec<String>) {
         let mut delay = Duration::from_millis(50);
         loop {
             let hosts = self.ensemble.hosts();
@@ -243,17 +246,19 @@ enum SessionEnd {
     Lost,
     Closed,
     /// The session was re-attached on new hosts: the new connection, and the hosts it dialed.
-    Moved(Client, Vec<String>),
+    Moved(Served, Vec<String>),
 }
 
 #[tracing::instrument(name = "zk.supervisor", skip_all, fields(connect = %shared.config.connect_string))]
 pub(crate) async fn supervise(shared: Arc<Shared>) {
     loop {
-        let (mut client, mut dialed) = tokio::select! {
+        let (Served { mut client, task }, mut dialed) = tokio::select! {
             biased;
             _ = shared.cancel.cancelled() => break,
             connected = shared.connect_until_done() => connected,
         };
+        // Every connection this session had: all of them go silent when it is given up.
+        let mut tasks = vec![task];
         let generation = shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
         tracing::info!(session = %client.session_id(), generation, timeout = ?client.session_timeout(), "session established");
         crate::telemetry::session_established(&shared.config.name, client.session_timeout());
@@ -269,9 +274,12 @@ pub(crate) async fn supervise(shared: Arc<Shared>) {
         let end = loop {
             match monitor(&shared, &client, &mut watcher, &dialed).await {
                 SessionEnd::Moved(moved, hosts) => {
-                    tracing::info!(session = %moved.session_id(), generation, ?hosts, "session moved to new hosts");
+                    tracing::info!(session = %moved.client.session_id(), generation, ?hosts, "session moved to new hosts");
                     tracker.abort();
-                    (client, dialed) = (moved, hosts);
+                    // The old connection would take the session back when it reconnects.
+                    tasks.last().map(Freeze::freeze);
+                    tasks.push(moved.task);
+                    (client, dialed) = (moved.client, hosts);
                     watcher = client.state_watcher();
                     tracker = publish(&shared, &client, generation);
                     shared.post(ConnectionState::Reconnected);
@@ -280,16 +288,32 @@ pub(crate) async fn supervise(shared: Arc<Shared>) {
             }
         };
         tracker.abort();
-        shared.end_session();
         if let SessionEnd::Closed = end {
-            close_on_server(&shared, client, watcher).await;
+            shared.end_session();
+            close_on_server(&shared, client, watcher, tasks).await;
             break;
         }
-        drop(client);
+        // Silent before anyone hears that it was given up: what its handles queued is never
+        // sent, whatever the server does later.
+        tasks.iter().for_each(Freeze::freeze);
+        shared.end_session();
+        let ended = client.state().is_terminated();
+        tokio::spawn(crate::served::bury(
+            shared.clone(),
+            client.into_session(),
+            ended,
+            tasks,
+            linger(&shared),
+        ));
         tracing::info!(generation, "rebuilding the session");
         crate::telemetry::session_rebuilt(&shared.config.name);
     }
     shared.end_session();
+}
+
+/// How long a closed manager goes on trying to end a given-up session on the server.
+fn linger(shared: &Shared) -> Duration {
+    shared.config.session_timeout * 2
 }
 
 /// Publishes `client` as connection of session `generation`, and starts the ensemble tracker
@@ -320,39 +344,33 @@ fn publish(shared: &Arc<Shared>, client: &Client, generation: u64) -> tokio::tas
 /// Ends a closed manager's session on the server, so its ephemeral nodes are gone when
 /// `close()` returns, even while recipes still hold handles to it (a guard, a lease, a
 /// watcher): dropping our handle closes the session only if it was the last one, so when it
-/// does not end soon, a second connection attaches to the session and closes it from there.
-/// The handles left then see the session end. A server that cannot be reached is not waited
-/// for: the session ends there at its timeout.
-async fn close_on_server(shared: &Shared, client: Client, mut watcher: zookeeper_client::StateWatcher) {
-    let session = client.session().clone();
-    if !shared.current().is_some_and(ConnectionState::is_connected) || session.is_readonly() {
-        return;
-    }
-    drop(client);
-    let closing = async {
-        if watcher.peek_state().is_terminated() {
-            return;
-        }
+/// does not end soon, the connections are frozen and a connection of its own closes the
+/// session ([`crate::served::bury`]). A server that cannot be reached is not waited for:
+/// that goes on in the background, and the session ends there at its timeout at the latest.
+async fn close_on_server(
+    shared: &Arc<Shared>,
+    client: Client,
+    mut watcher: zookeeper_client::StateWatcher,
+    tasks: Vec<Freeze>,
+) {
+    let reachable =
+        shared.current().is_some_and(ConnectionState::is_connected) && !client.session().is_readonly();
+    if reachable && !watcher.peek_state().is_terminated() {
+        let session = client.session().clone();
+        drop(client);
         let ended = async { while !watcher.changed().await.is_terminated() {} };
         if tokio::time::timeout(Duration::from_millis(100), ended).await.is_ok() {
             return;
         }
-        // The handles' own connection takes the session back when it reconnects first: try
-        // again until ours is the one that closes it.
-        loop {
-            if watcher.peek_state().is_terminated() {
-                return;
-            }
-            if let Ok(closer) = shared.dial(shared.connector().with_session(session.clone())).await {
-                let mut closed = closer.state_watcher();
-                drop(closer);
-                while !closed.changed().await.is_terminated() {}
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(2), closing).await;
+        // Another handle keeps the connection: silence it and close the session from ours.
+        tasks.iter().for_each(Freeze::freeze);
+        let bury = tokio::spawn(crate::served::bury(shared.clone(), session, false, tasks, linger(shared)));
+        let _ = tokio::time::timeout(Duration::from_secs(2), bury).await;
+        return;
+    }
+    tasks.iter().for_each(Freeze::freeze);
+    let ended = watcher.peek_state().is_terminated();
+    tokio::spawn(crate::served::bury(shared.clone(), client.into_session(), ended, tasks, linger(shared)));
 }
 
 async fn monitor(
@@ -452,8 +470,8 @@ async fn move_when_gone(
             delay = (delay * 2).min(Duration::from_secs(2));
         }
     }
-    let (client, hosts) = shared.reattach(session).await;
-    SessionEnd::Moved(client, hosts)
+    let (served, hosts) = shared.reattach(session).await;
+    SessionEnd::Moved(served, hosts)
 }
 
 /// Creates the namespace node `/<ns>` and its ancestors (persistent, with the provider's ACL)
