@@ -3,6 +3,7 @@
 //! applied to every path.
 
 mod acl;
+mod document;
 mod read;
 mod transfer;
 mod write;

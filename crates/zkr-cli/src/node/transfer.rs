@@ -5,17 +5,14 @@ use std::io::Read as _;
 
 use anyhow::Context as _;
 use base64::Engine as _;
-use serde::{Deserialize, Serialize};
-use zkr_connection::zookeeper_client::AuthId;
 use zkr_connection::{path, Acl, CreateMode, Parents, ZkClient};
 
+use super::document::{self, AclEntry, Checked, Document, Node, FORMAT};
 use super::{absent, stat_json};
 use crate::config::output::print_line;
 use crate::connect::{parse_path, ConnectArgs};
 use crate::exit::{Code, Exit, Failure};
 
-/// The document's `format`.
-const FORMAT: &str = "zkr-export/1";
 /// A transaction's share of an import: ZooKeeper refuses a request over `jute.maxbuffer`
 /// (1 MiB by default).
 const BATCH_BYTES: usize = 512 * 1024;
@@ -42,6 +39,10 @@ pub(crate) struct ExportArgs {
 The nodes are written in transactions of up to 512 KiB: each is all or nothing, the import as a
 whole is not. Missing parents of PATH are created (persistent, empty). Ephemeral nodes are
 never created (they would go with zkr's session): they are skipped and named on stderr.
+The whole document is checked before anything is written: each node's path is \"\" (PATH
+itself) or a valid ZooKeeper path starting with / (so below PATH, never beside it), given once,
+after its parent; its data and ACL are ones ZooKeeper takes. Exit 2 naming the first bad node,
+with nothing written.
 Exit 6, with nothing written, when a node exists and --overwrite is not given.")]
 pub(crate) struct ImportArgs {
     /// The document (`-` for stdin).
@@ -55,33 +56,6 @@ pub(crate) struct ImportArgs {
     /// Replace the data and ACL of nodes that exist (otherwise exit 6).
     #[arg(long)]
     overwrite: bool,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct Document {
-    format: String,
-    /// The exported root, for the reader.
-    root: String,
-    nodes: Vec<Node>,
-}
-
-#[derive(Debug, Serialize, Deserialize, PartialEq)]
-struct Node {
-    /// Relative to the root: "" for the root itself, "/a/b" below it.
-    path: String,
-    /// `text` (UTF-8) or `base64`.
-    encoding: String,
-    data: String,
-    acl: Vec<AclEntry>,
-    ephemeral: bool,
-    stat: serde_json::Value,
-}
-
-#[derive(Debug, Serialize, Deserialize, PartialEq)]
-struct AclEntry {
-    scheme: String,
-    id: String,
-    perms: String,
 }
 
 pub(crate) async fn export(args: ExportArgs, connect: &ConnectArgs) -> anyhow::Result<Code> {
@@ -134,12 +108,6 @@ fn acl_entry(acl: &Acl) -> AclEntry {
     AclEntry { scheme: acl.scheme().to_owned(), id: acl.id().to_owned(), perms }
 }
 
-fn acl_of(entry: &AclEntry) -> anyhow::Result<Acl> {
-    let permission = super::acl::permission_of(&entry.perms)
-        .ok_or_else(|| anyhow::anyhow!("{:?}: a permission is one of cdrwa", entry.perms))?;
-    Ok(Acl::new(permission, AuthId::new(&entry.scheme, &entry.id)))
-}
-
 /// A node to write: its target path, data and ACL, and whether it exists.
 struct Planned {
     target: String,
@@ -150,8 +118,18 @@ struct Planned {
 
 pub(crate) async fn import(args: ImportArgs, connect: &ConnectArgs) -> anyhow::Result<Code> {
     let document = read_document(&args.file)?;
+    // The whole document is checked before anything is read or written.
+    let checked = document::check(&document, &args.path)
+        .map_err(|bad| Failure::error(Exit::Usage, format!("{}: {bad}; nothing written", args.file)))?;
     let zk = connect.connect().await?;
-    let planned = plan(&zk, &document, &args.path).await?;
+    if !checked.has_root && !checked.nodes.is_empty() && zk.exists(&args.path).await?.is_none() {
+        let message = format!(
+            "{}: no such node, and the document has no node for it (path \"\"); nothing written",
+            args.path
+        );
+        return Err(Failure::error(Exit::Absent, message));
+    }
+    let planned = plan(&zk, checked.nodes).await?;
     let existing: Vec<&str> = planned.iter().filter(|p| p.exists).map(|p| p.target.as_str()).collect();
     if !existing.is_empty() && !args.overwrite {
         let shown = existing.iter().take(3).copied().collect::<Vec<_>>().join(", ");
@@ -200,28 +178,16 @@ fn read_document(file: &str) -> anyhow::Result<Document> {
     Ok(document)
 }
 
-/// The nodes to write under `root`, ephemeral ones left out (and named on stderr).
-async fn plan(zk: &ZkClient, document: &Document, root: &str) -> anyhow::Result<Vec<Planned>> {
-    let mut planned = Vec::with_capacity(document.nodes.len());
-    for node in &document.nodes {
-        let target = format!("{}{}", root.trim_end_matches('/'), node.path);
-        let target = if target.is_empty() { "/".to_owned() } else { target };
+/// The checked nodes with whether each exists, ephemeral ones left out (and named on stderr).
+async fn plan(zk: &ZkClient, nodes: Vec<Checked>) -> anyhow::Result<Vec<Planned>> {
+    let mut planned = Vec::with_capacity(nodes.len());
+    for node in nodes {
         if node.ephemeral {
-            eprintln!("zkr: skipping the ephemeral node {target}");
+            eprintln!("zkr: skipping the ephemeral node {}", node.target);
             continue;
         }
-        let data = match node.encoding.as_str() {
-            "text" => node.data.clone().into_bytes(),
-            "base64" => base64::engine::general_purpose::STANDARD
-                .decode(&node.data)
-                .with_context(|| format!("{}: data not in base64", node.path))?,
-            other => {
-                return Err(Failure::error(Exit::Usage, format!("{}: unknown encoding {other:?}", node.path)))
-            }
-        };
-        let acl = node.acl.iter().map(acl_of).collect::<anyhow::Result<Vec<_>>>()?;
-        let exists = zk.exists(&target).await?.is_some();
-        planned.push(Planned { target, data, acl, exists });
+        let exists = zk.exists(&node.target).await?.is_some();
+        planned.push(Planned { target: node.target, data: node.data, acl: node.acl, exists });
     }
     Ok(planned)
 }
