@@ -313,6 +313,39 @@ async fn a_consumer_whose_session_expired_mid_item_cannot_ack_it_after_another_t
     assert!(children(&observer, &locks).await.is_empty());
 }
 
+/// Issue 43, item 1: two users of one client. A's session expires with A's item lock; B, on
+/// the client's next session, takes the item and holds a lock at the very same path. A's late
+/// ack must not pass the lock check on B's lock: it answers `LockLost` and writes nothing,
+/// and B's ack succeeds (before, A's ack deleted the item and B's lock on the new session).
+#[tokio::test]
+async fn an_ack_after_the_session_ended_never_commits_on_the_next_session() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let observer = raw(&cs).await;
+    let root = unique_root("queue-next-session");
+    let (path, locks, done) = (format!("{root}/queue"), format!("{root}/locks"), format!("{root}/done"));
+    let zk = connect_with_session(&cs, 30).await;
+    let a = DistributedQueue::builder(&zk, &path, Utf8).lock_path(&locks).build().unwrap();
+    let b = DistributedQueue::builder(&zk, &path, Utf8).lock_path(&locks).build().unwrap();
+    a.put(&"job".to_string()).await.unwrap();
+    observer
+        .create(&done, &[], &CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()))
+        .await
+        .unwrap();
+    let held_by_a = a.take().await.unwrap();
+    expire_session(&zk.client().await.unwrap(), &cs).await.unwrap();
+    let taken_by_b = b.take_timeout(timing().wait()).await.unwrap().expect("the item for B");
+    assert_eq!(children(&observer, &locks).await.len(), 1, "B's lock, at the path A's had");
+    let late = held_by_a.ack_and_create(&format!("{done}/job-a"), b"").await;
+    assert!(matches!(late, Err(QueueError::LockLost { .. })), "{late:?}");
+    assert!(children(&observer, &done).await.is_empty(), "A's late ack wrote nothing");
+    assert_eq!(children(&observer, &path).await.len(), 1, "the item is still B's");
+    taken_by_b.ack_and_create(&format!("{done}/job-b"), b"").await.unwrap();
+    assert_eq!(children(&observer, &done).await, ["job-b"], "completed once");
+    assert!(children(&observer, &path).await.is_empty());
+    assert!(children(&observer, &locks).await.is_empty());
+}
+
 /// Spawns a lock-safe consumer process.
 fn worker(cs: &str, path: &str, locks: &str, done: &str, work_ms: u64) -> PeerProcess {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zkr-queue-worker"));

@@ -30,6 +30,7 @@ pub struct RetryOptions {
     pub(crate) across_sessions: bool,
     pub(crate) policy: Option<Arc<dyn RetryPolicy>>,
     pub(crate) no_resend: bool,
+    pub(crate) session: Option<Session>,
 }
 
 /// What bounds a loop: a timeout from its start, or a caller's deadline.
@@ -97,6 +98,33 @@ impl RetryOptions {
     /// [`ZkClient::retry_write`] says that it was.
     pub fn no_resend(mut self) -> Self {
         self.no_resend = true;
+        self
+    }
+
+    /// Runs every attempt on `session`, the first one included: once the manager has given
+    /// that session up (or replaced it), the loop stops with [`Error::SessionExpired`] and
+    /// sends nothing. For operations on a node that stands for a hold (a lock node, a lease, an
+    /// item's lock): such a node is only ever the session's that created it, and on the next
+    /// session the same path may be another holder's. Overrides
+    /// [`across_sessions`](Self::across_sessions).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// use zkr_connection::RetryOptions;
+    ///
+    /// let session = zk.session().await?;
+    /// let owner = session.clone();
+    /// // … an ephemeral node created on `session` …
+    /// zk.retry_with(RetryOptions::default().on_session(&owner), |s| async move {
+    ///     s.client().delete("/app/lock-0000000001", None).await
+    /// })
+    /// .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn on_session(mut self, session: &Session) -> Self {
+        self.session = Some(session.clone());
         self
     }
 
@@ -174,7 +202,8 @@ impl ZkClient {
     {
         let mut budget = options.budget(self.retry_policy());
         let deadline = budget.deadline();
-        let mut first_session: Option<Session> = None;
+        let pinned = options.session.is_some();
+        let mut first_session: Option<Session> = options.session.clone();
         let mut last_error: Option<zookeeper_client::Error> = None;
         loop {
             // The session at hand, without subscribing to the session channel; the wait for
@@ -184,7 +213,9 @@ impl ZkClient {
                 None => Box::pin(self.session_for(deadline)).await?,
             };
             match &first_session {
-                Some(first) if first.generation() != session.generation() && !options.across_sessions => {
+                Some(first)
+                    if first.generation() != session.generation() && (pinned || !options.across_sessions) =>
+                {
                     return Err(Error::SessionExpired { session: first.id() });
                 }
                 None => first_session = Some(session.clone()),
@@ -278,7 +309,7 @@ impl ZkClient {
         if self.is_closed() {
             return Err(Error::Closed);
         }
-        if !options.across_sessions || !budget.allows(error) {
+        if options.session.is_some() || !options.across_sessions || !budget.allows(error) {
             // (Curator's default would carry on here; see RetryOptions::across_sessions.)
             return Err(Error::SessionExpired { session: session_id });
         }

@@ -198,6 +198,29 @@ impl Transaction {
         self.check(path, -1)
     }
 
+    /// Commits on `session` only ([`RetryOptions::on_session`]): once the manager has given it
+    /// up, the commit fails with [`Error::SessionExpired`] and nothing is sent. For a
+    /// transaction that checks or deletes a node that stands for a hold: on another session
+    /// the same path may be another holder's node.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// let session = zk.session().await?;
+    /// zk.transaction()
+    ///     .on_session(&session)
+    ///     .check_exists("/queue/lock/item-0000000003")
+    ///     .delete("/queue/item-0000000003", None)
+    ///     .commit()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn on_session(mut self, session: &crate::Session) -> Self {
+        self.options = self.options.on_session(session);
+        self
+    }
+
     /// Adds every operation of `other` after this one's (`other`'s retry options are not
     /// taken): for a recipe that commits its own operations with a caller's.
     pub fn append(mut self, other: Transaction) -> Self {
@@ -208,7 +231,9 @@ impl Transaction {
     /// Retry options for the commit (a deadline, a policy of its own). Defaults to the
     /// manager's policy with no deadline.
     pub fn retry_options(mut self, options: RetryOptions) -> Self {
-        self.options = options;
+        // The session it is pinned to stays: a policy is no way to leave it.
+        let session = options.session.clone().or_else(|| self.options.session.take());
+        self.options = RetryOptions { session, ..options };
         self
     }
 

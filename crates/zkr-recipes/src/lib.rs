@@ -26,6 +26,7 @@ pub mod discovery;
 mod errors;
 mod fence;
 mod host;
+mod owned;
 pub mod id;
 pub mod kazoo;
 pub mod leader;

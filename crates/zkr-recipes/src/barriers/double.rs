@@ -50,12 +50,14 @@ pub struct DistributedDoubleBarrier {
 struct Entered {
     node: PersistentNode,
     cache: CuratorCache,
+    /// The czxid of the round's `ready` we passed by: the only one our leave deletes.
+    ready: i64,
 }
 
 /// What a snapshot tells an entering member.
 enum Step {
-    /// The quota is met: go on.
-    Pass,
+    /// The quota is met: go on, by the `ready` of this czxid.
+    Pass(i64),
     /// The quota is met and no one has said so: create `ready`, checking these members.
     CreateReady(Vec<String>),
 }
@@ -147,7 +149,7 @@ impl DistributedDoubleBarrier {
         let Some(cache) = cache(&self.zk, &self.path, CacheMode::Children, deadline).await? else {
             return Ok(false);
         };
-        loop {
+        let ready = loop {
             // Our first node's czxid: the round we entered. A node created again after our
             // session expired is newer than the `ready` of that round, which must still let us
             // pass.
@@ -157,15 +159,12 @@ impl DistributedDoubleBarrier {
             .await;
             match finished(step, deadline)? {
                 None => return Ok(false),
-                Some(Step::Pass) => break,
-                Some(Step::CreateReady(members)) => {
-                    if self.create_ready(&members).await? {
-                        break;
-                    }
-                }
+                Some(Step::Pass(ready)) => break ready,
+                // Made or not, the cache shows the `ready` to pass by next.
+                Some(Step::CreateReady(members)) => self.create_ready(&members).await?,
             }
-        }
-        self.entered = Some(Entered { node, cache });
+        };
+        self.entered = Some(Entered { node, cache, ready });
         Ok(true)
     }
 
@@ -180,24 +179,23 @@ impl DistributedDoubleBarrier {
         // while the quota holds, since it was left behind by an earlier round.
         match ready {
             Some(ready) if ready.stat.czxid > entered_at || members.len() >= self.member_qty => {
-                Some(Step::Pass)
+                Some(Step::Pass(ready.stat.czxid))
             }
             None if members.len() >= self.member_qty => Some(Step::CreateReady(members)),
             _ => None,
         }
     }
 
-    /// Creates `ready` if every counted member still exists (one transaction); `false` when
+    /// Creates `ready` if every counted member still exists (one transaction); nothing when
     /// one left or another member created it first (the cache shows which next).
-    async fn create_ready(&self, members: &[String]) -> Result<bool, BarrierError> {
+    async fn create_ready(&self, members: &[String]) -> Result<(), BarrierError> {
         let mut txn = self.zk.transaction();
         for member in members {
             txn = txn.check_exists(&path::join(&self.path, member));
         }
         let ready = path::join(&self.path, READY);
         match txn.create(&ready, &[], CreateMode::Persistent).commit().await {
-            Ok(_) => Ok(true),
-            Err(zkr_connection::Error::TransactionFailed { .. }) => Ok(false),
+            Ok(_) | Err(zkr_connection::Error::TransactionFailed { .. }) => Ok(()),
             // The session ended, or ZooKeeper went away, with the create in flight: the cache
             // shows whether `ready` was made once it is confirmed again (our node is made
             // again on the new session).
@@ -207,14 +205,14 @@ impl DistributedDoubleBarrier {
                     ErrorKind::Lost | ErrorKind::Unreachable | ErrorKind::Indeterminate
                 ) =>
             {
-                Ok(false)
+                Ok(())
             }
             Err(e) => Err(e.into()),
         }
     }
 
     async fn leave_by(&mut self, deadline: Option<Deadline>) -> Result<bool, BarrierError> {
-        let Entered { node, cache } = self.entered.take().ok_or(BarrierError::NotEntered)?;
+        let Entered { node, cache, ready } = self.entered.take().ok_or(BarrierError::NotEntered)?;
         drop(node); // deleted in the background; the wait below sees it go
         let path = &self.path;
         let left = crate::cache::wait_confirmed(&mut cache.snapshots(), deadline, |s| {
@@ -224,10 +222,36 @@ impl DistributedDoubleBarrier {
         if finished(left, deadline)?.is_none() {
             return Ok(false);
         }
-        if let Err(error) = self.zk.delete_if_present(&path::join(path, READY)).await {
+        if let Err(error) = self.delete_ready(ready).await {
             tracing::warn!(path = %path, %error, "could not delete the double barrier's ready node");
         }
         Ok(true)
+    }
+
+    /// Deletes `ready` if it is our round's (created at `czxid`), at the version read with
+    /// it: a slow leaver never deletes the next round's, which a member of that round may not
+    /// have seen yet (Curator deletes whatever `ready` there is). A next round's `ready` made
+    /// between the read and the delete (a whole quota entering within one round trip) is
+    /// created at version 0 like ours and would still go: the layout has no round number.
+    async fn delete_ready(&self, czxid: i64) -> zkr_connection::Result<()> {
+        let ready = path::join(&self.path, READY);
+        let ready = ready.as_str();
+        self.zk
+            .retry(|s| async move {
+                match s.client().check_stat(ready).await? {
+                    Some(stat) if stat.czxid == czxid => {
+                        match s.client().delete(ready, Some(stat.version)).await {
+                            Ok(())
+                            | Err(zookeeper_client::Error::NoNode | zookeeper_client::Error::BadVersion) => {
+                                Ok(())
+                            }
+                            Err(e) => Err(e),
+                        }
+                    }
+                    _ => Ok(()),
+                }
+            })
+            .await
     }
 }
 

@@ -435,7 +435,15 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
         // second application (a versionless set applied twice, a sequential create doubled).
         let once = zkr_connection::RetryOptions::default()
             .policy(zkr_connection::retry::RetryNTimes::new(0, Duration::ZERO));
-        Ok(self.inner.internals.zk().transaction().retry_options(once).check_exists(self.node.path()))
+        // On the node's own session: on another, nothing of this hold can be checked.
+        Ok(self
+            .inner
+            .internals
+            .zk()
+            .transaction()
+            .on_session(self.node.session())
+            .retry_options(once)
+            .check_exists(self.node.path()))
     }
 
     /// Commits a transaction made by [`transaction`](Self::transaction) and answers the results

@@ -1,15 +1,15 @@
 //! [`QueueItem`]: what a consumer takes, and in lock-safe mode the lock it holds on the item.
 
 use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
 
 use zkr_connection::SessionClient;
-use zkr_connection::{Session, Transaction, ZkClient};
+use zkr_connection::{Transaction, ZkClient};
 use zookeeper_client::{Acls, CreateMode, OneshotWatcher};
 
 use super::QueueError;
 use crate::fence::SessionFence;
+use crate::owned::{self, Owned};
 
 /// One queue node taken by a consumer: its values (one, or several from a
 /// [`put_multi`](super::DistributedQueue::put_multi)) and, in lock-safe mode, the lock on it.
@@ -182,8 +182,7 @@ fn session_ended(error: &zkr_connection::Error) -> bool {
 /// whose reply was lost) and deletes one only when the node holds its token.
 pub(crate) struct ItemLock {
     zk: ZkClient,
-    fence: SessionFence,
-    path: String,
+    lock: Owned,
     token: Arc<[u8]>,
     armed: bool,
 }
@@ -196,36 +195,12 @@ impl Drop for ItemLock {
     }
 }
 
-/// Runs `op` on `session` under the retry policy; a session that ended is `SessionExpired`,
-/// never a call on its successor (an ephemeral lock is only ours on its own session).
-pub(crate) async fn pinned<T, F, Fut>(
-    zk: &ZkClient,
-    session: &Session,
-    mut op: F,
-) -> zkr_connection::Result<T>
-where
-    F: FnMut(zkr_connection::SessionClient) -> Fut,
-    Fut: Future<Output = Result<T, zookeeper_client::Error>>,
-{
-    let generation = session.generation();
-    zk.retry(|s| {
-        let call = (s.generation() == generation).then(|| op(s.client().clone()));
-        async move {
-            match call {
-                Some(call) => call.await,
-                None => Err(zookeeper_client::Error::SessionExpired),
-            }
-        }
-    })
-    .await
-}
-
 /// Deletes the lock at `path` if it is the one holding `token` on `session`; errors mean the
 /// session (and the node with it) is gone.
-async fn delete_owned(zk: ZkClient, session: Session, path: String, token: Arc<[u8]>) {
-    let owner = session.id();
-    let deleted = pinned(&zk, &session, |client| {
-        let (path, token) = (path.clone(), token.clone());
+async fn delete_owned(zk: ZkClient, lock: Owned, token: Arc<[u8]>) {
+    let (owner, path) = (lock.session().id(), lock.path());
+    let deleted = lock.retry(&zk, |client| {
+        let token = token.clone();
         async move {
             match owned_version(&client, &path, owner, &token).await? {
                 Some(version) => match client.delete(&path, Some(version)).await {
@@ -237,7 +212,7 @@ async fn delete_owned(zk: ZkClient, session: Session, path: String, token: Arc<[
         }
     });
     if let Err(error) = deleted.await {
-        tracing::debug!(lock = %path, %error, "queue item lock not deleted; it ends with its session");
+        tracing::debug!(lock = %lock.path(), %error, "queue item lock not deleted; it ends with its session");
     }
 }
 
@@ -305,16 +280,16 @@ impl ItemLock {
         let session = zk.session().await?;
         let mut lock = ItemLock {
             zk: zk.clone(),
-            fence: SessionFence::new(session, zk.error_epoch()),
-            path: path.to_owned(),
+            // Owned from here on: until the create is known not applied, the node may be ours.
+            lock: Owned::created(path, SessionFence::new(session, zk.error_epoch())),
             token: uuid::Uuid::new_v4().simple().to_string().into_bytes().into(),
             armed: false,
         };
         // Dropped mid-create, the node may exist: delete it if it is ours.
         let mut guard = zkr_connection::DropGuard::new("a queue item lock being created", lock.delete());
         let acls = zk.acl_for_path(path);
-        let (owner, token) = (lock.fence.session().id(), &lock.token);
-        let created = pinned(zk, lock.fence.session(), |client| {
+        let (owner, token) = (lock.lock.session().id(), &lock.token);
+        let created = owned::on_session(zk, lock.lock.session(), |client| {
             let acls = acls.clone();
             async move { create_or_watch(&client, path, token, &acls, owner).await }
         });
@@ -337,24 +312,24 @@ impl ItemLock {
 
     /// Deletes the lock if it is still ours (the background half of a release).
     fn delete(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        delete_owned(self.zk.clone(), self.fence.session().clone(), self.path.clone(), self.token.clone())
+        delete_owned(self.zk.clone(), self.lock.clone(), self.token.clone())
     }
 
     /// Gives the lock up: awaited while the hold is not known lost, in the background after.
     async fn release(mut self) {
         self.armed = false;
         let delete = self.delete();
-        if self.fence.lost_reason(&self.zk).is_some() {
+        if self.lock.fence().lost_reason(&self.zk).is_some() {
             zkr_connection::spawn_cleanup("a released queue item's lock", delete);
             return;
         }
-        let _ = zkr_connection::run_detached(delete, self.fence.lost(&self.zk)).await;
+        let _ = zkr_connection::run_detached(delete, self.lock.fence().lost(&self.zk)).await;
     }
 
     /// Reads the item `node` on the lock's session, after the lock was taken: `None` when it
     /// is gone (another consumer removed it before we locked it).
     pub(crate) async fn read(&self, node: &str) -> Result<Option<Vec<u8>>, QueueError> {
-        let read = pinned(&self.zk, self.fence.session(), |client| async move {
+        let read = self.lock.retry(&self.zk, |client| async move {
             match client.get_data(node).await {
                 Ok((data, _)) => Ok(Some(data)),
                 Err(zookeeper_client::Error::NoNode) => Ok(None),
@@ -368,11 +343,12 @@ impl ItemLock {
         }
     }
 
-    /// Deletes `node` and the lock in one transaction checked against the lock (which exists
-    /// only on the session that holds it), with the caller's own operations after them.
+    /// Deletes `node` and the lock in one transaction on the lock's own session, checked
+    /// against the lock, with the caller's own operations after them. On another session the
+    /// same path may be another consumer's lock: once the lock's session was given up, this
+    /// sends nothing and answers `LockLost`.
     pub(crate) async fn commit(&mut self, node: &str, own: Option<Transaction>) -> Result<(), QueueError> {
-        let mut txn =
-            self.zk.transaction().check_exists(&self.path).delete(node, None).delete(&self.path, None);
+        let mut txn = self.lock.transaction(&self.zk).delete(node, None).delete(self.lock.path(), None);
         if let Some(own) = own {
             txn = txn.append(own);
         }
@@ -402,8 +378,7 @@ impl ItemLock {
     /// After a retried commit found the lock gone: was the first attempt applied? It was when
     /// the item is gone: nobody but the lock's holder deletes a locked item.
     async fn applied(&self, node: &str) -> Result<bool, QueueError> {
-        let check =
-            pinned(&self.zk, self.fence.session(), |client| async move { client.check_stat(node).await });
+        let check = self.lock.retry(&self.zk, |client| async move { client.check_stat(node).await });
         match check.await {
             Ok(stat) => Ok(stat.is_none()),
             Err(e) if session_ended(&e) => Ok(false),
