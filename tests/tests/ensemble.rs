@@ -30,6 +30,7 @@ async fn a_client_of_the_old_servers_follows_a_reconfiguration_with_its_lock_and
     let cache = CuratorCache::builder(&zk, &format!("{root}/tree")).start().await.unwrap();
     let session = zk.session().await.unwrap();
     assert_eq!(zk.status().servers.len(), 3, "{:?}", zk.status().servers);
+    dialed_by_name_stays_on_its_handle(&cluster).await;
 
     let added = cluster.add_servers(2).await.unwrap();
     let new_hosts: Vec<String> = added.iter().map(|&i| cluster.server_connect_string(i).unwrap()).collect();
@@ -62,4 +63,38 @@ async fn a_client_of_the_old_servers_follows_a_reconfiguration_with_its_lock_and
     for client in [zk, fresh, untracked] {
         client.close().await;
     }
+}
+
+/// Issue 43, item 7: a client that dialed the servers by a name (`localhost`) while
+/// `/zookeeper/config` lists their addresses keeps its one handle through a disconnect: its
+/// server is killed and restarted twice, and the session is never re-attached through a
+/// second connection (before, the names never matched the addresses, every dialed server
+/// counted as gone from the first read, and each disconnect made a second handle).
+async fn dialed_by_name_stays_on_its_handle(cluster: &TestingCluster) {
+    let named = builder(&cluster.connect_string().replace("127.0.0.1", "localhost"))
+        .session_timeout(Duration::from_secs(10))
+        .connect()
+        .await
+        .unwrap();
+    let session = named.session().await.unwrap();
+    eventually("the tracker read the addresses", || async {
+        named.status().servers.iter().all(|s| s.starts_with("127.0.0.1:"))
+    })
+    .await;
+    for _ in 0..2 {
+        let server = cluster.server_of_session(session.id()).await.expect("the session's server");
+        cluster.kill(server).unwrap();
+        eventually("the session on another server", || async {
+            named.is_connected() && cluster.server_of_session(session.id()).await.is_some_and(|s| s != server)
+        })
+        .await;
+        cluster.restart(server).await.unwrap();
+    }
+    let now = named.session().await.unwrap();
+    assert_eq!(
+        (now.id(), now.connection()),
+        (session.id(), session.connection()),
+        "a second handle took the session"
+    );
+    named.close().await;
 }

@@ -59,10 +59,38 @@ impl Ensemble {
     }
 
     /// Has every one of `dialed` left the ensemble (so a handle that knows only them can never
-    /// reconnect)?
-    pub(crate) fn left_all(&self, dialed: &[String]) -> bool {
-        let hosts = self.hosts.lock();
-        !dialed.iter().any(|d| hosts.contains(d))
+    /// reconnect)? Servers are compared, not names: `localhost:2181`, a DNS or a Kubernetes
+    /// service name is still in an ensemble that lists the address it resolves to. A dialed
+    /// name that resolves to nothing any more has left.
+    pub(crate) async fn left_all(&self, dialed: &[String]) -> bool {
+        self.others(dialed).await.len() == self.hosts().len()
+    }
+
+    /// The ensemble's servers that are none of `dialed`'s (compared as in
+    /// [`left_all`](Self::left_all)).
+    pub(crate) async fn others(&self, dialed: &[String]) -> Vec<String> {
+        let mut known = Vec::new();
+        for host in dialed {
+            known.extend(resolve(host).await);
+        }
+        let mut others = Vec::new();
+        for host in self.hosts() {
+            if !dialed.contains(&host) && !resolve(&host).await.iter().any(|a| known.contains(a)) {
+                others.push(host);
+            }
+        }
+        others
+    }
+}
+
+/// The socket addresses `host:port` names (none when it names none now).
+async fn resolve(host: &str) -> Vec<std::net::SocketAddr> {
+    match tokio::net::lookup_host(host).await {
+        Ok(addresses) => addresses.collect(),
+        Err(e) => {
+            tracing::debug!(host, error = %e, "a server's name does not resolve");
+            Vec::new()
+        }
     }
 }
 
@@ -160,9 +188,8 @@ async fn connected_again(states: &mut zookeeper_client::StateWatcher) -> bool {
 /// is disconnected and cannot read it: whether the list changed.
 pub(crate) async fn probe(shared: &Shared, hosts: &[String]) -> bool {
     let connect_string = shared.ensemble.connect_string(hosts);
-    let Ok(client) = shared.dial_at(shared.connector(), &connect_string).await.map(crate::served::Served::into_client) else {
-        return false;
-    };
+    let dialing = shared.dial_at(shared.connector(), &connect_string).await;
+    let Ok(client) = dialing.map(crate::served::Served::into_client) else { return false };
     let learned = match client.get_config().await {
         Ok((config, _)) => shared.ensemble.learn(&config),
         Err(_) => false,
@@ -197,8 +224,18 @@ mod tests {
         assert!(ensemble.learn(b"server.1=c:3:4;c:5\nserver.2=d:3:4;d:6"));
         assert!(!ensemble.learn(b"server.1=c:3:4;c:5\nserver.2=d:3:4;d:6"));
         assert_eq!(ensemble.connect_string(&ensemble.hosts()), "c:5,d:6/app");
-        assert!(ensemble.left_all(&["a:1".into(), "b:2".into()]));
-        assert!(!ensemble.left_all(&["a:1".into(), "d:6".into()]));
+    }
+
+    #[tokio::test]
+    async fn servers_are_compared_not_names() {
+        let ensemble = Ensemble::new("a.invalid:1,b.invalid:2");
+        assert!(ensemble.learn(b"server.1=c.invalid:3:4;c.invalid:5\nserver.2=127.0.0.1:3:4;127.0.0.1:6"));
+        assert!(ensemble.left_all(&["a.invalid:1".into(), "b.invalid:2".into()]).await);
+        assert!(!ensemble.left_all(&["a.invalid:1".into(), "c.invalid:5".into()]).await);
+        // Dialed by a name, listed by its address: still in the ensemble (issue 43, item 7).
+        assert!(!ensemble.left_all(&["localhost:6".into()]).await);
+        assert_eq!(ensemble.others(&["localhost:6".into()]).await, ["c.invalid:5"]);
+        assert!(ensemble.left_all(&["localhost:7".into()]).await);
     }
 
     proptest! {

@@ -458,9 +458,8 @@ async fn move_when_gone(
     dialed: Vec<String>,
 ) -> SessionEnd {
     let mut delay = Duration::from_millis(100);
-    while !shared.ensemble.left_all(&dialed) {
-        let others: Vec<String> =
-            shared.ensemble.hosts().into_iter().filter(|h| !dialed.contains(h)).collect();
+    while !shared.ensemble.left_all(&dialed).await {
+        let others = shared.ensemble.others(&dialed).await;
         if others.is_empty() {
             // Nothing new is known: the handle's own hosts are the ensemble.
             return std::future::pending().await;
