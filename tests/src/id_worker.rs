@@ -88,6 +88,11 @@ impl IdWorker {
         self.seen.lock().unwrap().unknown
     }
 
+    /// The IDs it has printed so far.
+    pub fn ids(&self) -> Vec<u64> {
+        self.seen.lock().unwrap().ids.clone()
+    }
+
     /// When it last printed an ID.
     pub fn last_at(&self) -> Option<Instant> {
         self.seen.lock().unwrap().last_at

@@ -83,6 +83,68 @@ async fn sequential_ids_are_unique_globally_ordered_and_leave_no_nodes() {
     }
 }
 
+/// Deletes `node` and every child it has (the ID nodes linger for a moment).
+async fn delete_tree(observer: &Client, node: &str) {
+    for child in children(observer, node).await {
+        let _ = observer.delete(&format!("{node}/{child}"), None).await;
+    }
+    observer.delete(node, None).await.expect("delete the epoch node");
+}
+
+/// Issue 43 item 4: the epoch's sequence counter (its node's cversion) going back below IDs
+/// already handed out, as a server that lost or rolled back the epoch node's history would
+/// have it. Simulated here, deterministically, by deleting the epoch node and creating it again
+/// (its counter restarts at 0), and by deleting it for good (the generator creates it afresh).
+/// Neither the generator that handed out the IDs nor a new one may hand out an ID at or below
+/// one handed out before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequential_ids_never_go_back_when_the_epoch_counter_does() {
+    let server = shared_server().await.unwrap();
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    for recreate in [true, false] {
+        let root = unique_root("seq-went-back");
+        let zk = connect(&server.connect_string()).await;
+        let first = SequentialIdGenerator::new(&zk, &root).unwrap();
+        let before = draw(&first, 40).await;
+        assert_increasing(&before, "before");
+        let high = *before.iter().max().unwrap();
+        let epochs: Vec<String> =
+            children(&observer, &root).await.into_iter().filter(|c| c.starts_with("epoch-")).collect();
+        assert_eq!(epochs, ["epoch-0000000000"]);
+        let epoch = format!("{root}/{}", epochs[0]);
+        let (_, stat) = observer.get_data(&epoch).await.unwrap();
+        assert!(i64::from(stat.cversion) > i64::from(zkr_recipes::id::sequential::decompose(high).1));
+        delete_tree(&observer, &epoch).await;
+        if recreate {
+            observer
+                .create(&epoch, &[], &CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()))
+                .await
+                .unwrap();
+            let (_, stat) = observer.get_data(&epoch).await.unwrap();
+            assert_eq!(stat.cversion, 0, "the recreated epoch's counter starts again");
+        }
+        let again = draw(&first, 40).await;
+        let other_zk = connect(&server.connect_string()).await;
+        let second = SequentialIdGenerator::new(&other_zk, &root).unwrap();
+        let newcomer = draw(&second, 40).await;
+        let mut all = before.clone();
+        all.extend(&again);
+        all.extend(&newcomer);
+        assert_unique(&all);
+        assert_increasing(&[&before[..], &again[..]].concat(), "the first generator");
+        assert!(
+            newcomer.iter().all(|id| *id > high),
+            "recreated {recreate}: a new generator handed out {:?}, at or below {high}",
+            newcomer.iter().find(|id| **id <= high)
+        );
+        assert!(again.iter().all(|id| *id < newcomer[0]), "drawn later, larger");
+        first.next().await.unwrap();
+        drop((first, second));
+        zk.close().await;
+        other_zk.close().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_sequential_calls_leave_no_nodes_and_bad_input_is_refused() {
     let server = shared_server().await.unwrap();

@@ -26,6 +26,9 @@ async fn main() {
         std::process::exit(2);
     };
     let count: usize = count.parse().expect("COUNT is a number");
+    // The recipes' warnings (a sequential epoch whose counter went back) to stderr, for the
+    // checker's log.
+    tracing_subscriber::fmt().with_env_filter("zkr_recipes=warn").with_writer(std::io::stderr).init();
     let zk = ZkClient::builder(connect.as_str())
         .session_timeout(Duration::from_secs(4))
         .connect()

@@ -4,7 +4,7 @@
 //!
 //! | generator | where IDs come from | unique | monotonic per generator | globally ordered | dense | speed |
 //! |---|---|---|---|---|---|---|
-//! | [`SequentialIdGenerator`] | ZooKeeper sequence nodes, batched | yes | yes | yes | no | two quorum writes per batch |
+//! | [`SequentialIdGenerator`] | ZooKeeper sequence nodes, batched | yes | yes | yes | no | two or three quorum writes per batch |
 //! | [`SegmentIdGenerator`] | ranges claimed from a counter node (Meituan Leaf) | yes | yes | no | nearly | memory, millions/s |
 //! | [`SnowflakeIdGenerator`] | clock + leased worker ID (Twitter Snowflake) | yes | yes | roughly (by time) | no | memory, ~4 million/s per worker |
 //!

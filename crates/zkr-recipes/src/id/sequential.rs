@@ -21,6 +21,8 @@ pub const SEQUENCE_BITS: u32 = 31;
 /// margin of 2^24 for creates still in flight when the first generator sees the limit.
 pub const DEFAULT_EPOCH_CAPACITY: u32 = (1 << 31) - (1 << 24);
 const EPOCH_PREFIX: &str = "epoch-";
+/// The high-water record's name under the generator's path (see [`HighWater`]).
+pub const HIGH_WATER_NODE: &str = "high-water";
 /// How long ID nodes whose sequences were read wait for the next batch's multi-op to delete
 /// them before they get a delete of their own. A session's requests are applied in order, so
 /// a delete sent between two batches would hold the next batch's creates up by one commit:
@@ -74,8 +76,12 @@ fn usable_sequence(sequence: i64, capacity: u32) -> Option<u32> {
 /// IDs from ZooKeeper sequence nodes: what the seeds do (create an ephemeral sequential node
 /// and take its suffix), done so that it scales and never repeats.
 ///
-/// - **Unique** across every generator on the same path, in any process: ZooKeeper's leader
-///   assigns each sequence once.
+/// - **Unique** across every generator on the same path, in any process, whatever the epoch's
+///   counter does: every batch is recorded in the path's high-water record (`PATH/high-water`,
+///   a compare-and-set on its version) before its IDs are handed out, and only if all of them
+///   are above the record. A counter that goes back (an epoch node deleted and created again,
+///   or a server that rolled the node's child count back) makes the batch fail that check: the
+///   generator logs a warning, drops the batch and moves to a new epoch above the record.
 /// - **Ordered globally**: an ID handed out after another was handed out (anywhere) is larger.
 ///   In particular IDs are monotonic per generator, in the order calls were made.
 /// - **Not dense**: ZooKeeper's counter counts every child created under the epoch node, so
@@ -90,9 +96,12 @@ fn usable_sequence(sequence: i64, capacity: u32) -> Option<u32> {
 /// - **Fast by batching**: concurrent `next()` calls and [`next_batch`](IdGenerator::next_batch)
 ///   share multi-ops of up to 1000 creates, one ZooKeeper transaction per batch (which also
 ///   deletes the previous batch's nodes) instead of one per ID; a single caller awaiting each
-///   `next()` pays one write per ID, as a plain create would.
+///   `next()` pays two writes per ID (the create and the high-water record).
 ///
-/// Cost: each batch is one quorum write, two when it comes alone. For IDs that need no ZooKeeper round trip use
+/// Cost: each batch is two quorum writes (the creates, and the high-water record), three when
+/// it comes alone (its deletes), plus a read of the record when another generator recorded a
+/// batch since. A batch that another generator's later batch overtook on the way to the
+/// record is dropped and drawn again. For IDs that need no ZooKeeper round trip use
 /// [`SegmentIdGenerator`](super::SegmentIdGenerator) or
 /// [`SnowflakeIdGenerator`](super::SnowflakeIdGenerator).
 ///
@@ -124,6 +133,54 @@ struct Inner {
     queue: OnceLock<mpsc::UnboundedSender<Request>>,
     /// ID nodes whose sequences were handed out, waiting to be deleted (by the batcher only).
     spent: Mutex<Vec<Spent>>,
+    /// The high-water record as this generator last saw it, with its version.
+    high_water: Mutex<Option<(HighWater, i32)>>,
+}
+
+/// The sequences a batch's creates got, each with the zxid it was written at (`None` when the
+/// server's reply does not carry it: ZOOKEEPER-4026).
+#[derive(Debug)]
+struct Drawn(Vec<(i64, Option<i64>)>);
+
+/// What the high-water record said about a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// The batch is above every recorded ID and is recorded now: it may be handed out.
+    Recorded,
+    /// A batch applied after this one was recorded first: draw again.
+    Overtaken,
+    /// The counter went back: the batch was applied after the record's batch, yet is not above
+    /// it. The epoch is left for one above `mark`.
+    WentBack { mark: u64 },
+}
+
+/// `PATH/high-water`: the largest ID any generator on the path has handed out (or is about
+/// to), and the zxid of the batch it came from. 16 bytes: the zxid, then the ID, both
+/// big-endian. Every batch is recorded here (compare-and-set on the node's version) before its
+/// IDs are handed out, and only when all of them are above the record, so no ID at or below
+/// one handed out before is ever handed out, whatever the epoch's counter does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct HighWater {
+    zxid: i64,
+    id: u64,
+}
+
+impl HighWater {
+    fn parse(data: &[u8]) -> Option<Self> {
+        let data: &[u8; 16] = data.try_into().ok()?;
+        let (zxid, id) = data.split_at(8);
+        Some(HighWater {
+            zxid: i64::from_be_bytes(zxid.try_into().ok()?),
+            id: u64::from_be_bytes(id.try_into().ok()?),
+        })
+    }
+
+    fn bytes(self) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        out[..8].copy_from_slice(&self.zxid.to_be_bytes());
+        out[8..].copy_from_slice(&self.id.to_be_bytes());
+        out
+    }
 }
 
 /// ID nodes created on `session` under `parent` with `prefix`, to delete.
@@ -190,6 +247,7 @@ impl SequentialIdGenerator {
                 epoch: Mutex::new(None),
                 queue: OnceLock::new(),
                 spent: Mutex::new(Vec::new()),
+                high_water: Mutex::new(None),
             }),
         })
     }
@@ -305,9 +363,12 @@ impl Inner {
         kept
     }
 
-    /// Draws `n` IDs, in order, moving to a new epoch when the current one is full.
+    /// Draws `n` IDs, in order, moving to a new epoch when the current one is full or its
+    /// counter went back. Every part is recorded in the high-water record before it is kept.
     async fn draw(&self, n: usize) -> Result<Vec<u64>, IdError> {
         let mut ids = Vec::with_capacity(n);
+        // Batches refused in a row without zxids to tell overtaken from gone back.
+        let mut refused = 0u32;
         while ids.len() < n {
             let epoch = self.current_epoch().await?;
             let parent = path::join(&self.path, &epoch_name(epoch));
@@ -319,8 +380,8 @@ impl Inner {
                     async move { self.attempt(&s, parent, wanted).await }
                 })
                 .await;
-            let sequences = match drawn {
-                Ok(sequences) => sequences,
+            let drawn = match drawn {
+                Ok(drawn) => drawn,
                 Err(e) if e.is_no_node() => {
                     // The epoch node is gone (deleted by an administrator): look again.
                     *self.epoch.lock() = None;
@@ -329,10 +390,36 @@ impl Inner {
                 Err(e) => return Err(e.into()),
             };
             let mut full = false;
-            for sequence in sequences {
+            let mut batch = Vec::with_capacity(drawn.0.len());
+            let mut zxids = Vec::with_capacity(drawn.0.len());
+            for (sequence, zxid) in drawn.0 {
                 match usable_sequence(sequence, self.capacity) {
-                    Some(s) if !full => ids.push(compose(epoch, s)),
+                    Some(s) if !full => {
+                        batch.push(compose(epoch, s));
+                        zxids.push(zxid);
+                    }
                     _ => full = true,
+                }
+            }
+            if !batch.is_empty() {
+                match self.record(&batch, &zxids, refused > 0).await? {
+                    Verdict::Recorded => {
+                        refused = 0;
+                        ids.extend(batch);
+                    }
+                    Verdict::Overtaken => {
+                        // A batch applied after this one was recorded first: these IDs may be
+                        // below IDs already handed out, so they are dropped and drawn again.
+                        refused += 1;
+                        if !full {
+                            continue;
+                        }
+                    }
+                    Verdict::WentBack { mark } => {
+                        refused = 0;
+                        self.leave_epoch(epoch, &batch, mark).await?;
+                        continue;
+                    }
                 }
             }
             if full {
@@ -340,6 +427,146 @@ impl Inner {
             }
         }
         Ok(ids)
+    }
+
+    /// Records `batch` (IDs in the order drawn, with the zxids they were created at) in the
+    /// high-water record, if every ID of it is above the record; what was found. Once this
+    /// returns [`Verdict::Recorded`], no generator can record (and so hand out) an ID at or
+    /// below the batch's largest. `doubtful`: a batch drawn just before was refused.
+    async fn record(&self, batch: &[u64], zxids: &[Option<i64>], doubtful: bool) -> Result<Verdict, IdError> {
+        let (lo, hi) = (batch[0], batch[batch.len() - 1]);
+        let known: Vec<i64> = zxids.iter().flatten().copied().collect();
+        let (z_min, z_max) = (known.iter().min().copied(), known.iter().max().copied());
+        if batch.windows(2).any(|w| w[0] >= w[1]) {
+            // The counter went back within the batch (between two of its multi-ops).
+            let mark = self.high_water().await?.map_or(hi, |(hw, _)| hw.id.max(hi));
+            return Ok(Verdict::WentBack { mark });
+        }
+        let node = path::join(&self.path, HIGH_WATER_NODE);
+        let cached = *self.high_water.lock();
+        let verdict = self
+            .zk
+            .retry(|s| {
+                let node = &node;
+                async move {
+                    let client = s.client();
+                    let mut current = cached;
+                    let mut wrote = false;
+                    loop {
+                        let (mark, version) = match current {
+                            Some((mark, version)) => (Some(mark), version),
+                            None => match client.get_data(node).await {
+                                Ok((data, stat)) => match HighWater::parse(&data) {
+                                    Some(mark) => (Some(mark), stat.version),
+                                    None => return Ok(Err(data.len())),
+                                },
+                                Err(zookeeper_client::Error::NoNode) => (None, -1),
+                                Err(e) => return Err(e),
+                            },
+                        };
+                        let fresh_read = current.is_none();
+                        let next = match mark {
+                            Some(m) if m.id == hi && (z_max.is_some_and(|z| z == m.zxid) || wrote) => {
+                                return Ok(Ok((Verdict::Recorded, Some((m, version)))));
+                            }
+                            Some(m) if lo <= m.id => {
+                                if !fresh_read {
+                                    current = None; // judged on a cached record: read it
+                                    continue;
+                                }
+                                let overtaken = match z_min {
+                                    Some(z) => m.zxid >= z,
+                                    None => !doubtful,
+                                };
+                                let verdict = if overtaken {
+                                    Verdict::Overtaken
+                                } else {
+                                    Verdict::WentBack { mark: m.id }
+                                };
+                                return Ok(Ok((verdict, Some((m, version)))));
+                            }
+                            Some(m) => HighWater { zxid: m.zxid.max(z_max.unwrap_or(m.zxid)), id: hi },
+                            None => HighWater { zxid: z_max.unwrap_or(0), id: hi },
+                        };
+                        wrote = true;
+                        let written = if version < 0 {
+                            let acls = self.zk.acl_for_path(node);
+                            let options = CreateMode::Persistent.with_acls(Acls::new(&acls));
+                            client.create(node, &next.bytes(), &options).await.map(|(stat, _)| stat)
+                        } else {
+                            client.set_data(node, &next.bytes(), Some(version)).await
+                        };
+                        match written {
+                            Ok(stat) => return Ok(Ok((Verdict::Recorded, Some((next, stat.version))))),
+                            Err(
+                                zookeeper_client::Error::BadVersion | zookeeper_client::Error::NodeExists,
+                            ) => {
+                                current = None;
+                            }
+                            Err(zookeeper_client::Error::NoNode) => {
+                                current = Some((mark.unwrap_or(next), -1))
+                            }
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
+            })
+            .await?;
+        match verdict {
+            Ok((verdict, seen)) => {
+                *self.high_water.lock() = seen;
+                Ok(verdict)
+            }
+            Err(length) => Err(IdError::CorruptState {
+                path: node,
+                reason: format!("a high-water record is 16 bytes, not {length}"),
+            }),
+        }
+    }
+
+    /// The high-water record and its version, read from ZooKeeper.
+    async fn high_water(&self) -> Result<Option<(HighWater, i32)>, IdError> {
+        let node = path::join(&self.path, HIGH_WATER_NODE);
+        let node = &node;
+        let read = self
+            .zk
+            .retry(|s| async move {
+                match s.client().get_data(node).await {
+                    Ok((data, stat)) => Ok(Some((data, stat.version))),
+                    Err(zookeeper_client::Error::NoNode) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            })
+            .await?;
+        match read {
+            None => Ok(None),
+            Some((data, version)) => match HighWater::parse(&data) {
+                Some(mark) => Ok(Some((mark, version))),
+                None => Err(IdError::CorruptState {
+                    path: node.clone(),
+                    reason: format!("a high-water record is 16 bytes, not {}", data.len()),
+                }),
+            },
+        }
+    }
+
+    /// Leaves `epoch`, whose counter handed out `batch` at or below the high-water `mark` (a
+    /// counter that went back, or an epoch node deleted and created again), for an epoch whose
+    /// every ID is above the mark.
+    async fn leave_epoch(&self, epoch: u32, batch: &[u64], mark: u64) -> Result<(), IdError> {
+        let (mark_epoch, mark_sequence) = decompose(mark);
+        let (drawn_epoch, drawn_sequence) = decompose(batch[0]);
+        tracing::warn!(
+            path = %self.path,
+            epoch,
+            drawn_sequence,
+            drawn_epoch,
+            mark_epoch,
+            mark_sequence,
+            "the epoch's sequence counter went back below the high-water record; moving to a new epoch"
+        );
+        let past = epoch.max(mark_epoch);
+        self.next_epoch(past).await
     }
 
     /// One multi-op per [`OPS_PER_MULTI`] creates, all pipelined, the first also deleting the
@@ -350,7 +577,7 @@ impl Inner {
         session: &Session,
         parent: &str,
         n: usize,
-    ) -> Result<Vec<i64>, zookeeper_client::Error> {
+    ) -> Result<Drawn, zookeeper_client::Error> {
         let first = n.min(OPS_PER_MULTI);
         let piggyback = self.delete_spent(Some((session, OPS_PER_MULTI - first)));
         match self.create_all(session, parent, n, &piggyback).await {
@@ -379,7 +606,7 @@ impl Inner {
         parent: &str,
         n: usize,
         piggyback: &[Spent],
-    ) -> Result<Vec<i64>, (Option<usize>, zookeeper_client::Error)> {
+    ) -> Result<Drawn, (Option<usize>, zookeeper_client::Error)> {
         let client = session.client();
         let prefix = format!("{}-", Uuid::new_v4().simple());
         let node = path::join(parent, &prefix);
@@ -402,13 +629,19 @@ impl Inner {
             left -= chunk;
         }
         let mut paths = Vec::with_capacity(n);
+        // The zxid each created node was written at (`None`: a server that does not say).
+        let mut zxids = Vec::with_capacity(n);
         let mut failure = None;
         for (i, commit) in commits.into_iter().enumerate() {
             match commit.await {
-                Ok(results) => paths.extend(results.into_iter().filter_map(|r| match r {
-                    MultiWriteResult::Create { path, .. } => Some(path),
-                    _ => None,
-                })),
+                Ok(results) => {
+                    for r in results {
+                        if let MultiWriteResult::Create { path, stat } = r {
+                            paths.push(path);
+                            zxids.push((!stat.is_invalid()).then_some(stat.czxid));
+                        }
+                    }
+                }
                 Err(e) => {
                     let index = match &e {
                         MultiWriteError::OperationFailed { index, .. } if i == 0 => Some(*index),
@@ -420,8 +653,12 @@ impl Inner {
             }
         }
         let spent = Spent { session: session.clone(), parent: parent.to_owned(), prefix, paths };
-        let sequences: Vec<i64> =
-            spent.paths.iter().filter_map(|p| p.strip_prefix(&node)).filter_map(|s| s.parse().ok()).collect();
+        let drawn: Vec<(i64, Option<i64>)> = spent
+            .paths
+            .iter()
+            .zip(zxids)
+            .filter_map(|(p, z)| Some((p.strip_prefix(&node)?.parse().ok()?, z)))
+            .collect();
         match failure {
             // A multi-op that failed on one of its operations changed nothing; one whose reply
             // was lost may have created its nodes: find them by the prefix.
@@ -431,7 +668,7 @@ impl Inner {
             }
             None => {
                 self.spent.lock().push(spent);
-                Ok(sequences)
+                Ok(Drawn(drawn))
             }
         }
     }
@@ -570,6 +807,16 @@ mod tests {
             usable_sequence(i64::from(DEFAULT_EPOCH_CAPACITY) - 1, DEFAULT_EPOCH_CAPACITY),
             Some(DEFAULT_EPOCH_CAPACITY - 1)
         );
+    }
+
+    #[test]
+    fn high_water_records_round_trip_and_refuse_other_lengths() {
+        let mark = HighWater { zxid: 0x1_0000_002a, id: compose(16, 344) };
+        assert_eq!(HighWater::parse(&mark.bytes()), Some(mark));
+        assert_eq!(&mark.bytes()[..8], &0x1_0000_002a_i64.to_be_bytes());
+        assert_eq!(HighWater::parse(&[0; 8]), None);
+        assert_eq!(HighWater::parse(&[]), None);
+        assert_eq!(parse_epoch(HIGH_WATER_NODE), None, "never taken for an epoch");
     }
 
     #[test]
