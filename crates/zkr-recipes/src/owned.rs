@@ -51,6 +51,22 @@ impl Owned {
         zk.transaction().on_session(self.session()).check_exists(&self.path)
     }
 
+    /// Sends the node's delete on its session now (a request is sent when it is made, so a
+    /// delete sent before the next create goes first); the reply comes with the future.
+    pub(crate) fn send_delete(
+        &self,
+        zk: &ZkClient,
+    ) -> impl Future<Output = Result<(), zookeeper_client::Error>> + Send + 'static {
+        self.fence.client(zk).delete(&self.path, None)
+    }
+
+    /// Deletes the node in the background, on its session for as long as that lives
+    /// ([`ZkClient::guaranteed_delete`] with the session's generation: once the session ended,
+    /// the node went with it and nothing is sent).
+    pub(crate) fn guaranteed_delete(&self, zk: &ZkClient) -> zkr_connection::GuaranteedDelete {
+        zk.guaranteed_delete(self.path.clone(), Some(self.fence.generation()))
+    }
+
     /// `op` on the node's session under the retry policy; `SessionExpired` once it ended,
     /// never a call on its successor.
     ///

@@ -13,6 +13,7 @@ use super::{
     StandardLockInternalsDriver,
 };
 use crate::fence::SessionFence;
+use crate::owned::Owned;
 
 /// Curator's lease node name: `_c_<uuid>-lease-<seq>` under `<path>/leases`.
 pub const LEASE_NAME: &str = "lease-";
@@ -69,8 +70,10 @@ pub struct InterProcessSemaphoreV2 {
 #[must_use = "dropping a Lease returns it at once"]
 pub struct Lease {
     zk: ZkClient,
-    node: Option<String>,
-    fence: SessionFence,
+    /// The lease node, reachable only through the session that created it.
+    node: Owned,
+    /// Not released yet: a drop deletes the node.
+    armed: bool,
     fencing_token: i64,
 }
 
@@ -78,7 +81,7 @@ impl Lease {
     /// The lease of `node` on `fence`'s session, before its node is created: from here on a
     /// drop deletes the node (if it came to exist) in the background.
     pub(crate) fn pending(zk: &ZkClient, node: String, fence: SessionFence) -> Lease {
-        Lease { zk: zk.clone(), node: Some(node), fence, fencing_token: 0 }
+        Lease { zk: zk.clone(), node: Owned::created(node, fence), armed: true, fencing_token: 0 }
     }
 
     /// The lease node was created with `czxid`.
@@ -88,7 +91,7 @@ impl Lease {
 
     /// The lease node's path.
     pub fn node_path(&self) -> &str {
-        self.node.as_deref().unwrap_or_default()
+        self.node.path()
     }
 
     /// What the lease node holds (Curator's `Lease.getData()`): the data the semaphore was given
@@ -110,7 +113,7 @@ impl Lease {
     pub async fn data(&self) -> Result<Vec<u8>, LockError> {
         // As stored: the client's compression is for the framework calls, not recipe nodes.
         let node = self.node_path();
-        Ok(self.zk.retry(|s| async move { s.client().get_data(node).await }).await?.0)
+        Ok(self.node.retry(&self.zk, |client| async move { client.get_data(node).await }).await?.0)
     }
 
     /// The lease node's creation zxid: grows with every new lease.
@@ -120,7 +123,7 @@ impl Lease {
 
     /// Has the lease's session ended (and the lease node with it)?
     pub fn is_lost(&self) -> bool {
-        self.fence.session_ended(&self.zk)
+        self.node.fence().session_ended(&self.zk)
     }
 
     /// Completes when the lease is lost: its session ends or its node is deleted by someone
@@ -141,9 +144,9 @@ impl Lease {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn lost(&self) -> LostReason {
-        match &self.node {
-            Some(node) => node_gone(&self.zk, self.fence.session(), node).await,
-            None => LostReason::NodeDeleted,
+        match self.armed {
+            true => node_gone(&self.zk, self.node.session(), self.node.path()).await,
+            false => LostReason::NodeDeleted,
         }
     }
 
@@ -161,16 +164,19 @@ impl Lease {
     /// Cancel safe: the delete runs in a task of its own from the first poll, so a dropped
     /// release still returns the lease.
     pub async fn release(mut self) -> Result<(), LockError> {
-        let Some(node) = self.node.take() else { return Ok(()) };
+        if !std::mem::take(&mut self.armed) {
+            return Ok(());
+        }
+        let path = self.node.path().to_owned();
         if self.is_lost() {
-            return Err(LockError::Lost { path: node, reason: LostReason::SessionEnded });
+            return Err(LockError::Lost { path, reason: LostReason::SessionEnded });
         }
         // The delete runs in a task of its own (a guaranteed delete) from here on.
-        let done = self.zk.guaranteed_delete(node.clone(), Some(self.fence.generation()));
+        let done = self.node.guaranteed_delete(&self.zk);
         tokio::select! {
             _ = done.wait() => Ok(()),
-            () = self.zk.session_replaced(self.fence.generation()) => {
-                Err(LockError::Lost { path: node, reason: LostReason::SessionEnded })
+            () = self.zk.session_replaced(self.node.fence().generation()) => {
+                Err(LockError::Lost { path, reason: LostReason::SessionEnded })
             }
             // No server to answer now: the lease is given back; the delete goes on in the
             // background while the session lives (and the node goes with it if it ends).
@@ -181,10 +187,10 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        if let Some(node) = self.node.take() {
-            let (zk, generation) = (self.zk.clone(), self.fence.generation());
+        if std::mem::take(&mut self.armed) {
+            let (zk, node) = (self.zk.clone(), self.node.clone());
             zkr_connection::spawn_cleanup("a dropped semaphore lease", async move {
-                zk.guaranteed_delete(node, Some(generation)).wait().await;
+                node.guaranteed_delete(&zk).wait().await;
             });
         }
     }
@@ -457,13 +463,10 @@ impl InterProcessSemaphoreV2 {
             Err(e) => return Err(e.into()),
         };
         // From here the lease node is ours: a drop or an error returns it.
-        let mut lease = Lease {
-            zk: self.zk.clone(),
-            node: Some(created.path.clone()),
-            // A lease rides out connection trouble: only its session's end counts.
-            fence: SessionFence::new(created.session.clone(), self.zk.error_epoch()),
-            fencing_token: created.stat.czxid,
-        };
+        // A lease rides out connection trouble: only its session's end counts.
+        let fence = SessionFence::new(created.session.clone(), self.zk.error_epoch());
+        let mut lease = Lease::pending(&self.zk, created.path.clone(), fence);
+        lease.created(created.stat.czxid);
         // Every request of the wait counts against the deadline: a request to a server that
         // lost its quorum can go unanswered for seconds.
         let granted = match look {
@@ -473,8 +476,8 @@ impl InterProcessSemaphoreV2 {
         match granted {
             Ok(true) => Ok(Some(lease)),
             Ok(false) => {
-                if let Some(node) = lease.node.take() {
-                    let deleted = lease.zk.guaranteed_delete(node, Some(lease.fence.generation()));
+                if std::mem::take(&mut lease.armed) {
+                    let deleted = lease.node.guaranteed_delete(&lease.zk);
                     // Bounded: past it, the delete goes on in the background.
                     let _ = tokio::time::timeout(TIMEOUT_CLEANUP_GRACE, deleted.wait()).await;
                 }
@@ -488,7 +491,8 @@ impl InterProcessSemaphoreV2 {
     async fn wait_for_room(&self, lease: &Lease, deadline: Option<Deadline>) -> Result<bool, LockError> {
         let ours = path::node_name(lease.node_path());
         let room = |children: Vec<String>| async move { self.has_room(&children, ours).await };
-        wait_for_children(&self.zk, &lease.fence, &self.leases_path, lease.node_path(), deadline, room).await
+        wait_for_children(&self.zk, lease.node.fence(), &self.leases_path, lease.node_path(), deadline, room)
+            .await
     }
 
     /// One look: are there no more lease nodes than the maximum now?

@@ -317,7 +317,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     pub(crate) fn send_release(&self, node: &LockNode) -> Result<Deleting, &'static str> {
         // Asked first, so that a loss nobody asked about is still reported.
         let lost = node.lost_reason(&self.zk);
-        if !node.fence.is_current(&self.zk) {
+        if !node.owned.fence().is_current(&self.zk) {
             return Err("already_gone");
         }
         if self.max_leases == 1 {
@@ -329,7 +329,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             self.delete_in_background(node);
             return Err("in_background");
         }
-        Ok(Box::pin(node.fence.client(&self.zk).delete(&node.path, None)))
+        Ok(Box::pin(node.owned.send_delete(&self.zk)))
     }
 
     /// The second half of [`release_lock`](Self::release_lock): awaits what
@@ -379,7 +379,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     }
 
     fn delete_in_background(&self, node: &LockNode) {
-        let _ = self.zk.guaranteed_delete(node.path.clone(), Some(node.fence.generation()));
+        let _ = node.owned.guaranteed_delete(&self.zk);
     }
 
     /// Every contender's full path, in lock order (the holder first): Curator's

@@ -8,26 +8,27 @@ use zookeeper_client::{EventType, OneshotWatcher, Stat};
 use super::report::LossReport;
 use crate::fence::LostReason;
 use crate::fence::SessionFence;
+use crate::owned::Owned;
 
 /// A contender node that holds the lock (or a lease of it).
 #[derive(Debug, Clone)]
 pub struct LockNode {
-    pub(super) path: String,
+    /// The node, reachable only through the session that created it.
+    pub(super) owned: Owned,
     pub(super) name: String,
     pub(super) stat: Stat,
-    pub(super) fence: SessionFence,
     pub(super) loss: LossReport,
 }
 
 impl LockNode {
     /// The node at `path` (named `name`), created with `stat`, held on `fence`.
     pub(super) fn new(path: String, name: String, stat: Stat, fence: SessionFence) -> Self {
-        LockNode { path, name, stat, fence, loss: LossReport::start() }
+        LockNode { owned: Owned::created(path, fence), name, stat, loss: LossReport::start() }
     }
 
     /// The node's full path.
     pub fn path(&self) -> &str {
-        &self.path
+        self.owned.path()
     }
 
     /// The node's name.
@@ -48,7 +49,7 @@ impl LockNode {
 
     /// The session the node lives with.
     pub fn session(&self) -> &Session {
-        self.fence.session()
+        self.owned.session()
     }
 
     /// Why the lock counts as lost now, if it does; without a ZooKeeper call. Node deletion is
@@ -56,7 +57,7 @@ impl LockNode {
     /// here or there is reported once: a `warn!` event and, with the `metrics` feature,
     /// `zkr_lock_losses_total`.
     pub fn lost_reason(&self, zk: &ZkClient) -> Option<LostReason> {
-        let reason = self.fence.lost_reason(zk);
+        let reason = self.owned.fence().lost_reason(zk);
         if let Some(reason) = reason {
             self.report_lost(reason);
         }
@@ -80,8 +81,8 @@ impl LockNode {
             return reason;
         }
         let reason = tokio::select! {
-            reason = self.fence.lost(zk) => reason,
-            reason = node_gone(zk, self.session(), &self.path) => reason,
+            reason = self.owned.fence().lost(zk) => reason,
+            reason = node_gone(zk, self.session(), self.path()) => reason,
         };
         self.report_lost(reason);
         reason
@@ -89,7 +90,7 @@ impl LockNode {
 
     /// Completes when the lock is lost as this process can tell without asking ZooKeeper.
     pub(super) async fn lost_locally(&self, zk: &ZkClient) -> LostReason {
-        self.fence.lost(zk).await
+        self.owned.fence().lost(zk).await
     }
 }
 

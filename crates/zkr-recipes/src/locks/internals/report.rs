@@ -36,7 +36,7 @@ impl LossReport {
             return;
         }
         tracing::warn!(
-            node = %node.path,
+            node = %node.path(),
             fencing_token = node.fencing_token(),
             reason = reason.label(),
             "lock lost: {reason}"
