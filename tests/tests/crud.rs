@@ -510,3 +510,67 @@ async fn a_handle_with_a_timeout_bounds_each_framework_call_as_a_whole() {
     zk.delete_recursive(&path).await.unwrap();
     zk.close().await;
 }
+
+/// 100 MiB of zeros, gzip-compressed (about 100 KiB), made without holding the 100 MiB.
+fn gzip_bomb() -> Vec<u8> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..100 {
+        encoder.write_all(&zeros).unwrap();
+    }
+    encoder.finish().unwrap()
+}
+
+/// Issue 43, item 9: a small node that inflates to 100 MiB is refused by a compressing
+/// client's read with a typed error (not inflated), a compressing cache keeps it as stored, and
+/// so does the `Gzip` codec; the cap is the client's setting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gzip_bomb_is_refused_not_inflated() {
+    use zkr_connection::compression::DEFAULT_MAX_DECOMPRESSED_LEN;
+    use zkr_recipes::config::{Codec as _, Raw};
+
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let zk = builder(&cs).compression(true).connect().await.unwrap();
+    let plain = builder(&cs).connect().await.unwrap();
+    let root = unique_root("crud-bomb");
+    let bomb = gzip_bomb();
+    assert!(bomb.len() < 200 << 10, "{} bytes", bomb.len());
+    let path = format!("{root}/bomb");
+    plain.create_node(&path).data(&bomb).parents(Parents::Persistent).await.unwrap();
+
+    let read = zk.get_data(&path).await;
+    assert!(
+        matches!(&read, Err(Error::DecompressedTooLarge { path: at, max: DEFAULT_MAX_DECOMPRESSED_LEN }) if *at == path),
+        "{:?}",
+        read.map(|found| found.map(|(data, _)| data.len()))
+    );
+    let decoded = Gzip(Raw).decode(&bomb).map(|value: Vec<u8>| value.len());
+    let cause = decoded.as_ref().err().and_then(std::error::Error::source).map(ToString::to_string);
+    assert!(cause.is_some_and(|c| c.contains("inflates to more than 16777216 bytes")), "{decoded:?}");
+
+    // The cap is the client's: a lower one refuses what the default reads.
+    let small = format!("{root}/small");
+    zk.create_node(&small).data(&[b'a'; 4096]).await.unwrap();
+    assert_eq!(zk.get_data(&small).await.unwrap().expect("the node").0, [b'a'; 4096]);
+    let capped = builder(&cs).compression(true).max_decompressed_len(1024).connect().await.unwrap();
+    let refused = capped.get_data(&small).await.unwrap_err();
+    assert!(matches!(&refused, Error::DecompressedTooLarge { max: 1024, .. }), "{refused:?}");
+    assert!(builder(&cs).max_decompressed_len(0).build().is_err(), "a cap of zero");
+
+    // Caches keep what they cannot inflate as stored: under the default cap the bomb, under
+    // the capped client's the small node too.
+    let stored_small = plain.get_data(&small).await.unwrap().expect("the node").0;
+    let cache = CuratorCache::builder(&plain, &root).compressed(true).start().await.unwrap();
+    assert_eq!(cache.get(&path).expect("cached").data, bomb, "kept as stored");
+    assert_eq!(cache.get(&small).expect("cached").data, [b'a'; 4096]);
+    drop(cache);
+    let cache = CuratorCache::builder(&capped, &root).start().await.unwrap();
+    assert_eq!(cache.get(&small).expect("cached").data, stored_small, "kept as stored");
+    drop(cache);
+    zk.delete_recursive(&root).await.unwrap();
+    for zk in [zk, plain, capped] {
+        zk.close().await;
+    }
+}

@@ -287,3 +287,32 @@ async fn a_path_constructor_filters_a_custom_strategy_and_cache_changes() {
     }
     first.close().await;
 }
+
+/// Issue 43, item 9: two unregisters of one instance at once both return only once its node
+/// is gone (the second used to return at once, the node still there, while the first waited
+/// for the delete).
+#[tokio::test]
+async fn every_concurrent_unregister_returns_once_the_node_is_gone() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let base = unique_root("disc-unregister");
+    let zk = connect(&cs).await;
+    let observer = zkr_integration_tests::raw(&cs).await;
+    let discovery = Discovery::new(&zk, &base).unwrap();
+    for round in 0..5 {
+        let me = ServiceInstance::builder("api", json!({})).id(format!("i-{round}")).build();
+        discovery.register(&me).await.unwrap();
+        let node = format!("{base}/api/i-{round}");
+        assert!(observer.check_stat(&node).await.unwrap().is_some(), "registered");
+        let first = std::pin::pin!(discovery.unregister(&me));
+        let second = std::pin::pin!(discovery.unregister(&me));
+        let (done, other) = match futures::future::select(first, second).await {
+            futures::future::Either::Left(pair) | futures::future::Either::Right(pair) => pair,
+        };
+        done.unwrap();
+        let left = observer.check_stat(&node).await.unwrap();
+        assert!(left.is_none(), "round {round}: an unregister returned with the node still there");
+        other.await.unwrap();
+    }
+    zk.close().await;
+}

@@ -1,4 +1,7 @@
 //! [`ZkClientBuilder`]: settings for a [`ZkClient`](crate::ZkClient), validated in `build()`.
+//! How they print, credentials redacted, is in `builder/debug.rs`.
+
+mod debug;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,8 +16,9 @@ use crate::state::{ConnectionStateErrorPolicy, StandardConnectionStateErrorPolic
 /// [`ZkClientBuilder::stall_nudge`]'s default.
 const DEFAULT_STALL_NUDGE: Option<Duration> = Some(Duration::from_millis(500));
 
-/// The validated settings a [`ZkClient`] runs with.
-#[derive(Debug, Clone)]
+/// The validated settings a [`ZkClient`] runs with. Its `Debug` (in `builder/debug.rs`) prints
+/// every field but the credentials.
+#[derive(Clone)]
 pub(crate) struct Config {
     pub(crate) connect_string: String,
     pub(crate) session_timeout: Duration,
@@ -22,6 +26,8 @@ pub(crate) struct Config {
     pub(crate) retry_policy: Arc<dyn RetryPolicy>,
     pub(crate) namespace: Option<String>,
     pub(crate) compression: bool,
+    /// The most one node's gzip data may inflate to ([`ZkClientBuilder::max_decompressed_len`]).
+    pub(crate) max_decompressed_len: usize,
     pub(crate) auth: Vec<(String, Vec<u8>)>,
     pub(crate) acl_provider: Arc<dyn AclProvider>,
     pub(crate) can_be_read_only: bool,
@@ -55,6 +61,11 @@ pub(crate) struct Config {
 }
 
 /// Builds a [`ZkClient`]. Every setting has Curator's default; `build()` validates them all.
+///
+/// Its `Debug`, and the `Debug` of the [`ZkClient`] it builds and of every recipe holding one,
+/// shows the settings with the credentials as `<redacted>`: the bytes of [`auth`](Self::auth)
+/// entries (their schemes show), the [`sasl`](Self::sasl) options, the [`tls`](Self::tls)
+/// options and the private key of [`tls_identity`](Self::tls_identity).
 ///
 /// # Examples
 ///
@@ -92,6 +103,7 @@ impl ZkClientBuilder {
                 acl_provider: Arc::new(OpenAclProvider),
                 can_be_read_only: false,
                 compression: false,
+                max_decompressed_len: crate::compression::DEFAULT_MAX_DECOMPRESSED_LEN,
                 error_policy: Arc::new(StandardConnectionStateErrorPolicy),
                 stall_nudge: DEFAULT_STALL_NUDGE,
                 ensemble_tracker: true,
@@ -319,6 +331,24 @@ impl ZkClientBuilder {
         self
     }
 
+    /// The most one node's gzip data may inflate to, in bytes, wherever this client
+    /// decompresses: [`get_data`](ZkClient::get_data) with [`compression`](Self::compression)
+    /// on, and the caches built on it. More is refused with [`Error::DecompressedTooLarge`]
+    /// once `max` bytes are out, so a small node cannot inflate to gigabytes in memory (a gzip
+    /// bomb). Defaults to [`DEFAULT_MAX_DECOMPRESSED_LEN`](crate::compression::DEFAULT_MAX_DECOMPRESSED_LEN)
+    /// (16 MiB: sixteen times the most a node holds); must be above zero.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let builder = zkr_connection::ZkClient::builder("zk1:2181").compression(true).max_decompressed_len(64 << 20);
+    /// # let _ = builder;
+    /// ```
+    pub fn max_decompressed_len(mut self, max: usize) -> Self {
+        self.config.max_decompressed_len = max;
+        self
+    }
+
     /// Adds an auth entry (`scheme`, bytes), applied to every session, including the ones built
     /// after an expiry. Defaults to none.
     pub fn auth(mut self, scheme: impl Into<String>, auth: impl Into<Vec<u8>>) -> Self {
@@ -502,6 +532,12 @@ fn validate(config: &Config) -> Result<()> {
     }
     if let Some(ns) = &config.namespace {
         validate_namespace(ns)?;
+    }
+    if config.max_decompressed_len == 0 {
+        return Err(Error::InvalidSetting {
+            setting: "max_decompressed_len",
+            reason: "must be above zero".into(),
+        });
     }
     for (scheme, _) in &config.auth {
         if scheme.is_empty() {

@@ -92,7 +92,9 @@ impl ZkClient {
     /// `getData().storingStatIn(stat).forPath(path)`).
     ///
     /// # Errors
-    /// [`Error::InvalidPath`], or as [`retry`](Self::retry).
+    /// [`Error::InvalidPath`], or as [`retry`](Self::retry); with
+    /// [`compression`](crate::ZkClientBuilder::compression) on, [`Error::Decompress`] and
+    /// [`Error::DecompressedTooLarge`] (see [`decompress_limited`](crate::compression::decompress_limited)).
     ///
     /// # Cancel safety
     /// Cancel safe (a read).
@@ -113,7 +115,8 @@ impl ZkClient {
         )?;
         match found {
             Some((data, stat)) if self.compression_enabled() => {
-                Ok(Some((crate::compression::decompress(path, &data)?, stat)))
+                let max = self.max_decompressed_len();
+                Ok(Some((crate::compression::decompress_limited(path, &data, max)?, stat)))
             }
             other => Ok(other),
         }

@@ -202,6 +202,17 @@ pub enum Error {
         #[source]
         source: std::sync::Arc<std::io::Error>,
     },
+    /// A node's gzip data inflates to more than the cap on decompressed data
+    /// ([`ZkClientBuilder::max_decompressed_len`](crate::ZkClientBuilder::max_decompressed_len)):
+    /// refused once `max` bytes were out, without inflating the rest (a gzip bomb, or a cap
+    /// set lower than the values stored).
+    #[error("the data at {path} inflates to more than {max} bytes (the cap on decompressed data)")]
+    DecompressedTooLarge {
+        /// The node read.
+        path: String,
+        /// The cap, in bytes.
+        max: usize,
+    },
     /// ZooKeeper answered with an error that is not retried (or retrying is not allowed).
     #[error(transparent)]
     Zk(#[from] zookeeper_client::Error),
@@ -289,7 +300,9 @@ impl Error {
             Error::RetriesExhausted { .. } => K::Unreachable,
             Error::SessionExpired { .. } => K::Lost,
             Error::Closed => K::Closed,
-            Error::TtlDisabled { .. } | Error::Decompress { .. } => K::Other,
+            Error::TtlDisabled { .. } | Error::Decompress { .. } | Error::DecompressedTooLarge { .. } => {
+                K::Other
+            }
             Error::TransactionFailed { retried: true, .. } => K::Indeterminate,
             Error::TransactionFailed { source, .. } | Error::Zk(source) => K::of_zk(source),
         }

@@ -227,7 +227,9 @@ impl CuratorCacheBuilder {
 
     /// Curator's `CuratorCache.Options.COMPRESSED_DATA`: node data is gzip as Curator's
     /// `GzipCompressionProvider` writes it, and the cache keeps it decompressed (a node whose
-    /// data is not gzip is kept as it is, with a warning). Defaults to the client's
+    /// data is not gzip, or inflates to more than the client's
+    /// [`max_decompressed_len`](zkr_connection::ZkClientBuilder::max_decompressed_len), is
+    /// kept as it is, with a warning). Defaults to the client's
     /// [`compression`](zkr_connection::ZkClientBuilder::compression).
     pub fn compressed(mut self, compressed: bool) -> Self {
         self.compressed = Some(compressed);
@@ -295,7 +297,10 @@ impl CuratorCacheBuilder {
             snapshot,
             events: events.clone(),
             pending: Vec::new(),
-            compressed: self.compressed.unwrap_or(self.zk.compression_enabled()),
+            compressed: self
+                .compressed
+                .unwrap_or(self.zk.compression_enabled())
+                .then(|| self.zk.max_decompressed_len()),
             size: crate::telemetry::SizeGauge::cache_nodes(&self.path, self.zk.metrics_path_labels()),
         };
         let recursive = max_depth != Some(0);

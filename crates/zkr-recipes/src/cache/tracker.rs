@@ -24,8 +24,9 @@ pub(super) struct Tracker {
     pub(super) events: broadcast::Sender<CacheEvent>,
     /// The events of the burst being applied, published with its snapshot when it is done.
     pub(super) pending: Vec<CacheEvent>,
-    /// Whether node data is gzip to decompress (Curator's `COMPRESSED_DATA`).
-    pub(super) compressed: bool,
+    /// Whether node data is gzip to decompress (Curator's `COMPRESSED_DATA`): `Some` with the
+    /// most one node may inflate to (the client's `max_decompressed_len`).
+    pub(super) compressed: Option<usize>,
     /// The cache's share of `zkr_cache_nodes`.
     pub(super) size: crate::telemetry::SizeGauge,
 }
@@ -117,12 +118,12 @@ impl Consumer for Tracker {
 
 impl Tracker {
     /// The node as the cache keeps it: its data decompressed when the cache is told so (kept
-    /// as it is, with a warning, when it is not gzip). `zookeeper-client` hands the data back
+    /// as it is, with a warning, when it is not gzip or inflates past the cap). `zookeeper-client` hands the data back
     /// in the reply's buffer, which also held its length prefix and the `Stat` (72 bytes more
     /// than the data); the copy keeps only the data.
     fn cached(&self, path: &str, mut data: Vec<u8>, stat: Stat) -> CachedNode {
-        if self.compressed {
-            match zkr_connection::compression::decompress(path, &data) {
+        if let Some(max) = self.compressed {
+            match zkr_connection::compression::decompress_limited(path, &data, max) {
                 Ok(plain) => data = plain,
                 Err(error) => tracing::warn!(%error, "cached as it is"),
             }
@@ -296,7 +297,7 @@ mod tests {
             snapshot,
             events,
             pending: Vec::new(),
-            compressed: false,
+            compressed: None,
             size: crate::telemetry::SizeGauge::cache_nodes("/r", false),
         };
         (tracker, receiver)

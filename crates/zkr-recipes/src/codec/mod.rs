@@ -190,7 +190,11 @@ impl Codec<Vec<u8>> for Raw {
 /// Another codec's bytes gzip-compressed as Curator's `GzipCompressionProvider` stores them
 /// (Curator's `compressed()` writes and `decompressed()` reads): for config values and cached
 /// nodes that Curator processes with compression on share. `Gzip(Json)` is JSON,
-/// compressed.
+/// compressed. A value that inflates to more than
+/// [`DEFAULT_MAX_DECOMPRESSED_LEN`](zkr_connection::compression::DEFAULT_MAX_DECOMPRESSED_LEN)
+/// (16 MiB) is refused (a `CodecError` whose source is
+/// [`Error::DecompressedTooLarge`](zkr_connection::Error::DecompressedTooLarge)) without being
+/// inflated.
 ///
 /// # Examples
 ///

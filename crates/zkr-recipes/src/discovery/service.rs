@@ -44,6 +44,9 @@ pub struct ServiceDiscovery<P> {
     base_path: String,
     paths: PathConstructor,
     registered: DashMap<(String, String), Arc<PersistentNode>>,
+    /// Unregistered instances whose node is being deleted: a second unregister of one waits
+    /// for the same delete.
+    closing: DashMap<(String, String), Arc<PersistentNode>>,
     _payload: PhantomData<fn() -> P>,
 }
 
@@ -73,6 +76,7 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
             base_path: base_path.to_owned(),
             paths: PathConstructor(None),
             registered: DashMap::new(),
+            closing: DashMap::new(),
             _payload: PhantomData,
         })
     }
@@ -169,6 +173,9 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
     }
 
     /// Unregisters `instance`: its node is deleted (a [`ServiceType::Permanent`] one too).
+    /// Returns when the delete is done, also to a second caller while the first one's is under
+    /// way; at once when the connection is lost, the delete going on in the background (see
+    /// [`PersistentNode::close`]).
     ///
     /// # Errors
     /// [`DiscoveryError::InvalidArgument`] for an invalid name or id.
@@ -178,10 +185,20 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
     pub async fn unregister(&self, instance: &ServiceInstance<P>) -> Result<(), DiscoveryError> {
         let key = self.validated_key(instance)?;
         let node_path = path::join(&self.path_for_name(&instance.name), &instance.id);
-        if let Some((_, node)) = self.registered.remove(&key) {
+        // Moved to `closing` under the map's lock (always `registered`, then `closing`), so
+        // that a second unregister finds it there and waits for the same delete.
+        let node = match self.registered.entry(key.clone()) {
+            Entry::Occupied(entry) => {
+                self.closing.insert(key.clone(), entry.get().clone());
+                Some(entry.remove())
+            }
+            Entry::Vacant(_) => self.closing.get(&key).map(|node| node.clone()),
+        };
+        if let Some(node) = node {
             // Closed even while a register still holds it: its drop must not delete a node
             // registered again since.
             node.close_shared().await;
+            self.closing.remove_if(&key, |_, closing| Arc::ptr_eq(closing, &node));
         }
         if instance.service_type == ServiceType::Permanent {
             self.zk.delete_if_present(&node_path).await?;
@@ -285,7 +302,8 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
     /// # Cancel safety
     /// Cancel safe: the deletes go on in the background.
     pub async fn close(self) {
-        let nodes: Vec<_> = self.registered.into_iter().map(|(_, node)| node).collect();
+        let closing = self.closing.into_iter().map(|(_, node)| node);
+        let nodes: Vec<_> = self.registered.into_iter().map(|(_, node)| node).chain(closing).collect();
         futures::future::join_all(nodes.iter().map(|node| node.close_shared())).await;
     }
 

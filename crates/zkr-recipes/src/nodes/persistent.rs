@@ -86,7 +86,7 @@ impl PersistentNodeBuilder {
         Ok(PersistentNode {
             shared,
             paths,
-            running: Mutex::new(Some((stop, task))),
+            stage: Mutex::new(Stage::Running(stop, task)),
             delete_on_close: self.delete_on_close,
             compressed: self.compressed,
         })
@@ -125,10 +125,22 @@ impl PersistentNodeBuilder {
 pub struct PersistentNode {
     shared: Arc<Shared>,
     paths: watch::Receiver<Option<String>>,
-    /// The engine's stop and task, until the node is closed.
-    running: Mutex<Option<(oneshot::Sender<()>, JoinHandle<()>)>>,
+    /// Running, closing, or given to the background by a drop.
+    stage: Mutex<Stage>,
     delete_on_close: bool,
     compressed: bool,
+}
+
+/// Where a [`PersistentNode`] is in its life.
+#[derive(Debug)]
+enum Stage {
+    /// The engine's stop and task.
+    Running(oneshot::Sender<()>, JoinHandle<()>),
+    /// Closed: the cleanup runs in a task of its own, which sets this to `true` when done;
+    /// every closer waits for it.
+    Closing(watch::Receiver<bool>),
+    /// Dropped: the cleanup went to the background.
+    Dropped,
 }
 
 /// `data` as the node stores it.
@@ -201,8 +213,11 @@ impl PersistentNode {
     pub fn data(&self) -> Vec<u8> {
         let data = self.shared.data();
         match self.compressed {
-            // Compressed by this handle: it decompresses.
-            true => zkr_connection::compression::decompress(&self.shared.spec.path, &data).unwrap_or(data),
+            // Compressed by this handle from what its caller handed over whole: no cap applies.
+            true => {
+                zkr_connection::compression::decompress_limited(&self.shared.spec.path, &data, usize::MAX)
+                    .unwrap_or(data)
+            }
             false => data,
         }
     }
@@ -245,20 +260,53 @@ impl PersistentNode {
     }
 
     /// [`close`](Self::close) through a shared handle (a registry's): whoever else holds the
-    /// node sees it closed, and their drop does nothing more.
+    /// node sees it closed, and their drop does nothing more. Every caller, the first or one
+    /// that comes while the delete is under way, returns when the delete is done (or, as
+    /// [`close`](Self::close) says, at once when the connection is lost).
     pub(crate) async fn close_shared(&self) {
-        if let Some(cleanup) = self.cleanup() {
-            let zk = self.shared.zk.clone();
-            let _ = zkr_connection::run_detached(cleanup, crate::fence::disconnected(&zk)).await;
+        let mut done = {
+            let mut stage = self.stage.lock();
+            match &*stage {
+                Stage::Closing(done) => done.clone(),
+                Stage::Dropped => return,
+                Stage::Running(..) => {
+                    let Some(cleanup) = Self::cleanup(&mut stage, &self.shared, self.delete_on_close) else {
+                        return;
+                    };
+                    let (finished, done) = watch::channel(false);
+                    // A task of its own from the first poll: a dropped close still deletes.
+                    tokio::spawn(async move {
+                        cleanup.await;
+                        finished.send_replace(true);
+                    });
+                    *stage = Stage::Closing(done.clone());
+                    done
+                }
+            }
+        };
+        tokio::select! {
+            biased;
+            // Done, or the task is gone (its runtime shut down): nothing more to wait for.
+            _ = done.wait_for(|done| *done) => {}
+            () = crate::fence::disconnected(&self.shared.zk) => {}
         }
     }
 
     /// Stops the engine (at once) and hands back the rest: await the engine, then delete our
-    /// node. `None` when that was done already.
-    fn cleanup(&self) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
-        let (stop, task) = self.running.lock().take()?;
+    /// node (when `delete`). `None` unless `stage` was running; it is left `Dropped`.
+    fn cleanup(
+        stage: &mut Stage,
+        shared: &Arc<Shared>,
+        delete: bool,
+    ) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
+        if !matches!(stage, Stage::Running(..)) {
+            return None;
+        }
+        let Stage::Running(stop, task) = std::mem::replace(stage, Stage::Dropped) else {
+            return None;
+        };
         let _ = stop.send(());
-        let (shared, delete) = (self.shared.clone(), self.delete_on_close);
+        let shared = shared.clone();
         Some(async move {
             let _ = task.await;
             if delete {
@@ -270,7 +318,7 @@ impl PersistentNode {
 
 impl Drop for PersistentNode {
     fn drop(&mut self) {
-        if let Some(cleanup) = self.cleanup() {
+        if let Some(cleanup) = Self::cleanup(&mut self.stage.lock(), &self.shared, self.delete_on_close) {
             zkr_connection::spawn_cleanup("a dropped persistent node", cleanup);
         }
     }
