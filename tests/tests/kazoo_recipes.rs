@@ -303,3 +303,39 @@ async fn kazoo_and_zkr_leases_exclude_renew_and_expire() {
     assert_eq!(MultiNonBlockingLease::obtain(&zk, 2, &multi, hour, "rust").await.unwrap().slot(), Some(1));
     assert_eq!(kazoo_says(&["multi-lease", &cs, "2", &multi, "3600", "python"]).await, "OBTAINED");
 }
+
+/// Issue 44, item 2: the directories zkr makes for kazoo's layouts are persistent, as kazoo's
+/// `ensure_path` makes them, never containers, which the server deletes once empty (a kazoo
+/// `Lock`, `Party` or `Election` checks its path once and then fails with `NoNodeError`
+/// forever). On a server that looks for empty containers every 100 ms, each recipe is used
+/// once and left empty; none of its directories goes within 3 s (30 looks). Before, every one
+/// went in the first.
+#[tokio::test]
+async fn the_directories_of_kazoo_layouts_stay_when_empty() {
+    use zkr_recipes::locks::{InterProcessMutex, KazooLockDriver};
+    let options = zkr_testing::ServerOptions::default().container_check_interval(Duration::from_millis(100));
+    let server = zkr_testing::TestingServer::with_options(options).await.unwrap();
+    let cs = server.connect_string();
+    let zk = connect(&cs).await;
+    let root = unique_root("kazoo-dirs");
+    let lock = InterProcessMutex::with_driver(&zk, &format!("{root}/lock/nightly"), KazooLockDriver).unwrap();
+    lock.acquire().await.unwrap().release().await.unwrap();
+    let rw = InterProcessReadWriteLock::kazoo(&zk, &format!("{root}/rw/data"), "rust").unwrap();
+    rw.write_lock().acquire().await.unwrap().release().await.unwrap();
+    let party = Party::new(&zk, &format!("{root}/party/workers"), "rust").unwrap();
+    party.join().await.unwrap();
+    party.leave().await;
+    let observer = zkr_integration_tests::raw(&cs).await;
+    let mut gone = Vec::new();
+    for dir in ["lock/nightly", "rw/data", "party/workers"] {
+        let at = format!("{root}/{dir}");
+        let (stat, watcher) = observer.check_and_watch_stat(&at).await.unwrap();
+        assert!(stat.is_some(), "{at} went already");
+        gone.push(async move {
+            tokio::time::timeout(Duration::from_secs(3), watcher.changed()).await.ok().map(|_| at)
+        });
+    }
+    let gone: Vec<String> = futures::future::join_all(gone).await.into_iter().flatten().collect();
+    assert!(gone.is_empty(), "the server deleted {gone:?}: they were containers");
+    zk.close().await;
+}

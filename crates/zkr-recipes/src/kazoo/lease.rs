@@ -88,7 +88,7 @@ impl NonBlockingLease {
                 LockError::InvalidArgument(format!("{path}: a lease of {duration:?} ends too late"))
             })?;
         let lock = super::kazoo_lock(zk, path, identifier)?;
-        zk.create_if_absent(path, b"", CreateMode::Persistent).await?;
+        super::ensure_path(zk, path, b"").await?;
         let guard = lock.acquire().await?;
         let obtained = Self::under_lock(zk, &guard, path, end, identifier).await;
         let _ = guard.release().await;

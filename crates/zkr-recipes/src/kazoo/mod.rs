@@ -45,6 +45,18 @@ pub(crate) fn kazoo_lock(
     InterProcessMutex::from_internals(internals)
 }
 
+/// kazoo's `ensure_path`: creates `path` holding `data` and its missing ancestors, all
+/// persistent, as kazoo does (a container directory would be deleted once empty, and kazoo
+/// checks its path only once); `false` when `path` exists.
+pub(crate) async fn ensure_path(zk: &ZkClient, path: &str, data: &[u8]) -> zkr_connection::Result<bool> {
+    let created = zk.create_node(path).data(data).parents(zkr_connection::Parents::Persistent).await;
+    match created {
+        Ok(_) => Ok(true),
+        Err(e) if e.is_node_exists() => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// A fresh kazoo node tag: a UUID's 32 hex digits (`uuid.uuid4().hex`).
 pub(crate) fn uuid_hex() -> String {
     uuid::Uuid::new_v4().simple().to_string()

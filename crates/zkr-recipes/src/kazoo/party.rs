@@ -58,6 +58,8 @@ impl Membership {
             }
             let node = PersistentNode::builder(&self.zk, &self.node_path, CreateMode::Ephemeral)
                 .data(self.identifier.as_bytes())
+                // kazoo's `ensure_path`: the party's directory stays when it empties.
+                .parents(zkr_connection::Parents::Persistent)
                 .build()?;
             let paths = node.path_watch();
             *slot = Some(node);

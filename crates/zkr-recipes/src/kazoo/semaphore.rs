@@ -150,7 +150,7 @@ impl Semaphore {
     /// ignores data that is not a number, as here).
     async fn ensure_path(&self) -> Result<(), LockError> {
         let max = self.max_leases.to_string();
-        if self.zk.create_if_absent(&self.path, max.as_bytes(), CreateMode::Persistent).await? {
+        if super::ensure_path(&self.zk, &self.path, max.as_bytes()).await? {
             return Ok(());
         }
         let node = self.path.as_str();

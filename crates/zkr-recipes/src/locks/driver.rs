@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use zkr_connection::Parents;
 use zookeeper_client::CreateMode;
 
 use super::error::LockError;
@@ -85,6 +86,15 @@ pub trait LockInternalsDriver: Send + Sync + fmt::Debug + 'static {
             .collect();
         keyed.sort();
         keyed.into_iter().map(|(_, c)| c.clone()).collect()
+    }
+
+    /// How the lock's directory and its missing ancestors are made. Curator's recipes make
+    /// them containers, which the server deletes once empty (the default); kazoo makes them
+    /// persistent and checks its path once, so a kazoo-layout driver answers
+    /// [`Parents::Persistent`]: a kazoo process sharing the lock never finds its directory
+    /// gone.
+    fn parents(&self) -> Parents {
+        Parents::Containers
     }
 
     /// Does the deletion of the node we watch, when that node was the holder, mean that we now
@@ -228,6 +238,11 @@ impl LockInternalsDriver for KazooLockDriver {
             name: lock_name.to_string(),
             mode: CreateMode::EphemeralSequential,
         }
+    }
+
+    /// Persistent, as kazoo's `ensure_path` makes them.
+    fn parents(&self) -> Parents {
+        Parents::Persistent
     }
 
     fn fix_for_sorting<'a>(&self, name: &'a str, _lock_name: &str) -> Option<&'a str> {

@@ -1,6 +1,7 @@
 //! `InterProcessReadWriteLock`: many readers or one writer, on two `InterProcessMutex`es with
 //! their own drivers over one path (Apache Curator's layout, or kazoo's).
 
+use zkr_connection::Parents;
 use zkr_connection::ZkClient;
 use zookeeper_client::CreateMode;
 
@@ -57,6 +58,14 @@ impl Layout {
             .is_some_and(|at| sequence_key(&name[at + self.write_name().len()..]).is_some())
     }
 
+    /// How the lock's directory is made: as each layout's own recipes make it.
+    fn parents(self) -> Parents {
+        match self {
+            Layout::Curator => Parents::Containers,
+            Layout::Kazoo => Parents::Persistent,
+        }
+    }
+
     fn tag(self) -> String {
         match self {
             Layout::Curator => zkr_connection::protected::protected_prefix(&uuid::Uuid::new_v4()),
@@ -83,6 +92,10 @@ impl LockInternalsDriver for WriteLockDriver {
 
     fn fix_for_sorting<'a>(&self, name: &'a str, _lock_name: &str) -> Option<&'a str> {
         self.layout.key(name)
+    }
+
+    fn parents(&self) -> Parents {
+        self.layout.parents()
     }
 
     /// A downgrade puts a read node at its writer's (old) place, ahead of writers already
@@ -127,6 +140,10 @@ impl LockInternalsDriver for ReadLockDriver {
 
     fn head_release_grants(&self) -> bool {
         self.write.internals().driver().head_release_grants()
+    }
+
+    fn parents(&self) -> Parents {
+        self.layout().parents()
     }
 
     fn gets_the_lock(

@@ -22,6 +22,8 @@ pub(crate) struct Spec {
     pub(crate) path: String,
     pub(crate) mode: CreateMode,
     pub(crate) ttl: Option<Duration>,
+    /// How missing ancestors are made.
+    pub(crate) parents: zkr_connection::Parents,
 }
 
 impl Spec {
@@ -186,7 +188,8 @@ impl Shared {
     async fn create_sequential(&self, data: &[u8]) -> Result<String, Error> {
         let parent = path::parent(&self.spec.path).unwrap_or("/");
         let name = path::node_name(&self.spec.path);
-        let mut request = ProtectedCreate::new(parent, name, self.spec.mode).data(data);
+        let mut request =
+            ProtectedCreate::new(parent, name, self.spec.mode).data(data).parents(self.spec.parents);
         if let Some(ttl) = self.spec.ttl {
             request = request.ttl(ttl);
         }
@@ -198,12 +201,12 @@ impl Shared {
     /// The node at its fixed path; `None` when another session's ephemeral node is there.
     async fn create_at_path(&self, data: &[u8], session: &Session) -> Result<Option<String>, Error> {
         let path = &self.spec.path;
-        let created = match self.spec.ttl {
-            Some(ttl) => self.zk.create_with_ttl(path, data, self.spec.mode, ttl).await,
-            None => self.zk.create(path, data, self.spec.mode).await,
-        };
-        match created {
-            Ok((stat, _)) => {
+        let mut create = self.zk.create_node(path).data(data).mode(self.spec.mode).parents(self.spec.parents);
+        if let Some(ttl) = self.spec.ttl {
+            create = create.ttl(ttl);
+        }
+        match create.await {
+            Ok(zkr_connection::Created { stat, .. }) => {
                 self.owned(stat.czxid);
                 return Ok(Some(path.clone()));
             }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
-use zkr_connection::{path, RetryOptions, ZkClient};
+use zkr_connection::{path, Parents, RetryOptions, ZkClient};
 use zookeeper_client::CreateMode;
 
 use super::keeper::{Keeper, Shared, Spec};
@@ -24,9 +24,32 @@ pub struct PersistentNodeBuilder {
     ttl: Option<Duration>,
     delete_on_close: bool,
     compressed: bool,
+    parents: Parents,
 }
 
 impl PersistentNodeBuilder {
+    /// How missing ancestors are made. Defaults to [`Parents::Containers`] (Curator's
+    /// `creatingParentContainersIfNeeded`), which the server deletes once empty;
+    /// [`Parents::Persistent`] for a directory that other programs expect to stay (kazoo's
+    /// recipes check their path once).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::nodes::NodeError> {
+    /// use zkr_connection::{CreateMode, Parents};
+    /// use zkr_recipes::nodes::PersistentNode;
+    ///
+    /// let node = PersistentNode::builder(&zk, "/party/member-1", CreateMode::Ephemeral)
+    ///     .parents(Parents::Persistent)
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn parents(mut self, parents: Parents) -> Self {
+        self.parents = parents;
+        self
+    }
+
     /// Stores the data gzip-compressed, as Curator's `PersistentNode` does on a client with
     /// compression on (`GzipCompressionProvider`): [`data`](PersistentNode::data) and
     /// [`set_data`](PersistentNode::set_data) still take and give it uncompressed. Defaults
@@ -73,7 +96,7 @@ impl PersistentNodeBuilder {
         if let Some(ttl) = self.ttl {
             zkr_connection::validate_ttl(self.mode, ttl)?;
         }
-        let spec = Spec { path: self.path, mode: self.mode, ttl: self.ttl };
+        let spec = Spec { path: self.path, mode: self.mode, ttl: self.ttl, parents: self.parents };
         let (root, recursive) = spec.watch_root();
         let shared = Arc::new(Shared::new(self.zk.clone(), spec, data));
         let keeper = Keeper { shared: shared.clone(), session: None };
@@ -163,6 +186,7 @@ impl PersistentNode {
             ttl: None,
             delete_on_close: true,
             compressed: false,
+            parents: Parents::Containers,
         }
     }
 

@@ -202,8 +202,8 @@ async fn delete_owned(zk: ZkClient, lock: Owned, token: Arc<[u8]>) {
     let deleted = lock.retry(&zk, |client| {
         let token = token.clone();
         async move {
-            match owned_version(&client, &path, owner, &token).await? {
-                Some(version) => match client.delete(&path, Some(version)).await {
+            match owned_version(&client, path, owner, &token).await? {
+                Some(version) => match client.delete(path, Some(version)).await {
                     Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
                     Err(e) => Err(e),
                 },

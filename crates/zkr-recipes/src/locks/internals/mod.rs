@@ -252,6 +252,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         let mut request = ProtectedCreate::new(&self.base_path, &spec.name, spec.mode)
             .tag(spec.tag)
             .data(&self.node_data)
+            .parents(self.driver.parents())
             .list_siblings(list);
         if let Wait::Until(deadline) = wait {
             request = request.retry_options(RetryOptions::default().deadline(Some(deadline)));
