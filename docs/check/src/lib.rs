@@ -2,7 +2,8 @@
 //! depends only on the published zkr crates and the dependencies a user's service has (tokio,
 //! futures, serde, serde_json, tracing-subscriber, a metrics exporter), never on
 //! zookeeper-client itself, so a block that imports something a user cannot fails here.
-//! `lint.rs` holds the same rule for the rustdoc examples inside the crates.
+//! `lint.rs` holds the same rule for the rustdoc examples inside the crates; `names` checks
+//! that every zkr name the Curator docs give exists in the crates' source.
 
 /// Every ```rust block of the README and the guides in `docs/`, compiled by
 /// `cargo test -p zkr-guides --doc`: each markdown file is one item's doc comment (add an item
@@ -73,3 +74,5 @@ mod guides {
 
 #[cfg(test)]
 mod lint;
+#[cfg(test)]
+mod names;
