@@ -269,6 +269,29 @@ async fn figures_follow_locks_sessions_and_caches() {
     let stepped_down = |f: &Figures| f.gauge("zkr_leader", &[("election", &election)]) == Some(0.0);
     scrapes.until("a closed latch to lead no more", stepped_down).await;
 
+    // kazoo's Election: on the same gauge while its work runs, so that the shipped no-leader
+    // and two-leaders alerts (docs/monitoring/) cover it too (issue 44 item 6).
+    let kazoo_election = format!("{root}/kazoo-election");
+    let election = zkr_recipes::kazoo::Election::new(&zk, &kazoo_election, "k").unwrap();
+    let (leading, led) = tokio::sync::oneshot::channel::<()>();
+    let (resign, resigned) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(async move {
+        election
+            .run(|| async move {
+                let _ = leading.send(());
+                let _ = resigned.await;
+            })
+            .await
+    });
+    tokio::time::timeout(timing().wait(), led).await.expect("the election leads").unwrap();
+    let figures = scrapes.take();
+    assert_eq!(figures.gauge("zkr_leader", &[("election", &kazoo_election)]), Some(1.0));
+    assert_eq!(figures.counter("zkr_leader_changes_total", &[("election", &kazoo_election)]), 1);
+    resign.send(()).unwrap();
+    run.await.unwrap().unwrap();
+    let resigned = |f: &Figures| f.gauge("zkr_leader", &[("election", &kazoo_election)]) == Some(0.0);
+    scrapes.until("a kazoo election's leader to lead no more once its work ended", resigned).await;
+
     // A config change: its time, and no stale watcher.
     let setting = format!("{root}/setting");
     zk.create(&setting, b"1", CreateMode::Persistent).await.unwrap();

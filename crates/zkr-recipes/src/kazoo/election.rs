@@ -14,7 +14,9 @@ use crate::locks::{InterProcessMutex, KazooLockDriver, LockError};
 /// one, and [`contenders`](Self::contenders) lists them all. Unlike kazoo's, the work stops (its
 /// future is dropped) when leadership is lost: the lock's session ends or the connection enters
 /// an error state under the client's error policy, as zkr's
-/// [`LeaderSelector`](crate::leader::LeaderSelector) does.
+/// [`LeaderSelector`](crate::leader::LeaderSelector) does. While the work runs, the process's
+/// `zkr_leader` gauge counts it under the election's path (`docs/observability.md`), as it
+/// counts a leading `LeaderLatch` or `LeaderSelector`.
 ///
 /// # Examples
 ///
@@ -60,10 +62,13 @@ impl Election {
         Fut: Future<Output = T>,
     {
         let guard = self.lock.acquire().await?;
+        // On `zkr_leader` as LeaderLatch and LeaderSelector are, for the shipped alerts.
+        let leading = crate::telemetry::Leading::start(self.path());
         let outcome = tokio::select! {
             value = work() => Ok(value),
             reason = guard.lost() => Err(LockError::Lost { path: guard.node_path().to_owned(), reason }),
         };
+        drop(leading);
         // After a loss the release returns at once (its cleanup goes on in the background).
         let _ = guard.release().await;
         outcome
