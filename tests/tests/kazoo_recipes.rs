@@ -339,3 +339,16 @@ async fn the_directories_of_kazoo_layouts_stay_when_empty() {
     assert!(gone.is_empty(), "the server deleted {gone:?}: they were containers");
     zk.close().await;
 }
+
+/// Issue 44, item 5: kazoo's `Lock(path, identifier)` has a plain counterpart that writes the
+/// identifier, so kazoo's `contenders()` names the zkr holder (before, the kazoo-layout mutex
+/// wrote no identifier and kazoo listed an empty holder).
+#[tokio::test]
+async fn a_kazoo_layout_lock_holds_its_identifier() {
+    use zkr_recipes::locks::InterProcessMutex;
+    let (zk, cs, path) = setup("kazoo-lock-id").await;
+    let lock = InterProcessMutex::kazoo(&zk, &path, "rust-writer").unwrap();
+    let guard = lock.acquire().await.unwrap();
+    assert_eq!(kazoo_says(&["contenders", &cs, &path]).await, "CONTENDERS rust-writer");
+    guard.release().await.unwrap();
+}

@@ -43,7 +43,7 @@ impl Election {
     /// [`LockError::InvalidArgument`] for an invalid path or an identifier over ZooKeeper's
     /// limit.
     pub fn new(zk: &ZkClient, path: &str, identifier: &str) -> Result<Self, LockError> {
-        Ok(Election { lock: super::kazoo_lock(zk, path, identifier)? })
+        Ok(Election { lock: InterProcessMutex::kazoo(zk, path, identifier)? })
     }
 
     /// Waits for leadership, runs `work` while leading, and hands leadership on when it

@@ -87,7 +87,7 @@ impl NonBlockingLease {
             .ok_or_else(|| {
                 LockError::InvalidArgument(format!("{path}: a lease of {duration:?} ends too late"))
             })?;
-        let lock = super::kazoo_lock(zk, path, identifier)?;
+        let lock = crate::locks::InterProcessMutex::kazoo(zk, path, identifier)?;
         super::ensure_path(zk, path, b"").await?;
         let guard = lock.acquire().await?;
         let obtained = Self::under_lock(zk, &guard, path, end, identifier).await;

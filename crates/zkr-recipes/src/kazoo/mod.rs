@@ -3,7 +3,7 @@
 //!
 //! | kazoo | zkr |
 //! |---|---|
-//! | `Lock(path, identifier)` | [`InterProcessMutex::with_driver(zk, path, KazooLockDriver)`](crate::locks::KazooLockDriver) |
+//! | `Lock(path, identifier)` | [`InterProcessMutex::kazoo(zk, path, identifier)`](crate::locks::InterProcessMutex::kazoo) |
 //! | `ReadLock`, `WriteLock` | [`InterProcessReadWriteLock::kazoo`](crate::locks::InterProcessReadWriteLock::kazoo) |
 //! | `Semaphore(path, identifier, max_leases)` | [`Semaphore`] |
 //! | `Counter(path, default)` (`support_curator=True`: [`Counter::support_curator`]) | [`Counter`] |
@@ -34,15 +34,33 @@ pub use semaphore::Semaphore;
 use crate::locks::{InterProcessMutex, KazooLockDriver, LockError, LockInternals};
 use zkr_connection::ZkClient;
 
-/// kazoo's `Lock(path, identifier)`: its contender nodes hold the identifier.
-pub(crate) fn kazoo_lock(
-    zk: &ZkClient,
-    path: &str,
-    identifier: &str,
-) -> Result<InterProcessMutex<KazooLockDriver>, LockError> {
-    let internals = LockInternals::new(zk, path, KazooLockDriver::LOCK_NAME, KazooLockDriver, 1)?
-        .with_node_data(identifier.as_bytes().to_vec())?;
-    InterProcessMutex::from_internals(internals)
+impl InterProcessMutex<KazooLockDriver> {
+    /// kazoo's `Lock(path, identifier)`: a mutex in kazoo's layout whose contender node holds
+    /// `identifier`, as kazoo's do, so that kazoo's `contenders()`, `zkr lock-info` and
+    /// `zkr ui` name the holder. Shared with Python processes using kazoo's `Lock` (or
+    /// `WriteLock`) on the same path.
+    ///
+    /// # Errors
+    /// As [`InterProcessMutex::new`]; [`LockError::InvalidArgument`] for an identifier
+    /// ZooKeeper cannot store.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::locks::LockError> {
+    /// use zkr_recipes::locks::InterProcessMutex;
+    ///
+    /// // kazoo: zk.Lock("/app/nightly", "report-writer-1")
+    /// let lock = InterProcessMutex::kazoo(&zk, "/app/nightly", "report-writer-1")?;
+    /// let guard = lock.acquire().await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn kazoo(zk: &ZkClient, path: &str, identifier: &str) -> Result<Self, LockError> {
+        let internals = LockInternals::new(zk, path, KazooLockDriver::LOCK_NAME, KazooLockDriver, 1)?
+            .with_node_data(identifier.as_bytes().to_vec())?;
+        InterProcessMutex::from_internals(internals)
+    }
 }
 
 /// kazoo's `ensure_path`: creates `path` holding `data` and its missing ancestors, all

@@ -53,7 +53,8 @@ impl Semaphore {
         if max_leases == 0 {
             return Err(LockError::InvalidArgument(format!("{path}: a semaphore needs at least one lease")));
         }
-        let lock = super::kazoo_lock(zk, &format!("{path}-{}", KazooLockDriver::LOCK_NAME), identifier)?;
+        let lock =
+            InterProcessMutex::kazoo(zk, &format!("{path}-{}", KazooLockDriver::LOCK_NAME), identifier)?;
         Ok(Semaphore {
             zk: zk.clone(),
             path: path.to_owned(),
