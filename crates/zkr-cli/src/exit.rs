@@ -54,7 +54,8 @@ pub(crate) const EXIT_TABLE: &str = "\
 Exit codes (every subcommand):
   0    success (zkr lock: the command's own status, whatever it is)
   1    an error with no code of its own (for example NoAuth, an I/O error)
-  2    usage: bad arguments, a malformed path or duration
+  2    usage: bad arguments, a malformed path or duration, a write under /zookeeper
+       (ZooKeeper's own tree)
   3    lock: not acquired within --timeout, or held (--try)
   4    lost: the lock (or the session) was lost while the command ran (the command was
        stopped)

@@ -252,3 +252,35 @@ async fn export_and_import_reproduce_a_tree_byte_for_byte() {
     admin.delete(&format!("{src}/owner"), None).await.unwrap();
     ok(&cs, &["rm", "-r", &src]).await;
 }
+
+/// ZooKeeper's own `/zookeeper` tree (quotas, the ensemble's config): every write refused
+/// alike, exit 2 with the reason (issue 44 item 7: `create` wrote there and `rm` then refused
+/// without one); reads allowed; a namespace moves the path away from it.
+#[tokio::test]
+async fn writes_under_zookeeper_are_refused_with_a_reason() {
+    let cs = shared_server().await.unwrap().connect_string();
+    let admin = zookeeper_client::Client::connect(&cs).await.unwrap();
+    let name = unique("reserved").trim_start_matches('/').to_owned();
+    let node = format!("/zookeeper/{name}");
+    let writes: [&[&str]; 5] = [
+        &["create", &node, "x"],
+        &["create", "--parents", &format!("{node}/deep")],
+        &["set", "/zookeeper", "x"],
+        &["acl", "set", "/zookeeper", "world:anyone:r"],
+        &["rm", &node],
+    ];
+    for args in writes {
+        let (code, out, err) = zkr_out(&cs, args).await;
+        assert_eq!(code, 2, "zkr {args:?}: {out}{err}");
+        assert!(err.contains("ZooKeeper's own tree") && err.contains("/zookeeper"), "zkr {args:?}: {err}");
+    }
+    assert_eq!(admin.check_stat(&node).await.unwrap(), None, "nothing written under /zookeeper");
+    assert!(ok(&cs, &["ls", "/zookeeper"]).await.contains("quota"), "reads are allowed");
+
+    // Under a namespace, /zookeeper/x is /NS/zookeeper/x: an ordinary node, written and removed.
+    let ns = unique("reserved-ns").trim_start_matches('/').to_owned();
+    ok(&cs, &["--namespace", &ns, "create", "--parents", "/zookeeper/x"]).await;
+    assert!(admin.check_stat(&format!("/{ns}/zookeeper/x")).await.unwrap().is_some());
+    ok(&cs, &["--namespace", &ns, "rm", "/zookeeper/x"]).await;
+    ok(&cs, &["rm", "-r", &format!("/{ns}")]).await;
+}

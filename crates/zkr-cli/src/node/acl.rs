@@ -106,6 +106,7 @@ pub(crate) async fn run(args: AclArgs, connect: &ConnectArgs) -> anyhow::Result<
             }
         }
         AclCommand::Set { path, acl, if_version } => {
+            super::refuse_reserved(&zk, &path, "setting the ACL of")?;
             zk.set_acl(&path, &acl, if_version).await.map_err(|e| match e.is_no_node() {
                 true => absent(&path),
                 false => anyhow::Error::new(e).context(format!("setting the ACL of {path}")),

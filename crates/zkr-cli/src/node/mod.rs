@@ -61,6 +61,27 @@ pub(crate) fn absent(path: &str) -> anyhow::Error {
     crate::exit::Failure::error(crate::exit::Exit::Absent, format!("{path}: no such node"))
 }
 
+/// Refuses a write (`doing`: "creating", "deleting", ...) in ZooKeeper's own `/zookeeper` tree
+/// with the reason (exit 2), as `import` does and as the recipes do: what lives there is the
+/// server's (quotas, the ensemble's dynamic config), and an app's node there is a mistake.
+/// Reads stay allowed; a namespace or a chroot moves every path away from the tree
+/// ([`ZkClient::validate_recipe_path`](zkr_connection::ZkClient::validate_recipe_path) decides).
+pub(crate) fn refuse_reserved(zk: &zkr_connection::ZkClient, path: &str, doing: &str) -> anyhow::Result<()> {
+    use zkr_connection::path::PathError;
+    match zk.validate_recipe_path(path) {
+        Err(zkr_connection::Error::InvalidPath { source: PathError::Reserved, .. }) => {
+            Err(crate::exit::Failure::error(
+                crate::exit::Exit::Usage,
+                format!(
+                    "{doing} {path}: refused: /zookeeper is ZooKeeper's own tree (quotas, the ensemble's \
+                 dynamic config), where zkr writes nothing; zkCli.sh's setquota and reconfig change it"
+                ),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

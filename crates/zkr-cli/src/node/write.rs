@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use serde_json::json;
 use zkr_connection::{CreateMode, Parents, ZkClient};
 
-use super::{absent, stat_json};
+use super::{absent, refuse_reserved, stat_json};
 use crate::config::output::print_line;
 use crate::connect::{parse_duration, parse_path, ConnectArgs};
 use crate::exit::{Code, Exit, Failure};
@@ -23,7 +23,8 @@ use crate::signals::{status_after, Signals};
   zkr create --ttl 1h /app/heartbeat          deleted an hour after its last change
   zkr create --ephemeral /app/owner host-3    held until Ctrl-C or SIGTERM, then deleted
   some-command | zkr create --stdin /app/blob the data from stdin
-Exit 6 when the node exists.")]
+Exit 6 when the node exists; 2 under /zookeeper (ZooKeeper's own tree: create, set, rm and acl
+set write nothing there).")]
 pub(crate) struct CreateArgs {
     /// The node (for --sequential, the prefix of its name).
     #[arg(value_parser = parse_path)]
@@ -135,6 +136,7 @@ fn create_mode(args: &CreateArgs) -> CreateMode {
 pub(crate) async fn create(args: CreateArgs, connect: &ConnectArgs) -> anyhow::Result<Code> {
     let data = read_data(args.data.clone(), args.stdin)?;
     let zk = connect.connect().await?;
+    refuse_reserved(&zk, &args.path, "creating")?;
     let parents = if args.parents { Parents::Persistent } else { Parents::None };
     let mut request = zk.create_node(&args.path).data(&data).mode(create_mode(&args)).parents(parents);
     if let Some(ttl) = args.ttl {
@@ -165,6 +167,7 @@ pub(crate) async fn create(args: CreateArgs, connect: &ConnectArgs) -> anyhow::R
 pub(crate) async fn set(args: SetArgs, connect: &ConnectArgs) -> anyhow::Result<Code> {
     let data = read_data(args.data.clone(), args.stdin)?;
     let zk = connect.connect().await?;
+    refuse_reserved(&zk, &args.path, "setting")?;
     let stat = match zk.set_data(&args.path, &data, args.if_version).await {
         Ok(stat) => stat,
         Err(e) => return Err(write_error(&zk, &args.path, "setting", e).await),
@@ -177,10 +180,11 @@ pub(crate) async fn set(args: SetArgs, connect: &ConnectArgs) -> anyhow::Result<
 }
 
 pub(crate) async fn rm(args: RmArgs, connect: &ConnectArgs) -> anyhow::Result<Code> {
-    if args.path == "/" || args.path == "/zookeeper" || args.path.starts_with("/zookeeper/") {
-        return Err(Failure::error(Exit::Usage, format!("{}: refusing to delete it", args.path)));
+    if args.path == "/" {
+        return Err(Failure::error(Exit::Usage, "/: refusing to delete the root"));
     }
     let zk = connect.connect().await?;
+    refuse_reserved(&zk, &args.path, "deleting")?;
     if !args.recursive {
         return match zk.delete(&args.path, args.if_version).await {
             Ok(()) => Ok(Code::Success),
