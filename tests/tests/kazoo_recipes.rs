@@ -352,3 +352,37 @@ async fn a_kazoo_layout_lock_holds_its_identifier() {
     assert_eq!(kazoo_says(&["contenders", &cs, &path]).await, "CONTENDERS rust-writer");
     guard.release().await.unwrap();
 }
+
+/// Issue 44, item 1: two layouts at one path would both hold the lock, neither seeing the
+/// other's contenders. A kazoo process holds `Lock(path)`: zkr's Curator-layout mutex, its
+/// read-write lock and its latch refuse the path, naming kazoo's layout and the option that
+/// shares it, and leave no node; zkr's kazoo-layout lock queues behind kazoo as it should.
+/// Before, the Curator-layout mutex took the lock beside kazoo's holder.
+#[tokio::test]
+async fn a_curator_layout_recipe_refuses_a_path_that_kazoo_holds() {
+    use zkr_recipes::locks::{InterProcessMutex, LockLayout};
+    let (zk, cs, path) = setup("kazoo-conflict").await;
+    let mut python = kazoo(&["hold", &cs, &path]);
+    python.expect_line("HELD").await.unwrap();
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    let refused = mutex.try_acquire().await.map(|held| held.is_some());
+    assert!(
+        matches!(refused, Err(LockError::LayoutConflict { found: LockLayout::Kazoo, .. })),
+        "{refused:?}"
+    );
+    let message = refused.unwrap_err().to_string();
+    assert!(message.contains("kazoo") && message.contains("InterProcessMutex::kazoo"), "{message}");
+    let rw = InterProcessReadWriteLock::new(&zk, &path).unwrap();
+    let refused = rw.read_lock().try_acquire().await.map(|held| held.is_some());
+    assert!(
+        matches!(refused, Err(LockError::LayoutConflict { found: LockLayout::Kazoo, .. })),
+        "{refused:?}"
+    );
+    let observer = zkr_integration_tests::raw(&cs).await;
+    assert_eq!(zkr_integration_tests::children(&observer, &path).await.len(), 1, "only kazoo's node");
+    let same_layout = InterProcessMutex::kazoo(&zk, &path, "rust").unwrap();
+    assert!(same_layout.try_acquire().await.unwrap().is_none(), "kazoo holds it");
+    python.send_line("release").await.unwrap();
+    python.expect_line("RELEASED").await.unwrap();
+    same_layout.acquire().await.unwrap().release().await.unwrap();
+}

@@ -210,3 +210,36 @@ async fn a_writer_whose_session_expires_lets_readers_in() {
     assert!(matches!(writing.release().await, Err(LockError::Lost { .. })));
     reading.release().await.unwrap();
 }
+
+/// Issue 44, item 1, with flock's habits: readers through the read-write lock and the writer
+/// through a plain mutex on one path would run at once. Each refuses a path that holds the
+/// other's contenders, naming the layout it found.
+#[tokio::test]
+async fn a_plain_mutex_and_a_read_write_lock_refuse_each_others_path() {
+    use zkr_recipes::locks::{InterProcessMutex, LockLayout};
+    let cs = shared_server().await.unwrap().connect_string();
+    let zk = connect(&cs).await;
+    let path = unique_root("rw-vs-mutex");
+    let rw = InterProcessReadWriteLock::new(&zk, &path).unwrap();
+    let reading = rw.read_lock().acquire().await.unwrap();
+    let writer = InterProcessMutex::new(&zk, &path).unwrap();
+    let refused = writer.try_acquire().await.map(|held| held.is_some());
+    assert!(
+        matches!(refused, Err(LockError::LayoutConflict { found: LockLayout::CuratorReadWrite, .. })),
+        "{refused:?}"
+    );
+    reading.release().await.unwrap();
+    let other = unique_root("mutex-vs-rw");
+    let held = InterProcessMutex::new(&zk, &other).unwrap().acquire().await.unwrap();
+    let refused = InterProcessReadWriteLock::new(&zk, &other)
+        .unwrap()
+        .read_lock()
+        .try_acquire()
+        .await
+        .map(|h| h.is_some());
+    assert!(
+        matches!(refused, Err(LockError::LayoutConflict { found: LockLayout::CuratorMutex, .. })),
+        "{refused:?}"
+    );
+    held.release().await.unwrap();
+}

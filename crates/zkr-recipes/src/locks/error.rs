@@ -48,6 +48,16 @@ pub enum LockError {
     /// `/zookeeper` tree), an empty participant id, data over ZooKeeper's limit.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// The lock's directory holds contenders of another recipe layout: joining would let both
+    /// hold the lock at once, neither seeing the other's contenders. Use the recipe that shares
+    /// that layout ([`LockLayout::to_share`](super::LockLayout::to_share)), or another path.
+    #[error("{path} holds contenders of {}: zkr does not mix layouts (both would hold the lock at once); to share it use {}", found.describe(), found.to_share())]
+    LayoutConflict {
+        /// The lock's path.
+        path: String,
+        /// The layout found there.
+        found: super::LockLayout,
+    },
 }
 
 crate::errors::from_connection!(LockError);
@@ -60,9 +70,9 @@ impl LockError {
             LockError::NodeVanished { .. } | LockError::NotAContender { .. } | LockError::Lost { .. } => {
                 zkr_connection::ErrorKind::Lost
             }
-            LockError::IllegalState { .. } | LockError::InvalidArgument(_) => {
-                zkr_connection::ErrorKind::Usage
-            }
+            LockError::IllegalState { .. }
+            | LockError::InvalidArgument(_)
+            | LockError::LayoutConflict { .. } => zkr_connection::ErrorKind::Usage,
         }
     }
 

@@ -16,6 +16,7 @@ mod children_wait;
 mod driver;
 mod error;
 mod internals;
+mod layout;
 mod multi;
 mod mutex;
 mod owner;
@@ -32,6 +33,7 @@ pub use driver::{
 };
 pub use error::LockError;
 pub use internals::{LockInternals, LockNode, Wait};
+pub use layout::LockLayout;
 pub use multi::{Held, InterProcessMultiLock, Lockable, MultiLockGuard};
 pub use mutex::{InterProcessMutex, InterProcessMutexGuard, LOCK_NAME};
 pub use owner::LockOwner;

@@ -9,7 +9,7 @@ mod report;
 mod turn;
 mod wait;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::time::Instant;
@@ -100,6 +100,8 @@ pub struct LockInternals<D> {
     released_heads: ReleasedHeads,
     /// The lock directory's children, kept live while this process is its only user.
     view: ChildrenView,
+    /// Has a listing shown the directory free of another layout's contenders?
+    layout_checked: AtomicBool,
 }
 
 impl<D: LockInternalsDriver> LockInternals<D> {
@@ -132,6 +134,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             attempts: AtomicUsize::new(0),
             released_heads: ReleasedHeads::default(),
             view: ChildrenView::new(base_path),
+            layout_checked: AtomicBool::new(false),
         })
     }
 
@@ -203,10 +206,19 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             // with our create: N waiters arriving at once must not each download the queue.
             let alone = attempts.alone();
             let by_view = alone && self.view.is_live(&self.zk);
-            let Some(mut node) = self.create_contender(wait, alone && !by_view).await? else {
+            // The first attempt always lists with its create: the listing shows whether another
+            // layout's contenders are there (and costs no round trip).
+            let list = (alone && !by_view) || !self.layout_checked.load(Ordering::Relaxed);
+            let Some(mut node) = self.create_contender(wait, list).await? else {
                 return Ok(None);
             };
             let mut cleanup = NodeCleanup::new(&self.zk, &node.path, node.session.generation());
+            if let Err(conflict) = self.check_layout(node.siblings.as_deref()) {
+                let _ =
+                    tokio::time::timeout(TIMEOUT_CLEANUP_GRACE, cleanup.delete_now(&self.zk, &node.session))
+                        .await;
+                return Err(conflict);
+            }
             let first = self.first_look(&mut node, by_view, wait, not_before, error_epoch).await;
             match self.wait_for_lock(&node.session, &node.name, first, wait, &mut budget).await {
                 Ok(error_epoch) => {
@@ -240,6 +252,20 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// Refuses a directory whose `children` (a listing, when there is one) hold another
+    /// layout's contenders: both recipes would hold the lock at once, neither seeing the other.
+    fn check_layout(&self, children: Option<&[String]>) -> Result<(), LockError> {
+        let Some(children) = children else { return Ok(()) };
+        let ours = |name: &str| self.driver.fix_for_sorting(name, &self.lock_name).is_some();
+        match crate::locks::layout::foreign(children, ours) {
+            Some(found) => Err(LockError::LayoutConflict { path: self.base_path.clone(), found }),
+            None => {
+                self.layout_checked.store(true, Ordering::Relaxed);
+                Ok(())
             }
         }
     }

@@ -1,0 +1,126 @@
+//! [`LockLayout`]: whose recipe a lock directory's contenders belong to, read from their names.
+//!
+//! Two recipes of different layouts at one path do not see each other's contenders (each
+//! orders only its own), so both hold at once: a kazoo `Lock` beside Curator's mutex, readers
+//! of a read-write lock beside a plain mutex, a `LeaderLatch` beside a kazoo `Election`. zkr
+//! refuses to join a directory that already holds another layout's contenders
+//! ([`LockError::LayoutConflict`](super::LockError::LayoutConflict)); `zkr ui` and the CLI
+//! name the layouts they find with the same classification.
+
+use super::driver::sequence_key;
+
+/// A recipe layout, as its contender nodes' names show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LockLayout {
+    /// Curator's `InterProcessMutex` (and `LeaderSelector`): `<prefix>lock-<seq>`.
+    CuratorMutex,
+    /// Curator's `InterProcessReadWriteLock`: `<prefix>__READ__<seq>`, `<prefix>__WRIT__<seq>`.
+    CuratorReadWrite,
+    /// Curator's `LeaderLatch`: `<prefix>latch-<seq>`.
+    CuratorLatch,
+    /// Curator's `InterProcessSemaphoreV2`: the `leases` and `locks` directories.
+    CuratorSemaphore,
+    /// kazoo's `Lock`, `ReadLock`, `WriteLock` and `Election`: `<uuid hex>__lock__<seq>`,
+    /// `<uuid hex>__rlock__<seq>`.
+    Kazoo,
+}
+
+impl LockLayout {
+    /// The layout whose contender (or directory) `name` is, if zkr knows it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zkr_recipes::locks::LockLayout;
+    ///
+    /// assert_eq!(LockLayout::of("a1b2c3__lock__0000000004"), Some(LockLayout::Kazoo));
+    /// assert_eq!(LockLayout::of("_c_0f5c-__READ__0000000001"), Some(LockLayout::CuratorReadWrite));
+    /// assert_eq!(LockLayout::of("_c_0f5c-lock-0000000002"), Some(LockLayout::CuratorMutex));
+    /// assert_eq!(LockLayout::of("notes.txt"), None);
+    /// ```
+    pub fn of(name: &str) -> Option<Self> {
+        if name == "leases" || name == "locks" {
+            return Some(LockLayout::CuratorSemaphore);
+        }
+        const MARKERS: [(&str, LockLayout); 6] = [
+            ("__rlock__", LockLayout::Kazoo),
+            ("__lock__", LockLayout::Kazoo),
+            ("__READ__", LockLayout::CuratorReadWrite),
+            ("__WRIT__", LockLayout::CuratorReadWrite),
+            ("latch-", LockLayout::CuratorLatch),
+            ("lock-", LockLayout::CuratorMutex),
+        ];
+        MARKERS.into_iter().find_map(|(marker, layout)| {
+            let at = name.rfind(marker)?;
+            sequence_key(&name[at + marker.len()..]).map(|_| layout)
+        })
+    }
+
+    /// The recipe, as a person would name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            LockLayout::CuratorMutex => "Curator's InterProcessMutex layout (zkr lock)",
+            LockLayout::CuratorReadWrite => "Curator's read-write lock layout (zkr lock -s / -x)",
+            LockLayout::CuratorLatch => "Curator's LeaderLatch layout (zkr elect)",
+            LockLayout::CuratorSemaphore => "Curator's semaphore layout (zkr lock -n)",
+            LockLayout::Kazoo => "kazoo's Lock / Election layout",
+        }
+    }
+
+    /// What shares a directory of this layout.
+    pub fn to_share(self) -> &'static str {
+        match self {
+            LockLayout::CuratorMutex => "InterProcessMutex::new (zkr lock PATH)",
+            LockLayout::CuratorReadWrite => "InterProcessReadWriteLock::new (zkr lock -s / -x PATH)",
+            LockLayout::CuratorLatch => "LeaderLatch (zkr elect PATH)",
+            LockLayout::CuratorSemaphore => "InterProcessSemaphoreV2 (zkr lock -n MAX PATH)",
+            LockLayout::Kazoo => {
+                "InterProcessMutex::kazoo, InterProcessReadWriteLock::kazoo or kazoo::Election (zkr lock --kazoo PATH)"
+            }
+        }
+    }
+}
+
+/// The first of `children` that belongs to a known layout but is not `ours` (a contender our
+/// driver orders): another recipe's contender at our path.
+pub(crate) fn foreign<'a>(
+    children: impl IntoIterator<Item = &'a String>,
+    ours: impl Fn(&str) -> bool,
+) -> Option<LockLayout> {
+    children.into_iter().filter(|child| !ours(child)).find_map(|child| LockLayout::of(child))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_layout_is_told_by_its_names_and_nothing_else_is() {
+        let cases = [
+            ("_c_4f1d2a6e-7c5b-4e7a-9d3c-1b2a3c4d5e6f-lock-0000000003", Some(LockLayout::CuratorMutex)),
+            ("_c_4f1d-__WRIT__0000000001", Some(LockLayout::CuratorReadWrite)),
+            ("_c_4f1d-latch-0000000009", Some(LockLayout::CuratorLatch)),
+            ("0a1b2c3d4e5f60718293a4b5c6d7e8f9__rlock__0000000002", Some(LockLayout::Kazoo)),
+            ("0a1b__lock__-000000001", Some(LockLayout::Kazoo)),
+            ("leases", Some(LockLayout::CuratorSemaphore)),
+            ("lock-", None),
+            ("lock-12", None),
+            ("__lock__abc", None),
+            ("ready", None),
+        ];
+        for (name, layout) in cases {
+            assert_eq!(LockLayout::of(name), layout, "{name}");
+        }
+    }
+
+    #[test]
+    fn only_another_layouts_contenders_count_as_foreign() {
+        let children: Vec<String> =
+            ["_c_1-lock-0000000001", "notes", "x__lock__0000000002"].map(String::from).into();
+        let curator = |c: &str| LockLayout::of(c) == Some(LockLayout::CuratorMutex);
+        assert_eq!(foreign(&children, curator), Some(LockLayout::Kazoo));
+        let anything = |_: &str| true;
+        assert_eq!(foreign(&children, anything), None);
+    }
+}
