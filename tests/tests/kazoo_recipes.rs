@@ -379,10 +379,37 @@ async fn a_curator_layout_recipe_refuses_a_path_that_kazoo_holds() {
         "{refused:?}"
     );
     let observer = zkr_integration_tests::raw(&cs).await;
-    assert_eq!(zkr_integration_tests::children(&observer, &path).await.len(), 1, "only kazoo's node");
+    let left = zkr_integration_tests::children(&observer, &path).await;
+    assert!(left.iter().all(|c| LockLayout::of(c) == Some(LockLayout::Kazoo)), "only kazoo's node: {left:?}");
+    let semaphore =
+        zkr_recipes::locks::InterProcessSemaphoreV2::new(&zk, &path, zkr_recipes::locks::MaxLeases::Fixed(2))
+            .unwrap();
+    let refused = semaphore.try_acquire().await.map(|lease| lease.is_some());
+    assert!(
+        matches!(refused, Err(LockError::LayoutConflict { found: LockLayout::Kazoo, .. })),
+        "{refused:?}"
+    );
     let same_layout = InterProcessMutex::kazoo(&zk, &path, "rust").unwrap();
     assert!(same_layout.try_acquire().await.unwrap().is_none(), "kazoo holds it");
     python.send_line("release").await.unwrap();
     python.expect_line("RELEASED").await.unwrap();
     same_layout.acquire().await.unwrap().release().await.unwrap();
+}
+
+/// Issue 44, item 1, for elections: a kazoo `Election` leads at a path; zkr's `LeaderLatch`
+/// (Curator's layout, `zkr elect`) stops and says why instead of leading beside it (before, it
+/// led at once: two leaders).
+#[tokio::test]
+async fn a_leader_latch_refuses_a_path_where_a_kazoo_election_runs() {
+    use zkr_recipes::leader::{LatchState, LeaderLatch};
+    use zkr_recipes::locks::LockLayout;
+    let (zk, cs, path) = setup("kazoo-latch-conflict").await;
+    let mut python = kazoo(&["elect", &cs, &path, "python"]);
+    python.expect_line("LEADING").await.unwrap();
+    let latch = LeaderLatch::start(&zk, &path, "rust").await.unwrap();
+    let led = tokio::time::timeout(timing().wait(), latch.await_leadership()).await.expect("an answer");
+    assert!(matches!(led, Err(LockError::LayoutConflict { found: LockLayout::Kazoo, .. })), "{led:?}");
+    assert_eq!(latch.state(), LatchState::Closed);
+    python.send_line("resign").await.unwrap();
+    python.expect_line("RESIGNED").await.unwrap();
 }

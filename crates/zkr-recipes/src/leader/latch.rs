@@ -102,9 +102,18 @@ struct Inner {
     state: watch::Sender<LatchState>,
     closing: Notify,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Why the latch stopped by itself (the path holds another layout's contenders).
+    failed: Mutex<Option<LockError>>,
 }
 
 impl Inner {
+    /// Stops the latch for good with `error`, which [`LeaderLatch::await_leadership`] answers.
+    fn fail(&self, error: LockError) {
+        tracing::error!(path = %self.internals.base_path(), %error, "the leader latch stopped");
+        *self.failed.lock() = Some(error);
+        self.close();
+    }
+
     /// Marks the latch closed (announced once) and wakes the participation task.
     fn close(&self) {
         self.state.send_if_modified(|state| {
@@ -138,6 +147,7 @@ impl LeaderLatch {
             state: watch::channel(LatchState::Waiting).0,
             closing: Notify::new(),
             task: Mutex::new(None),
+            failed: Mutex::new(None),
         });
         *inner.task.lock() = Some(tokio::spawn(participate(inner.clone())));
         Ok(LeaderLatch { _owner: Arc::new(Owner(inner.clone())), inner })
@@ -172,8 +182,9 @@ impl LeaderLatch {
     ///
     /// # Errors
     /// [`LockError::IllegalState`] if the latch is (or gets) closed first ("the latch was
-    /// closed"): a follower that never led
-    /// lost nothing.
+    /// closed"): a follower that never led lost nothing. [`LockError::LayoutConflict`] when
+    /// the path holds another layout's contenders (a kazoo `Election`): the latch stopped
+    /// rather than lead beside that layout's leader.
     ///
     /// # Cancel safety
     /// Cancel safe: waiting changes nothing.
@@ -207,7 +218,8 @@ impl LeaderLatch {
     }
 
     fn not_running(&self, reason: &'static str) -> LockError {
-        LockError::IllegalState { path: self.path().to_owned(), reason }
+        let failed = self.inner.failed.lock().clone();
+        failed.unwrap_or_else(|| LockError::IllegalState { path: self.path().to_owned(), reason })
     }
 
     /// Every participant in queue order, the leader first, with the id each joined with
@@ -271,6 +283,8 @@ async fn participate(inner: Arc<Inner>) {
                 inner.close();
                 return;
             }
+            // Joining would make two leaders, each unseen by the other: stop, and say why.
+            Err(e @ LockError::LayoutConflict { .. }) => return inner.fail(e),
             Err(e) if super::retry_join(&path, &e, &mut pause, &inner.closing).await => continue,
             Err(_) => return,
         };

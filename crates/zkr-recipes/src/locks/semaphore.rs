@@ -1,6 +1,7 @@
 //! `InterProcessSemaphoreV2` and `InterProcessSemaphoreMutex`: Apache Curator's counting
 //! semaphore and its one-lease form, with Curator's layout so Java processes share them.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use zkr_connection::protected::ProtectedCreate;
@@ -62,6 +63,8 @@ pub struct InterProcessSemaphoreV2 {
     mutex: InterProcessMutex,
     /// What each lease node holds ([`InterProcessSemaphoreV2::with_node_data`]).
     node_data: Vec<u8>,
+    /// Set once a listing showed the path free of another layout's contenders.
+    layout_checked: Arc<tokio::sync::OnceCell<()>>,
 }
 
 /// One lease of a semaphore: hold it to keep your place; [`release`](Self::release) it (or
@@ -230,6 +233,7 @@ impl InterProcessSemaphoreV2 {
             max,
             mutex,
             node_data: Vec::new(),
+            layout_checked: Arc::default(),
         })
     }
 
@@ -454,6 +458,7 @@ impl InterProcessSemaphoreV2 {
         deadline: Option<Deadline>,
         look: Look,
     ) -> Result<Option<Lease>, LockError> {
+        self.layout_checked.get_or_try_init(|| self.check_layout()).await?;
         let request = ProtectedCreate::new(&self.leases_path, LEASE_NAME, CreateMode::EphemeralSequential)
             .data(&self.node_data)
             .retry_options(RetryOptions::default().deadline(deadline));
@@ -484,6 +489,24 @@ impl InterProcessSemaphoreV2 {
                 Ok(None)
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// Refuses a path that holds another layout's contenders (a kazoo `Lock`'s nodes beside
+    /// our `leases` and `locks`): both would hand out the lock at once, unseen by each other.
+    async fn check_layout(&self) -> Result<(), LockError> {
+        let at = self.path.as_str();
+        let listed = self.zk.retry(|s| async move {
+            match s.client().list_children(at).await {
+                Err(zookeeper_client::Error::NoNode) => Ok(Vec::new()),
+                listed => listed,
+            }
+        });
+        let children = listed.await?;
+        let ours = |name: &str| super::LockLayout::of(name) == Some(super::LockLayout::CuratorSemaphore);
+        match super::layout::foreign(&children, ours) {
+            Some(found) => Err(LockError::LayoutConflict { path: self.path.clone(), found }),
+            None => Ok(()),
         }
     }
 

@@ -20,6 +20,7 @@ use zkr_connection::{is_retryable, is_session_error, path, Deadline, RetryOption
 use super::driver::LockInternalsDriver;
 use super::error::LockError;
 use super::view::{ChildrenView, MAX_QUEUE};
+use super::LockLayout;
 use crate::fence::SessionFence;
 use cleanup::NodeCleanup;
 
@@ -260,7 +261,12 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     /// layout's contenders: both recipes would hold the lock at once, neither seeing the other.
     fn check_layout(&self, children: Option<&[String]>) -> Result<(), LockError> {
         let Some(children) = children else { return Ok(()) };
-        let ours = |name: &str| self.driver.fix_for_sorting(name, &self.lock_name).is_some();
+        // A semaphore's `leases` and `locks` are directories, perhaps empty ones left behind:
+        // the semaphore itself refuses a path with our contenders.
+        let ours = |name: &str| {
+            self.driver.fix_for_sorting(name, &self.lock_name).is_some()
+                || LockLayout::of(name) == Some(LockLayout::CuratorSemaphore)
+        };
         match crate::locks::layout::foreign(children, ours) {
             Some(found) => Err(LockError::LayoutConflict { path: self.base_path.clone(), found }),
             None => {
