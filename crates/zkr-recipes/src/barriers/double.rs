@@ -160,8 +160,14 @@ impl DistributedDoubleBarrier {
             match finished(step, deadline)? {
                 None => return Ok(false),
                 Some(Step::Pass(ready)) => break ready,
-                // Made or not, the cache shows the `ready` to pass by next.
-                Some(Step::CreateReady(members)) => self.create_ready(&members).await?,
+                // Made: pass at once (waiting for the cache to show it could miss it, should
+                // every other member pass and leave first). Not made, or made without a stat
+                // (ZOOKEEPER-4026): the cache shows the `ready` to pass by next.
+                Some(Step::CreateReady(members)) => {
+                    if let Some(czxid) = self.create_ready(&members).await? {
+                        break czxid;
+                    }
+                }
             }
         };
         self.entered = Some(Entered { node, cache, ready });
@@ -186,16 +192,23 @@ impl DistributedDoubleBarrier {
         }
     }
 
-    /// Creates `ready` if every counted member still exists (one transaction); nothing when
-    /// one left or another member created it first (the cache shows which next).
-    async fn create_ready(&self, members: &[String]) -> Result<(), BarrierError> {
+    /// Creates `ready` if every counted member still exists (one transaction): its czxid when
+    /// made and the server said it; `None` when one left or another member created it first
+    /// (the cache shows which next).
+    async fn create_ready(&self, members: &[String]) -> Result<Option<i64>, BarrierError> {
         let mut txn = self.zk.transaction();
         for member in members {
             txn = txn.check_exists(&path::join(&self.path, member));
         }
         let ready = path::join(&self.path, READY);
         match txn.create(&ready, &[], CreateMode::Persistent).commit().await {
-            Ok(_) | Err(zkr_connection::Error::TransactionFailed { .. }) => Ok(()),
+            Ok(results) => Ok(results.into_iter().find_map(|result| match result {
+                zookeeper_client::MultiWriteResult::Create { stat, .. } if !stat.is_invalid() => {
+                    Some(stat.czxid)
+                }
+                _ => None,
+            })),
+            Err(zkr_connection::Error::TransactionFailed { .. }) => Ok(None),
             // The session ended, or ZooKeeper went away, with the create in flight: the cache
             // shows whether `ready` was made once it is confirmed again (our node is made
             // again on the new session).
@@ -205,7 +218,7 @@ impl DistributedDoubleBarrier {
                     ErrorKind::Lost | ErrorKind::Unreachable | ErrorKind::Indeterminate
                 ) =>
             {
-                Ok(())
+                Ok(None)
             }
             Err(e) => Err(e.into()),
         }
