@@ -284,21 +284,32 @@ async fn an_ack_with_the_consumers_own_operations_applies_them_with_the_delete_o
     assert!(children(&observer, &locks).await.is_empty());
 }
 
+/// Two lock-safe consumers of one queue, on `zk_a` and `zk_b` (one client, or two), with one
+/// item put and an empty `done` directory for completion records: (queue path, lock path,
+/// done path, consumer A, consumer B).
+async fn two_consumers(
+    observer: &zookeeper_client::Client,
+    name: &str,
+    zk_a: &ZkClient,
+    zk_b: &ZkClient,
+) -> (String, String, String, DistributedQueue<String>, DistributedQueue<String>) {
+    let root = unique_root(name);
+    let (path, locks, done) = (format!("{root}/queue"), format!("{root}/locks"), format!("{root}/done"));
+    let a = DistributedQueue::builder(zk_a, &path, Utf8).lock_path(&locks).build().unwrap();
+    let b = DistributedQueue::builder(zk_b, &path, Utf8).lock_path(&locks).build().unwrap();
+    a.put(&"job".to_string()).await.unwrap();
+    let options = CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    observer.create(&done, &[], &options).await.unwrap();
+    (path, locks, done, a, b)
+}
+
 #[tokio::test]
 async fn a_consumer_whose_session_expired_mid_item_cannot_ack_it_after_another_took_it() {
     let server = shared_server().await.unwrap();
     let cs = server.connect_string();
     let observer = raw(&cs).await;
-    let root = unique_root("queue-expiry");
-    let (path, locks, done) = (format!("{root}/queue"), format!("{root}/locks"), format!("{root}/done"));
     let (zk_a, zk_b) = (connect_with_session(&cs, 30).await, connect_with_session(&cs, 30).await);
-    let a = DistributedQueue::builder(&zk_a, &path, Utf8).lock_path(&locks).build().unwrap();
-    let b = DistributedQueue::builder(&zk_b, &path, Utf8).lock_path(&locks).build().unwrap();
-    a.put(&"job".to_string()).await.unwrap();
-    observer
-        .create(&done, &[], &CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()))
-        .await
-        .unwrap();
+    let (path, locks, done, a, b) = two_consumers(&observer, "queue-expiry", &zk_a, &zk_b).await;
 
     let held_by_a = a.take().await.unwrap();
     expire_session(&zk_a.client().await.unwrap(), &cs).await.unwrap();
@@ -322,16 +333,8 @@ async fn an_ack_after_the_session_ended_never_commits_on_the_next_session() {
     let server = shared_server().await.unwrap();
     let cs = server.connect_string();
     let observer = raw(&cs).await;
-    let root = unique_root("queue-next-session");
-    let (path, locks, done) = (format!("{root}/queue"), format!("{root}/locks"), format!("{root}/done"));
     let zk = connect_with_session(&cs, 30).await;
-    let a = DistributedQueue::builder(&zk, &path, Utf8).lock_path(&locks).build().unwrap();
-    let b = DistributedQueue::builder(&zk, &path, Utf8).lock_path(&locks).build().unwrap();
-    a.put(&"job".to_string()).await.unwrap();
-    observer
-        .create(&done, &[], &CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()))
-        .await
-        .unwrap();
+    let (path, locks, done, a, b) = two_consumers(&observer, "queue-next-session", &zk, &zk).await;
     let held_by_a = a.take().await.unwrap();
     expire_session(&zk.client().await.unwrap(), &cs).await.unwrap();
     let taken_by_b = b.take_timeout(timing().wait()).await.unwrap().expect("the item for B");
