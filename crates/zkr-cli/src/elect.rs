@@ -4,11 +4,10 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use futures::StreamExt as _;
 use serde_json::json;
 use zkr_connection::ZkClient;
 use zkr_recipes::cache::{CacheMode, CuratorCache};
-use zkr_recipes::leader::{latch_participants, LeaderLatch};
+use zkr_recipes::leader::LeaderLatch;
 
 use crate::child::Child;
 use crate::config::output::print_line;
@@ -17,6 +16,7 @@ use crate::exit::{Code, Exit, Failure};
 use crate::lock::held::Held;
 use crate::lock::{supervise, with_session, OnSuspend, Policy};
 use crate::signals::{status_after, Signals};
+use crate::ui::at::{self, At, Contender, Kind};
 
 const ELECT_LONG_HELP: &str = "\
 Every `zkr elect` (and every Curator LeaderLatch) at PATH joins one election; the first in the
@@ -32,7 +32,10 @@ Examples:
   zkr elect /jobs/compactor -- ./compact --forever
   zkr elect /jobs/compactor --id host-3 --timeout 1m -- ./compact   # exit 3: not leader in time
   zkr elect /jobs/compactor --observe                               # the leader, then each change
-  zkr elect /jobs/compactor --observe --json                        # with every participant";
+  zkr elect /jobs/compactor --observe --json                        # with every participant
+--observe also follows Curator's LeaderSelector and kazoo's Election (a lock whose holder
+leads), as `zkr ui` recognises them; it exits 5 when PATH does not exist and 6 when PATH holds
+another recipe or children no election layout explains.";
 
 /// `zkr elect`.
 #[derive(Debug, clap::Args)]
@@ -45,7 +48,9 @@ pub(crate) struct ElectArgs {
     /// <host>-<pid>.
     #[arg(long)]
     id: Option<String>,
-    /// Print the leader's id now and on every change, until Ctrl-C, without taking part.
+    /// Print the leader's id now and on every change, until Ctrl-C, without taking part: of
+    /// a Curator LeaderLatch or LeaderSelector, or a kazoo Election. Exit 5 when PATH does not
+    /// exist, 6 when it holds something else.
     #[arg(long, conflicts_with_all = ["command", "id", "timeout"])]
     observe: bool,
     /// With --observe: one JSON object per change (leader, its node, every participant).
@@ -116,31 +121,101 @@ async fn lead(
     supervise(zk, held, child, &policy, signals).await
 }
 
-/// Prints the leader now and on every change of the election's nodes, until a signal.
+/// Prints the leader now and on every change of the election's nodes, until a signal. The
+/// election is recognised as `zkr ui` recognises it: Curator's `LeaderLatch`, or a lock whose
+/// holder leads (kazoo's `Election`, Curator's `LeaderSelector`).
+///
+/// # Errors
+/// Exit 5 when the path does not exist; exit 6 when it holds another recipe or children no
+/// election layout explains (never "(no leader)" for what it does not understand).
 async fn observe(zk: &ZkClient, args: &ElectArgs, signals: &mut Signals) -> anyhow::Result<Code> {
     let cache = CuratorCache::builder(zk, &args.path).mode(CacheMode::Children).start().await?;
-    let mut events = cache.events();
+    let mut snapshots = cache.snapshots();
     let mut last: Option<String> = None;
+    let mut seen = false;
     loop {
-        let participants = latch_participants(zk, &args.path).await?;
+        let found = at::in_snapshot(&snapshots.borrow_and_update(), &args.path);
+        if matches!(found, At::Missing) && !seen {
+            return Err(Failure::error(
+                Exit::Absent,
+                format!("{}: no such node (no election has run there: check the path)", args.path),
+            ));
+        }
+        seen = true;
         let line = match args.json {
-            true => {
-                let leader = participants.iter().find(|p| p.is_leader);
-                let all: Vec<_> = participants.iter().map(|p| json!({"id": p.id, "node": p.node})).collect();
-                json!({"leader": leader.map(|p| &p.id), "node": leader.map(|p| &p.node), "participants": all})
-                    .to_string()
-            }
-            false => {
-                participants.iter().find(|p| p.is_leader).map_or("(no leader)".to_owned(), |p| p.id.clone())
-            }
+            true => election(&args.path, found)?.json(&args.path).to_string(),
+            false => election(&args.path, found)?.leader_id(),
         };
         if last.as_ref() != Some(&line) {
             print_line(&line)?;
             last = Some(line);
         }
         tokio::select! {
-            event = events.next() => if event.is_none() { return Ok(Code::Exit(Exit::Failure)) },
+            changed = snapshots.changed() => if changed.is_err() { return Ok(Code::Exit(Exit::Failure)) },
             signal = signals.recv() => return Ok(Code::Status(status_after(signal))),
         }
+    }
+}
+
+/// An election's participants, the leader first (when there is one).
+struct Election {
+    layout: Option<&'static str>,
+    leads: bool,
+    participants: Vec<Contender>,
+}
+
+impl Election {
+    /// The leader's id (its node's name when its data is no printable id), or "(no leader)".
+    fn leader_id(&self) -> String {
+        match self.participants.first().filter(|_| self.leads) {
+            Some(leader) => leader.id.clone().unwrap_or_else(|| format!("(node {:?})", leader.node)),
+            None => "(no leader)".to_owned(),
+        }
+    }
+
+    fn json(&self, path: &str) -> serde_json::Value {
+        let node = |c: &Contender| format!("{path}/{}", c.node);
+        let leader = self.participants.first().filter(|_| self.leads);
+        let all: Vec<_> = self.participants.iter().map(|p| json!({"id": p.id, "node": node(p)})).collect();
+        json!({
+            "leader": leader.map(|p| &p.id),
+            "node": leader.map(node),
+            "participants": all,
+            "layout": self.layout,
+        })
+    }
+}
+
+/// The election `found` at `path` is, or why it is none (exit 6).
+fn election(path: &str, found: At) -> anyhow::Result<Election> {
+    let none = Election { layout: None, leads: false, participants: Vec::new() };
+    match found {
+        // A directory emptied while observed may be removed (a container): no leader.
+        At::Missing | At::Empty => Ok(none),
+        At::Recipe { recipe, others } => {
+            if !others.is_empty() {
+                tracing::warn!(%path, others = %at::list(&others), "nodes no election layout explains");
+            }
+            let what = at::describe(&recipe);
+            match recipe.kind {
+                Kind::Leader { leader, participants } => {
+                    Ok(Election { layout: Some(recipe.layout), leads: leader.is_some(), participants })
+                }
+                Kind::Lock { read_write: false, holders, waiters } => Ok(Election {
+                    layout: Some(recipe.layout),
+                    leads: !holders.is_empty(),
+                    participants: holders.into_iter().chain(waiters).collect(),
+                }),
+                _ => Err(Failure::error(Exit::Conflict, format!("{path} holds {what}, not an election"))),
+            }
+        }
+        At::Unexplained(names) => Err(Failure::error(
+            Exit::Conflict,
+            format!(
+                "{path} is not an election that zkr knows (Curator's LeaderLatch or LeaderSelector, \
+                 kazoo's Election): its children {} are no participants (`zkr ls -l {path}` shows them)",
+                at::list(&names)
+            ),
+        )),
     }
 }

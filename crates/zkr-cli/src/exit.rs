@@ -59,11 +59,13 @@ Exit codes (every subcommand):
   3    lock: not acquired within --timeout, or held (--try)
   4    lost: the lock (or the session) was lost while the command ran (the command was
        stopped)
-  5    absent: the node does not exist
+  5    absent: the node does not exist (lock-info, members, service list and elect
+       --observe too: a typo is not an empty answer)
   6    conflict: --if-version (config set, set, rm, acl set) found another version;
        create: the node exists; rm: the node has children (-r deletes them); id next
        found a path laid out for another --kind; service register: another session
-       holds the id
+       holds the id; lock-info, elect --observe: the path holds another recipe, or
+       children no lock or election layout explains
   7    cannot reach ZooKeeper within --connect-timeout (or lock --timeout)
   8    status: degraded (a quorum, but a server is down or not serving)
   9    status: no quorum

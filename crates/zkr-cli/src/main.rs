@@ -71,7 +71,8 @@ enum Command {
     /// the leader (--observe). Exit: the command's status; 3 not leader in time; 4 leadership
     /// lost while it ran.
     Elect(elect::ElectArgs),
-    /// Show the holder of a lock and who waits for it.
+    /// Show the holder of a lock and who waits for it (Curator's and kazoo's layouts, as `zkr
+    /// ui` recognises them).
     LockInfo(lock::LockInfoArgs),
     /// The health of the ensemble: one line per server (mode, zxid, latency, connections,
     /// ...). Exit 0 healthy, 8 degraded, 9 no quorum.

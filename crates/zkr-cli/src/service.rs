@@ -9,13 +9,14 @@ use zkr_recipes::discovery::{ServiceDiscovery, ServiceInstance, UriSpec, DEFAULT
 use crate::child::{shell_status, Child};
 use crate::config::output::{encode_value, print_line};
 use crate::connect::{parse_path, ConnectArgs};
-use crate::exit::Code;
+use crate::exit::{Code, Exit, Failure};
 use crate::signals::{status_after, Signals};
 
 /// `zkr members PATH`
 #[derive(Debug, clap::Args)]
 pub(crate) struct MembersArgs {
-    /// The group's path (Curator's GroupMember membership path): one child per member.
+    /// The group's path (Curator's GroupMember membership path): one child per member. Exit 5
+    /// when it does not exist.
     #[arg(value_parser = parse_path)]
     path: String,
     /// One JSON object per member: {"id", "encoding", "payload"}, the payload as in
@@ -34,7 +35,8 @@ pub(crate) struct ServiceArgs {
 #[derive(Debug, clap::Subcommand)]
 enum ServiceCommand {
     /// List a service's instances: one line each (id, address, port, SSL port, enabled, URI,
-    /// tab-separated; "-" for none), or with --json Curator's JSON, one object per line.
+    /// tab-separated; "-" for none), or with --json Curator's JSON, one object per line. Exit 5
+    /// when the service's node (BASE/NAME) does not exist.
     List {
         /// The service's name.
         name: String,
@@ -93,6 +95,11 @@ pub(crate) async fn members(args: MembersArgs, connect: &ConnectArgs) -> anyhow:
     let zk = connect.connect().await?;
     let cache = CuratorCache::builder(&zk, &args.path).mode(CacheMode::Children).start().await?;
     let snapshot = cache.snapshot();
+    if snapshot.get(&args.path).is_none() {
+        drop(cache);
+        zk.close().await;
+        return Err(absent(&args.path, "no group has members there: check the path"));
+    }
     for (id, node) in snapshot.children(&args.path) {
         let line = if args.json {
             let (encoding, payload) = encode_value(&node.data);
@@ -121,11 +128,20 @@ pub(crate) async fn run(args: ServiceArgs, connect: &ConnectArgs) -> anyhow::Res
 
 async fn list(zk: &ZkClient, base: &str, name: &str, json: bool) -> anyhow::Result<Code> {
     let discovery = ServiceDiscovery::<Value>::new(zk, base)?;
+    let service = discovery.path_for_name(name);
+    if zk.exists(&service).await?.is_none() {
+        return Err(absent(&service, &format!("no instance of {name:?} is registered under {base}")));
+    }
     for instance in discovery.query_for_instances(name).await? {
         let line = if json { String::from_utf8(instance.to_json()?)? } else { plain_line(&instance) };
         print_line(&line)?;
     }
     Ok(Code::Success)
+}
+
+/// A path that does not exist (exit 5), and what that likely means.
+fn absent(path: &str, meaning: &str) -> anyhow::Error {
+    Failure::error(Exit::Absent, format!("{path}: no such node ({meaning})"))
 }
 
 fn plain_line(instance: &ServiceInstance<Value>) -> String {

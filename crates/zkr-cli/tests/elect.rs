@@ -105,6 +105,8 @@ async fn zkr_and_curator_leaders_never_overlap_through_a_handover_and_a_kill() {
 async fn observe_prints_each_leader_and_a_timeout_exits_3() {
     let cs = shared_server().await.unwrap().connect_string();
     let path = unique("elect-observe");
+    // A path that does not exist is exit 5 (a typo), not an election without a leader.
+    assert_eq!(run_zkr(&cs, &["create", &path]).await.status.code(), Some(0));
     let mut observer = zkr(&cs).args(["elect", &path, "--observe"]).stdout(Stdio::piped()).spawn().unwrap();
     let mut lines = BufReader::new(observer.stdout.take().unwrap()).lines();
     let bound = Timing::from_env().wait();

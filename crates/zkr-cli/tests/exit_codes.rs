@@ -102,3 +102,29 @@ async fn error_exit_code_replaces_zkr_codes_and_leaves_the_command_status() {
     let bad = run_zkr(&cs, &["-E", "0", "lock", &path, "--", "true"]).await;
     assert_eq!(bad.status.code(), Some(2), "-E takes 1-255");
 }
+
+/// A typo'd path is not an empty answer (issue 44 item 4): `lock-info`, `members`, `service
+/// list` and `elect --observe` on a path that does not exist exit 5 at once, naming it, where
+/// they printed nothing (or "free") with exit 0, or waited forever.
+#[tokio::test]
+async fn readers_of_a_missing_path_exit_5_naming_it() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let missing = unique("typo");
+    let service = format!("{missing}/orders");
+    let commands: [&[&str]; 5] = [
+        &["lock-info", &missing],
+        &["lock-info", "--json", &missing],
+        &["members", &missing],
+        &["service", "list", "orders", "--base", &missing],
+        &["elect", &missing, "--observe"],
+    ];
+    for args in commands {
+        let run = tokio::time::timeout(Duration::from_secs(20), run_zkr(&cs, args));
+        let out = run.await.unwrap_or_else(|_| panic!("zkr {args:?} did not end"));
+        assert_eq!(out.status.code(), Some(5), "zkr {args:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty(), "zkr {args:?}: {}", String::from_utf8_lossy(&out.stdout));
+        let named = if args[0] == "service" { &service } else { &missing };
+        assert!(stderr(&out).contains(&format!("{named}: no such node")), "zkr {args:?}: {}", stderr(&out));
+    }
+}

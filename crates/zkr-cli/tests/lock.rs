@@ -112,9 +112,14 @@ async fn a_lost_lock_stops_the_command_and_exits_4() {
 #[tokio::test]
 async fn lock_info_on_a_free_lock() {
     let server = shared_server().await.unwrap();
-    let out = run_zkr(&server.connect_string(), &["lock-info", &unique("free")]).await;
-    assert!(out.status.success());
+    let path = unique("free");
+    let zk = ZkClient::connect(server.connect_string()).await.unwrap();
+    zk.create_node(&path).await.unwrap();
+    let out = run_zkr(&server.connect_string(), &["lock-info", &path]).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("free"));
+    zk.delete(&path, None).await.unwrap();
+    zk.close().await;
 }
 
 #[tokio::test]

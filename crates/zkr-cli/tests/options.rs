@@ -39,8 +39,10 @@ async fn every_subcommand_takes_the_connection_options_on_either_side() {
         let ns = ns.trim_start_matches('/').to_owned();
         let options = ["--connect", cs.as_str(), "--namespace", ns.as_str(), "--session-timeout", "10s"];
         let side = if before { "before" } else { "after" };
-        let one_shots: [&[&str]; 17] = [
+        let one_shots: [&[&str]; 19] = [
             &["create", "--parents", "/nodes/n", "x"],
+            &["create", "/members"],
+            &["create", "--parents", "/services/web"],
             &["set", "/nodes/n", "y"],
             &["get", "/nodes/n"],
             &["stat", "/nodes/n"],

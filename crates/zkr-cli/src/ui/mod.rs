@@ -3,6 +3,7 @@
 //! holds. One `CuratorCache` over the root drives it; every change is pushed to the page as
 //! server-sent events.
 
+pub(crate) mod at;
 mod layout;
 mod model;
 mod recognize;
