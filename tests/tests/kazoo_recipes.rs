@@ -372,6 +372,18 @@ async fn a_curator_layout_recipe_refuses_a_path_that_kazoo_holds() {
     );
     let message = refused.unwrap_err().to_string();
     assert!(message.contains("kazoo") && message.contains("InterProcessMutex::kazoo"), "{message}");
+    // Waiters arriving at once share their listings; every one of them is refused.
+    let waiters = (0..5).map(|_| {
+        let mutex = mutex.clone();
+        tokio::spawn(async move { mutex.acquire_timeout(timing().wait()).await.map(|held| held.is_some()) })
+    });
+    for refused in futures::future::join_all(waiters).await {
+        let refused = refused.unwrap();
+        assert!(
+            matches!(refused, Err(LockError::LayoutConflict { found: LockLayout::Kazoo, .. })),
+            "{refused:?}"
+        );
+    }
     let rw = InterProcessReadWriteLock::new(&zk, &path).unwrap();
     let refused = rw.read_lock().try_acquire().await.map(|held| held.is_some());
     assert!(

@@ -91,6 +91,35 @@ pub(crate) fn foreign<'a>(
     children.into_iter().filter(|child| !ours(child)).find_map(|child| LockLayout::of(child))
 }
 
+/// What the latest listing of a lock's directory showed of other layouts. Every listing the
+/// lock internals make anyway (the one sent with a create, the shared listings, the children
+/// view's) is looked at: no request is added for it.
+#[derive(Debug, Default)]
+pub(crate) struct LayoutCheck(parking_lot::Mutex<Option<LockLayout>>);
+
+impl LayoutCheck {
+    /// Looks at a listing of the directory, `ours` telling our driver's contenders.
+    pub(crate) fn observe(&self, children: &[String], ours: impl Fn(&str) -> bool) {
+        *self.0.lock() = foreign(children, ours);
+    }
+
+    /// [`LockError::LayoutConflict`](super::LockError::LayoutConflict) for the lock at `path`
+    /// when the latest listing showed another layout's contender.
+    pub(crate) fn conflict(&self, path: &str) -> Result<(), super::LockError> {
+        match *self.0.lock() {
+            Some(found) => Err(super::LockError::LayoutConflict { path: path.to_owned(), found }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Is `name` a contender `driver` orders for `lock_name`, or a semaphore's directory (perhaps
+/// an empty one left behind: the semaphore itself refuses a path with other contenders)?
+pub(crate) fn is_ours<D: super::LockInternalsDriver>(driver: &D, lock_name: &str, name: &str) -> bool {
+    driver.fix_for_sorting(name, lock_name).is_some()
+        || LockLayout::of(name) == Some(LockLayout::CuratorSemaphore)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ mod report;
 mod turn;
 mod wait;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::time::Instant;
@@ -19,8 +19,9 @@ use zkr_connection::{is_retryable, is_session_error, path, Deadline, RetryOption
 
 use super::driver::LockInternalsDriver;
 use super::error::LockError;
+use super::layout::is_ours;
+use super::layout::LayoutCheck;
 use super::view::{ChildrenView, MAX_QUEUE};
-use super::LockLayout;
 use crate::fence::SessionFence;
 use cleanup::NodeCleanup;
 
@@ -101,8 +102,8 @@ pub struct LockInternals<D> {
     released_heads: ReleasedHeads,
     /// The lock directory's children, kept live while this process is its only user.
     view: ChildrenView,
-    /// Has a listing shown the directory free of another layout's contenders?
-    layout_checked: AtomicBool,
+    /// What the latest listing showed of another layout's contenders.
+    layout: Arc<LayoutCheck>,
 }
 
 impl<D: LockInternalsDriver> LockInternals<D> {
@@ -135,7 +136,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             attempts: AtomicUsize::new(0),
             released_heads: ReleasedHeads::default(),
             view: ChildrenView::new(base_path),
-            layout_checked: AtomicBool::new(false),
+            layout: Arc::default(),
         })
     }
 
@@ -169,10 +170,15 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         &self.driver
     }
 
+    /// Sorts a listing of the directory, looking at it for other layouts on the way.
     fn sorter(&self) -> impl FnOnce(Vec<String>) -> Vec<String> + Send + 'static {
         let driver = self.driver.clone();
         let lock_name = self.lock_name.clone();
-        move |children| driver.sort_children(&children, &lock_name)
+        let layout = self.layout.clone();
+        move |children| {
+            layout.observe(&children, |name| is_ours(&*driver, &lock_name, name));
+            driver.sort_children(&children, &lock_name)
+        }
     }
 
     /// How many contenders hold the lock at once.
@@ -207,20 +213,18 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             // with our create: N waiters arriving at once must not each download the queue.
             let alone = attempts.alone();
             let by_view = alone && self.view.is_live(&self.zk);
-            // The first attempt always lists with its create: the listing shows whether another
-            // layout's contenders are there (and costs no round trip).
-            let list = (alone && !by_view) || !self.layout_checked.load(Ordering::Relaxed);
-            let Some(mut node) = self.create_contender(wait, list).await? else {
+            let Some(mut node) = self.create_contender(wait, alone && !by_view).await? else {
                 return Ok(None);
             };
             let mut cleanup = NodeCleanup::new(&self.zk, &node.path, node.session.generation());
-            if let Err(conflict) = self.check_layout(node.siblings.as_deref()) {
+            let first = self.first_look(&mut node, by_view, wait, not_before, error_epoch).await;
+            // Another layout's contenders in the listing: joining would make two holders.
+            if let Err(conflict) = self.layout.conflict(&self.base_path) {
                 let _ =
                     tokio::time::timeout(TIMEOUT_CLEANUP_GRACE, cleanup.delete_now(&self.zk, &node.session))
                         .await;
                 return Err(conflict);
             }
-            let first = self.first_look(&mut node, by_view, wait, not_before, error_epoch).await;
             match self.wait_for_lock(&node.session, &node.name, first, wait, &mut budget).await {
                 Ok(error_epoch) => {
                     cleanup.disarm();
@@ -235,6 +239,12 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                     )
                     .await;
                     return Ok(None);
+                }
+                // Refused: our node goes before the caller hears it, as a timed-out one does.
+                Err(WaitError::Failed(e @ LockError::LayoutConflict { .. })) => {
+                    let deleting = cleanup.delete_now(&self.zk, &node.session);
+                    let _ = tokio::time::timeout(TIMEOUT_CLEANUP_GRACE, deleting).await;
+                    return Err(e);
                 }
                 Err(WaitError::Failed(e)) => return Err(e),
                 Err(WaitError::NodeMissing) => {
@@ -253,25 +263,6 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                         }
                     }
                 }
-            }
-        }
-    }
-
-    /// Refuses a directory whose `children` (a listing, when there is one) hold another
-    /// layout's contenders: both recipes would hold the lock at once, neither seeing the other.
-    fn check_layout(&self, children: Option<&[String]>) -> Result<(), LockError> {
-        let Some(children) = children else { return Ok(()) };
-        // A semaphore's `leases` and `locks` are directories, perhaps empty ones left behind:
-        // the semaphore itself refuses a path with our contenders.
-        let ours = |name: &str| {
-            self.driver.fix_for_sorting(name, &self.lock_name).is_some()
-                || LockLayout::of(name) == Some(LockLayout::CuratorSemaphore)
-        };
-        match crate::locks::layout::foreign(children, ours) {
-            Some(found) => Err(LockError::LayoutConflict { path: self.base_path.clone(), found }),
-            None => {
-                self.layout_checked.store(true, Ordering::Relaxed);
-                Ok(())
             }
         }
     }
@@ -311,8 +302,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             let from_view = self.view.children_with(&node.session, &node.name);
             siblings = zkr_connection::within(wait.deadline(), from_view).await.flatten();
         }
-        let listing =
-            siblings.map(|children| Arc::new(self.driver.sort_children(&children, &self.lock_name)));
+        let listing = siblings.map(|children| Arc::new(self.sorter()(children)));
         match listing.as_deref().map(Vec::len) {
             Some(n) if n > MAX_QUEUE => self.view.long_queue(),
             Some(_) if !by_view => self.view.short_queue(&self.zk, &node.session),

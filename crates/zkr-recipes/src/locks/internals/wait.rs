@@ -87,6 +87,8 @@ impl<D: LockInternalsDriver> LockInternals<D> {
                 Err(e) => return Ok(Err(e)),
             },
         };
+        // The listing showed another layout's contenders: joining would make two holders.
+        self.layout.conflict(&self.base_path).map_err(WaitError::Failed)?;
         let predicate = match self.driver.gets_the_lock(&sorted, our_name, self.max_leases) {
             Ok(predicate) => predicate,
             Err(LockError::NotAContender { .. }) => return Err(WaitError::NodeMissing),
