@@ -89,6 +89,7 @@ pub(crate) fn describe(recipe: &Recipe) -> String {
         Kind::Service { .. } => "service",
         Kind::Counter { .. } => return "a counter".to_owned(),
         Kind::Config { .. } => return "a config node".to_owned(),
+        Kind::Conflict { layouts, .. } => return format!("a conflict of layouts ({})", layouts.join(", ")),
     };
     format!("a {layout} {what}")
 }

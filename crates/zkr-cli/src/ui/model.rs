@@ -136,6 +136,7 @@ fn roles(kind: &Kind) -> Vec<(&str, &'static str)> {
         Kind::Service { instances, .. } => {
             instances.iter().filter_map(|i| Some((i.session.as_deref()?, "instance"))).collect()
         }
+        Kind::Conflict { contenders, .. } => all(contenders, "conflict"),
         Kind::Counter { .. } | Kind::Config { .. } => Vec::new(),
     }
 }

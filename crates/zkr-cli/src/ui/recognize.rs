@@ -112,6 +112,9 @@ pub(crate) fn recognise(tree: &Tree<'_>, show_values: bool) -> Found {
 
 /// The recipe a directory's children make, claiming them (and the directories a layout owns).
 fn directory(tree: &Tree<'_>, path: &str, claimed: &mut HashSet<String>) -> Option<Recipe> {
+    if let Some(recipe) = conflict(tree, path, claimed) {
+        return Some(recipe);
+    }
     let names = Names::new(tree, path);
     let (layout, kind, owned) = layout::lock(&names)
         .or_else(|| layout::semaphore(tree, &names))
@@ -123,6 +126,31 @@ fn directory(tree: &Tree<'_>, path: &str, claimed: &mut HashSet<String>) -> Opti
         .or_else(|| layout::group(&names))?;
     claimed.extend(owned);
     Some(Recipe { path: path.to_owned(), layout, kind })
+}
+
+/// Contenders of two or more layouts in `path` (the recipes' own classification,
+/// `LockLayout`), claiming them: no layout's view of it would be true, each may have a holder.
+fn conflict(tree: &Tree<'_>, path: &str, claimed: &mut HashSet<String>) -> Option<Recipe> {
+    use zkr_recipes::locks::LockLayout;
+    let mut layouts: Vec<LockLayout> = Vec::new();
+    let mut contenders = Vec::new();
+    for &name in tree.children(path) {
+        let Some(layout) = LockLayout::of(name) else { continue };
+        if !layouts.contains(&layout) {
+            layouts.push(layout);
+        }
+        if let Some(node) = tree.get(&join(path, name)).filter(|n| n.stat.ephemeral_owner != 0) {
+            contenders.push(contender(name, node));
+        }
+    }
+    // A semaphore's own directories beside nothing else are no conflict, nor one layout.
+    if layouts.len() < 2 {
+        return None;
+    }
+    contenders.sort_by_key(|c| c.fencing_token);
+    claimed.extend(contenders.iter().map(|c| join(path, &c.node)));
+    let layouts = layouts.into_iter().map(LockLayout::describe).collect();
+    Some(Recipe { path: path.to_owned(), layout: "mixed", kind: Kind::Conflict { layouts, contenders } })
 }
 
 /// A counter or a config node.

@@ -235,3 +235,35 @@ fn a_holder_is_timed_from_the_view_that_first_showed_it_holding() {
     let Kind::Lock { holders, .. } = kind(&third, "/l") else { panic!() };
     assert_eq!(holders[0].since_ms, Some(200_000), "kept between views");
 }
+
+/// Issue 44, item 1: a kazoo `Lock`'s contender beside Curator mutex contenders, and a
+/// read-write lock's reader beside a plain mutex's, are a conflict of layouts, not a lock and
+/// "other nodes"; a semaphore's own directories beside nothing else are not.
+#[test]
+fn two_layouts_at_one_path_are_a_conflict() {
+    let mut n = Nodes::default();
+    n.dir("/x").add(&format!("/x/{A}-lock-0000000001"), b"", 0x11).add(
+        "/x/9a1b__lock__0000000002",
+        b"py-1",
+        0x22,
+    );
+    n.dir("/y").add(&format!("/y/{A}-__READ__0000000001"), b"", 0x11).add(
+        &format!("/y/{B}-lock-0000000002"),
+        b"",
+        0x22,
+    );
+    n.dir("/s").dir("/s/leases").dir("/s/locks").add(&format!("/s/leases/{A}-lease-0000000001"), b"", 0x11);
+    let view = n.view(&mut Model::new("/", false));
+    let Kind::Conflict { layouts, contenders } = kind(&view, "/x") else { panic!("{view:#?}") };
+    assert_eq!(layouts.len(), 2, "{layouts:?}");
+    assert!(layouts.iter().any(|l| l.contains("kazoo")), "{layouts:?}");
+    assert_eq!(contenders.len(), 2);
+    assert_eq!(contenders[1].id.as_deref(), Some("py-1"));
+    assert!(matches!(kind(&view, "/y"), Kind::Conflict { .. }), "{view:#?}");
+    assert!(matches!(kind(&view, "/s"), Kind::Semaphore { .. }), "{view:#?}");
+    assert!(
+        view.tree.iter().all(|t| !t.path.starts_with("/x/") && !t.path.starts_with("/y/")),
+        "{:#?}",
+        view.tree
+    );
+}

@@ -38,7 +38,7 @@ pub(crate) const TREE_LIMIT: usize = 2000;
 pub(crate) struct Recipe {
     /// Its path.
     pub path: String,
-    /// Whose node names it uses: "curator" or "kazoo".
+    /// Whose node names it uses: "curator", "kazoo", or "mixed" for a conflict.
     pub layout: &'static str,
     /// What it is, with what it holds.
     #[serde(flatten)]
@@ -68,6 +68,10 @@ pub(crate) enum Kind {
     Counter { value: i64, bits: u8 },
     /// A config node: version and last change; the value only with `--show-values`.
     Config { version: i32, mtime_ms: i64, size: usize, value: Option<String> },
+    /// Contenders of two or more recipe layouts in one directory (a kazoo `Lock` beside
+    /// Curator's mutex, readers of a read-write lock beside a plain mutex): each layout orders
+    /// only its own, so each may have a holder. The layouts found, and every contender.
+    Conflict { layouts: Vec<&'static str>, contenders: Vec<Contender> },
 }
 
 /// An ephemeral node taking part in a recipe: a lock's holder or waiter, a participant, a member.
@@ -157,6 +161,7 @@ impl Kind {
             Kind::Service { .. } => "service",
             Kind::Counter { .. } => "counter",
             Kind::Config { .. } => "config",
+            Kind::Conflict { .. } => "conflict",
         }
     }
 }

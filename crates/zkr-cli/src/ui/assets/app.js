@@ -2,7 +2,7 @@
 "use strict";
 
 const SECTIONS = [
-  ["lock", "Locks"], ["leader", "Leaders"], ["semaphore", "Semaphores"], ["queue", "Queues"],
+  ["conflict", "Conflicts"], ["lock", "Locks"], ["leader", "Leaders"], ["semaphore", "Semaphores"], ["queue", "Queues"],
   ["service", "Services"], ["barrier", "Barriers"], ["group", "Groups"], ["counter", "Counters"],
   ["config", "Config"],
 ];
@@ -102,6 +102,12 @@ const RENDER = {
   group(r) {
     const rows = r.members.map((c, i) => who(c, i + 1, "member", false)).join("");
     return cardHead(r, `group · ${plural(r.members.length, "member")}`) + `<ol>${rows}</ol>`;
+  },
+  conflict(r) {
+    const rows = r.contenders.map((c, i) => who(c, i + 1, "conflict", false)).join("");
+    const layouts = r.layouts.map((l) => `<li>${esc(l)}</li>`).join("");
+    return cardHead(r, `<span class="tag conflict">conflict</span> ${plural(r.layouts.length, "layout")} at one path: each may have a holder`) +
+      `<ul class="layouts">${layouts}</ul><ol>${rows}</ol>`;
   },
   counter(r) {
     return cardHead(r, `counter · ${r.bits}-bit`) + `<div class="big" data-field="value">${r.value}</div>`;
