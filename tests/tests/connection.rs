@@ -385,7 +385,7 @@ async fn guaranteed_delete_finishes_after_a_partition_heals() {
 async fn bad_input_gives_typed_errors_and_leaves_nothing() {
     let server = shared_server().await.unwrap();
     let root = unique_root("bad");
-    for cs in ["", "nohostport", "a:0", "h:1,,h:2", "h:1/chroot/"] {
+    for cs in ["", "a:2181;b:2182", "a:0", "h:1,,h:2", "h:1/chroot/"] {
         assert!(matches!(ZkClient::builder(cs).build(), Err(Error::InvalidConnectString { .. })), "{cs:?}");
     }
     assert!(matches!(

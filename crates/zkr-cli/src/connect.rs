@@ -16,7 +16,9 @@ use zkr_connection::{
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "Connection")]
 pub(crate) struct ConnectArgs {
-    /// ZooKeeper hosts, `host:port[,host:port...][/chroot]`.
+    /// ZooKeeper hosts, `host[:port][,host[:port]...][/chroot]` (port 2181 when none is given).
+    /// zkr gives up at once (exit 7) when every host refuses the connection or is no ZooKeeper
+    /// server.
     #[arg(long = "connect", env = "ZK_CONNECT", default_value = "127.0.0.1:2181", global = true)]
     pub(crate) connect: String,
     /// A namespace: every path is relative to /NAMESPACE.
@@ -184,7 +186,8 @@ impl ConnectArgs {
         }
         let zk = builder.build()?;
         let wait = limit.map_or(self.connect_timeout, |l| l.min(self.connect_timeout));
-        if let Err(e) = zk.wait_connected(wait).await {
+        // Every host refusing (or not ZooKeeper) is the answer: no use waiting it out.
+        if let Err(e) = zk.wait_connected_or_refused(wait).await {
             zk.close().await;
             return Err(e).with_context(|| format!("connecting to ZooKeeper at {}", self.connect));
         }

@@ -23,8 +23,9 @@ pub(crate) enum Exit {
     /// ZooKeeper holds something else than asked for: `config set --if-version` found another
     /// version, or `id next` found a path laid out for another `--kind`.
     Conflict = 6,
-    /// No ZooKeeper session within `--connect-timeout` (or `lock --timeout`), or ZooKeeper
-    /// stayed unreachable for longer than the retry policy allows.
+    /// No ZooKeeper session within `--connect-timeout` (or `lock --timeout`), no ZooKeeper
+    /// server at any host (every one refused, or is something else), or ZooKeeper stayed
+    /// unreachable for longer than the retry policy allows.
     Unreachable = 7,
     /// `zkr status`: a quorum, but a server is down or not serving.
     Degraded = 8,
@@ -66,7 +67,8 @@ Exit codes (every subcommand):
        found a path laid out for another --kind; service register: another session
        holds the id; lock-info, elect --observe: the path holds another recipe, or
        children no lock or election layout explains
-  7    cannot reach ZooKeeper within --connect-timeout (or lock --timeout)
+  7    cannot reach ZooKeeper within --connect-timeout (or lock --timeout); at once
+       when every host refuses the connection or is no ZooKeeper server
   8    status: degraded (a quorum, but a server is down or not serving)
   9    status: no quorum
   126  lock: the command cannot be executed;  127: the command was not found

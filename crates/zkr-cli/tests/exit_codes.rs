@@ -19,21 +19,62 @@ fn stderr(output: &std::process::Output) -> String {
 }
 
 /// `zkr lock --timeout 1s` with no server: it took 15 s and exited 1; now the timeout bounds
-/// connecting too, and the code says ZooKeeper could not be reached.
+/// connecting too, and the code says ZooKeeper could not be reached. A server that accepts and
+/// never answers stands in for one that is slow to come.
 #[tokio::test]
 async fn lock_timeout_bounds_connecting_and_unreachable_is_7() {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let quiet = silent.local_addr().unwrap().to_string();
     let started = Instant::now();
-    let out = run_zkr(NOBODY, &["lock", "/x", "--timeout", "1s", "--", "true"]).await;
+    let out = run_zkr(&quiet, &["lock", "/x", "--timeout", "1s", "--", "true"]).await;
     let took = started.elapsed();
     assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
     assert!(took < Duration::from_secs(5), "took {took:?}");
     assert!(took >= Duration::from_millis(900), "gave up before the timeout: {took:?}");
-    assert!(stderr(&out).contains(NOBODY), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&quiet), "{}", stderr(&out));
 
     let started = Instant::now();
-    let out = run_zkr(NOBODY, &["config", "get", "/x", "--connect-timeout", "300ms"]).await;
+    let out = run_zkr(&quiet, &["config", "get", "/x", "--connect-timeout", "300ms"]).await;
     assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
     assert!(started.elapsed() < Duration::from_secs(4), "took {:?}", started.elapsed());
+    drop(silent);
+}
+
+/// Connect strings that say what is wrong (issue 44 item 8): every host refusing fails at once
+/// (it waited the whole --connect-timeout), a port where something else listens is named as
+/// such (it said "no available hosts" after 15 s), `;` is told to be `,`, and a bare host is
+/// port 2181 (it was refused as "not host:port").
+#[tokio::test]
+async fn connect_strings_say_what_is_wrong_and_refusal_is_quick() {
+    let started = Instant::now();
+    let out = run_zkr(NOBODY, &["get", "/x", "--connect-timeout", "30s"]).await;
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert!(stderr(&out).contains(&format!("{NOBODY}: connection refused")), "{}", stderr(&out));
+
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let web = http.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt as _;
+        while let Ok((mut stream, _)) = http.accept().await {
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n").await;
+        }
+    });
+    let started = Instant::now();
+    let out = run_zkr(&web, &["get", "/x", "--connect-timeout", "30s"]).await;
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert!(stderr(&out).contains("not a ZooKeeper server"), "{}", stderr(&out));
+
+    let out = run_zkr("127.0.0.1:2181;127.0.0.1:2182", &["get", "/x"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("separated by commas"), "{}", stderr(&out));
+
+    let out = run_zkr("127.0.0.1", &["get", "/x", "--connect-timeout", "2s"]).await;
+    assert_ne!(out.status.code(), Some(2), "a bare host is host:2181: {}", stderr(&out));
+    if out.status.code() == Some(7) {
+        assert!(stderr(&out).contains("127.0.0.1:2181"), "{}", stderr(&out));
+    }
 }
 
 #[tokio::test]

@@ -175,6 +175,7 @@ impl ZkClient {
             ended: Notify::new(),
             persistent_watches: tokio::sync::OnceCell::new(),
             refusals: watch::channel(0).0,
+            no_server: watch::channel(0).0,
             supervisor: Mutex::new(None),
             attempts: crate::stall::Attempts::default(),
         });
@@ -264,6 +265,55 @@ impl ZkClient {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn wait_connected(&self, timeout: Duration) -> Result<()> {
+        self.wait_connected_unless(timeout, false).await
+    }
+
+    /// As [`wait_connected`](Self::wait_connected), but gives up at once when a connection
+    /// attempt finds no ZooKeeper server at any host: each refused the connection (nothing
+    /// listens on its port) or answered as something other than ZooKeeper, so there is nothing
+    /// to wait for unless a server is started. For one-shot tools (the `zkr` command); a
+    /// service started beside its ZooKeeper should wait with `wait_connected`. The manager
+    /// itself goes on trying either way.
+    ///
+    /// # Errors
+    /// As [`wait_connected`](Self::wait_connected), and [`Error::NoServer`] with each host's
+    /// reason (`127.0.0.1:2181: connection refused (nothing listens there)`).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f() -> zkr_connection::Result<()> {
+    /// let zk = zkr_connection::ZkClient::builder("zk1,zk2:2182").build()?;
+    /// zk.wait_connected_or_refused(std::time::Duration::from_secs(15)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn wait_connected_or_refused(&self, timeout: Duration) -> Result<()> {
+        self.wait_connected_unless(timeout, true).await
+    }
+
+    /// [`wait_connected`](Self::wait_connected), giving up when no server answers if `quick`.
+    async fn wait_connected_unless(&self, timeout: Duration, quick: bool) -> Result<()> {
+        let mut nobody = self.shared.no_server.subscribe();
+        let found = *nobody.borrow_and_update();
+        let no_server = async move {
+            if !quick {
+                return std::future::pending().await;
+            }
+            if let Some(error) = self.shared.no_server() {
+                return error;
+            }
+            loop {
+                if nobody.wait_for(|n| *n > found).await.is_err() {
+                    return std::future::pending().await;
+                }
+                if let Some(error) = self.shared.no_server() {
+                    return error;
+                }
+            }
+        };
         let mut rx = self.shared.state.subscribe();
         let wait = rx.wait_for(|s| s.is_some_and(ConnectionState::is_connected));
         let mut refusals = self.shared.refusals.subscribe();
@@ -279,6 +329,7 @@ impl ZkClient {
             r = wait => r.map(|_| ()).map_err(|_| Error::Closed),
             _ = self.shared.cancel.cancelled() => Err(Error::Closed),
             () = refused => Err(Error::AuthFailed { connect_string: self.shared.config.connect_string.clone() }),
+            error = no_server => Err(error),
             _ = tokio::time::sleep(timeout) => Err(self.shared.connect_timeout(timeout)),
         }
     }

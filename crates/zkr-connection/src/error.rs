@@ -105,6 +105,18 @@ pub enum Error {
         /// does not resolve).
         cause: Option<String>,
     },
+    /// No ZooKeeper server answers at any host of the connect string: each refused the
+    /// connection (nothing listens on its port) or answered as something other than ZooKeeper,
+    /// as connects of our own found. Only
+    /// [`ZkClient::wait_connected_or_refused`](crate::ZkClient::wait_connected_or_refused)
+    /// gives up on this at once; the manager itself goes on trying.
+    #[error("no ZooKeeper server answers: {cause}")]
+    NoServer {
+        /// The connect string.
+        connect_string: String,
+        /// Each host's reason (`127.0.0.1:2181: connection refused (nothing listens there)`).
+        cause: String,
+    },
     /// No TLS session could be established, and a handshake of our own says why: the server's
     /// certificate is not signed by a trusted CA, does not name the host, or the peer does not
     /// speak TLS. There is never a fallback to plain text.
@@ -294,9 +306,10 @@ impl Error {
             | Error::InvalidArgument(_)
             | Error::AuthFailed { .. }
             | Error::Sasl { .. } => K::Usage,
-            Error::ConnectTimeout { .. } | Error::Tls { .. } | Error::DeadlineExceeded { .. } => {
-                K::Unreachable
-            }
+            Error::ConnectTimeout { .. }
+            | Error::NoServer { .. }
+            | Error::Tls { .. }
+            | Error::DeadlineExceeded { .. } => K::Unreachable,
             Error::RetriesExhausted { .. } => K::Unreachable,
             Error::SessionExpired { .. } => K::Lost,
             Error::Closed => K::Closed,
@@ -313,7 +326,7 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Zk(e) => is_retryable(e),
-            Error::ConnectTimeout { .. } | Error::DeadlineExceeded { .. } => true,
+            Error::ConnectTimeout { .. } | Error::NoServer { .. } | Error::DeadlineExceeded { .. } => true,
             _ => false,
         }
     }

@@ -47,6 +47,9 @@ pub(crate) struct Shared {
     pub(crate) persistent_watches: tokio::sync::OnceCell<bool>,
     /// How many connection attempts the servers refused for their credentials (`AuthFailed`).
     pub(crate) refusals: watch::Sender<u64>,
+    /// How many connection attempts found no ZooKeeper server at any host
+    /// ([`Cause::NoServer`](crate::reach::Cause::NoServer)).
+    pub(crate) no_server: watch::Sender<u64>,
     pub(crate) supervisor: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The retry loop's attempts waiting for replies, for the stall watchdog.
     pub(crate) attempts: crate::stall::Attempts,
@@ -78,6 +81,17 @@ impl Shared {
         listeners.retain(|tx| tx.send(state).is_ok());
     }
 
+    /// The error for a wait that gave up because no ZooKeeper server answers at any host, if
+    /// the last attempt found that.
+    pub(crate) fn no_server(&self) -> Option<Error> {
+        match self.last_cause.lock().clone() {
+            Some(crate::reach::Cause::NoServer(cause)) => {
+                Some(Error::NoServer { connect_string: self.config.connect_string.clone(), cause })
+            }
+            _ => None,
+        }
+    }
+
     /// The error for a wait of `timeout` for a session that did not come: what the last
     /// attempt's own diagnosis found (TLS, Kerberos), or the timeout with the network's cause.
     pub(crate) fn connect_timeout(&self, timeout: Duration) -> Error {
@@ -86,7 +100,7 @@ impl Shared {
         let cause = match self.last_cause.lock().clone() {
             Some(Cause::Tls(reason)) => return Error::Tls { connect_string, reason },
             Some(Cause::Sasl(reason)) => return Error::Sasl { connect_string, reason },
-            Some(Cause::Network(reason)) => Some(reason),
+            Some(Cause::Network(reason) | Cause::NoServer(reason)) => Some(reason),
             None => None,
         };
         Error::ConnectTimeout { connect_string, timeout, last_error: self.last_error.lock().clone(), cause }
@@ -216,7 +230,11 @@ impl Shared {
                         }
                         _ => None,
                     };
+                    let no_server = matches!(cause, Some(crate::reach::Cause::NoServer(_)));
                     *self.last_cause.lock() = cause;
+                    if no_server {
+                        self.no_server.send_modify(|n| *n += 1);
+                    }
                     if e == zookeeper_client::Error::AuthFailed {
                         self.refusals.send_modify(|n| *n += 1);
                     }
