@@ -482,3 +482,41 @@ async fn a_leaver_passes_while_a_members_node_is_between_sessions() {
     .await;
     b.leave().await.unwrap();
 }
+
+/// A member whose view never showed the quota still passes: an earlier round's `ready` is
+/// there; B sees the quota met while A hears nothing (its connection held), passes and starts
+/// to leave at once, so A's view goes from one member to one member again. B replaced the old
+/// `ready` with this round's, and A passes by it (before, A waited for a quota it never saw: the
+/// checker's "a member hung entering" under overlapping faults).
+#[tokio::test]
+async fn a_member_that_never_saw_the_quota_passes_by_its_rounds_ready() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let observer = raw(&cs).await;
+    let root = unique_root("double-missed");
+    let path = format!("{root}/b");
+    let options = CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    for node in [root.as_str(), path.as_str(), &format!("{path}/ready")] {
+        observer.create(node, b"", &options).await.unwrap();
+    }
+    let proxy = FaultProxy::start(&cs).await.unwrap();
+    let zk_a = connect_with_session(proxy.connect_string(), 30).await;
+    let mut a = DistributedDoubleBarrier::new(&zk_a, &path, 2).unwrap();
+    let a_node = a.member_path().to_owned();
+    let entering = tokio::spawn(async move { a.enter_timeout(timing().wait()).await.map(|e| (e, a)) });
+    eventually("A's node", || async { observer.check_stat(&a_node).await.unwrap().is_some() }).await;
+    proxy.blackhole();
+    let mut b = DistributedDoubleBarrier::new(&connect(&cs).await, &path, 2).unwrap();
+    assert!(b.enter_timeout(timing().wait()).await.unwrap().is_some(), "B passes with A counted");
+    let leaving = tokio::spawn(async move { b.leave().await });
+    eventually("B's node deleted", || async { members(&observer, &path).await.len() == 1 }).await;
+    proxy.heal();
+    let (entered, mut a) = entering.await.unwrap().unwrap();
+    assert!(entered.is_some(), "A hung entering: it never saw the quota");
+    a.leave().await.unwrap();
+    leaving.await.unwrap().unwrap();
+    assert!(
+        observer.check_stat(&format!("{path}/ready")).await.unwrap().is_none(),
+        "this round's ready is gone"
+    );
+}

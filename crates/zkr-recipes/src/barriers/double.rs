@@ -58,8 +58,9 @@ struct Entered {
 enum Step {
     /// The quota is met: go on, by the `ready` of this czxid.
     Pass(i64),
-    /// The quota is met and no one has said so: create `ready`, checking these members.
-    CreateReady(Vec<String>),
+    /// The quota is met and no one has said so for this round: create `ready`, checking these
+    /// members, replacing an earlier round's (at this version) if one is left.
+    CreateReady(Vec<String>, Option<i32>),
 }
 
 impl DistributedDoubleBarrier {
@@ -163,8 +164,8 @@ impl DistributedDoubleBarrier {
                 // Made: pass at once (waiting for the cache to show it could miss it, should
                 // every other member pass and leave first). Not made, or made without a stat
                 // (ZOOKEEPER-4026): the cache shows the `ready` to pass by next.
-                Some(Step::CreateReady(members)) => {
-                    if let Some(czxid) = self.create_ready(&members).await? {
+                Some(Step::CreateReady(members, stale)) => {
+                    if let Some(czxid) = self.create_ready(&members, stale).await? {
                         break czxid;
                     }
                 }
@@ -181,13 +182,15 @@ impl DistributedDoubleBarrier {
         let entered_at = entered_at.unwrap_or(ours.stat.czxid).min(ours.stat.czxid);
         let members = members(snapshot, &self.path);
         let ready = snapshot.get(&path::join(&self.path, READY));
-        // A `ready` created after we entered is this round's pass; an older one counts only
-        // while the quota holds, since it was left behind by an earlier round.
+        // A `ready` created after we entered is this round's pass. An older one was left by
+        // an earlier round: with the quota met it is replaced by this round's, so that a member
+        // whose view never showed the quota (one left at once after passing) still sees its
+        // round's `ready` and passes, and leavers delete only their own round's.
+        let quota = members.len() >= self.member_qty;
         match ready {
-            Some(ready) if ready.stat.czxid > entered_at || members.len() >= self.member_qty => {
-                Some(Step::Pass(ready.stat.czxid))
-            }
-            None if members.len() >= self.member_qty => Some(Step::CreateReady(members)),
+            Some(ready) if ready.stat.czxid > entered_at => Some(Step::Pass(ready.stat.czxid)),
+            Some(stale) if quota => Some(Step::CreateReady(members, Some(stale.stat.version))),
+            None if quota => Some(Step::CreateReady(members, None)),
             _ => None,
         }
     }
@@ -195,12 +198,19 @@ impl DistributedDoubleBarrier {
     /// Creates `ready` if every counted member still exists (one transaction): its czxid when
     /// made and the server said it; `None` when one left or another member created it first
     /// (the cache shows which next).
-    async fn create_ready(&self, members: &[String]) -> Result<Option<i64>, BarrierError> {
+    async fn create_ready(
+        &self,
+        members: &[String],
+        stale: Option<i32>,
+    ) -> Result<Option<i64>, BarrierError> {
         let mut txn = self.zk.transaction();
         for member in members {
             txn = txn.check_exists(&path::join(&self.path, member));
         }
         let ready = path::join(&self.path, READY);
+        if let Some(version) = stale {
+            txn = txn.delete(&ready, Some(version));
+        }
         match txn.create(&ready, &[], CreateMode::Persistent).commit().await {
             Ok(results) => Ok(results.into_iter().find_map(|result| match result {
                 zookeeper_client::MultiWriteResult::Create { stat, .. } if !stat.is_invalid() => {
