@@ -100,3 +100,31 @@ async fn children_no_layout_explains_are_named_not_called_free() {
     admin.delete_recursive(&root).await.unwrap();
     admin.close().await;
 }
+
+/// Issue 44, item 1 from the shell: beside a kazoo holder, `zkr lock --try` (Curator's
+/// layout), `zkr lock -s` and `zkr elect` refuse with a usage exit naming kazoo's layout, and
+/// the command is never run (before, `zkr lock --try` ran it beside kazoo's holder).
+#[tokio::test(flavor = "multi_thread")]
+async fn lock_and_elect_refuse_a_path_kazoo_holds() {
+    let cs = shared_server().await.unwrap().connect_string();
+    let root = unique("layouts-conflict");
+    let path = format!("{root}/nightly");
+    let kazoo = KazooTool::locate().unwrap();
+    let mut holder = kazoo.spawn(&["hold", &cs, &path]).unwrap();
+    holder.expect_line("HELD ").await.unwrap();
+    let marker = std::env::temp_dir().join(format!("zkr-conflict-{}", std::process::id()));
+    let touch = format!("touch {}", marker.display());
+    for args in [
+        vec!["lock", "--try", &path, "--", "sh", "-c", &touch],
+        vec!["lock", "-s", "--try", &path, "--", "sh", "-c", &touch],
+        vec!["elect", &path, "--", "sh", "-c", &touch],
+    ] {
+        let out = run_zkr(&cs, &args).await;
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("kazoo"), "{args:?} names the layout: {stderr}");
+        assert!(!marker.exists(), "{args:?} ran its command beside kazoo's holder");
+    }
+    holder.close_stdin();
+    let _ = holder.wait().await;
+}

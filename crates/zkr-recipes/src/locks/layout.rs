@@ -76,7 +76,8 @@ impl LockLayout {
             LockLayout::CuratorLatch => "LeaderLatch (zkr elect PATH)",
             LockLayout::CuratorSemaphore => "InterProcessSemaphoreV2 (zkr lock -n MAX PATH)",
             LockLayout::Kazoo => {
-                "InterProcessMutex::kazoo, InterProcessReadWriteLock::kazoo or kazoo::Election (zkr lock --kazoo PATH)"
+                "InterProcessMutex::kazoo, InterProcessReadWriteLock::kazoo or kazoo::Election (zkr lock and zkr elect \
+                 use Curator's layouts: give them another path)"
             }
         }
     }
