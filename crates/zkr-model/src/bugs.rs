@@ -1,0 +1,34 @@
+//! Known defects, each re-introduced behind a switch so the tests can show the checker finds
+//! it: a recipe's model takes the defective step when its config names the bug.
+
+/// A defect a recipe's model can be told to have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Bug {
+    /// Mutex: a waiter takes the lock when the node it watched is deleted even when that node
+    /// was not the head (zkr lists again: `locks/internals/turn.rs`, `OnDelete::ListAgain`).
+    MutexAnyDeletionGrants,
+    /// Mutex: a hold is lost only when the session ends, not when the connection drops
+    /// (Curator's `SessionConnectionStateErrorPolicy`; zkr's standard policy counts the drop).
+    MutexSessionOnlyPolicy,
+    /// Lock-safe queue: an item lock found existing is taken as ours when its node is of our
+    /// session, whatever its token (`queues/item.rs`, `create_or_watch` checks both).
+    QueueLockBySessionOnly,
+    /// Lock-safe queue: the ack's transaction goes to the client's current session, not the
+    /// lock's (`queues/item.rs`, `ItemLock::commit` pins it through `Owned::transaction`).
+    QueueAckUnpinned,
+    /// Double barrier: a member whose node was created again after an expiry identifies its
+    /// round by the new node's czxid, not its first node's (`barriers/double.rs`, `step`).
+    BarrierRoundFromCurrentNode,
+    /// Double barrier: a leaver deletes whatever `ready` there is, not only its round's at the
+    /// version read (`barriers/double.rs`, `delete_ready`; Curator's behaviour).
+    BarrierDeleteAnyReady,
+    /// Counter: a compare-and-set whose reply was lost and whose resend lost the race is
+    /// reported not applied (`counters/mod.rs`, `CounterError::after_write` says Indeterminate).
+    CounterLostReplyNotApplied,
+    /// Sequential IDs: a drawn ID is handed out without the high-water record's check
+    /// (`id/sequential.rs`, `record`).
+    IdsNoHighWater,
+}
+
+/// The bugs a model has: none, or one.
+pub type Bugs = Option<Bug>;

@@ -1,0 +1,3 @@
+//! One model per recipe.
+
+pub mod mutex;

@@ -1,0 +1,459 @@
+//! The world a recipe runs in: clients (one session each, shared by the client's users), the
+//! connection between each client and the server (per-session FIFO), and the faults. It is the
+//! [`stateright::Model`] every recipe is checked on; a recipe supplies its users ([`Recipe`]).
+//!
+//! A request a user sends waits in its client's outbox until the server applies it; the reply
+//! waits in the inbox, behind the watch events the server fired before it, until the client
+//! reads it. A dropped connection loses both: the outbox was not applied, the inbox's replies
+//! were (the client cannot tell which: every waiting user gets `ConnectionLoss`). Watch events
+//! survive a dropped connection (the client sets its watches again on reconnecting and the
+//! server fires what changed meanwhile) but not the session.
+
+use std::fmt::Debug;
+use std::hash::Hash;
+
+use stateright::{Model, Property};
+
+use crate::zk::{Event, Fired, Mode, Path, Reply, Request, Server, Sid, ZkError};
+
+/// Which faults a run may have, and how many.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Faults {
+    /// At most this many per run.
+    pub max: u8,
+    /// A client's connection drops (the session survives).
+    pub drop: bool,
+    /// A client's session expires (its connection dropped first: the assumption that the
+    /// client's own timeout fires before the server's, see `docs/reliability.md`).
+    pub expire: bool,
+    /// The server restarts: every connection drops, sessions and data survive.
+    pub restart: bool,
+}
+
+impl Faults {
+    /// No faults.
+    pub const NONE: Faults = Faults { max: 0, drop: false, expire: false, restart: false };
+
+    /// Up to `max` faults of every kind.
+    pub const fn all(max: u8) -> Faults {
+        Faults { max, drop: true, expire: true, restart: true }
+    }
+}
+
+/// What a user does next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Send a request; pinned to a session, it fails with `SessionExpired` unsent when the
+    /// client's session is another.
+    Send(Request, Option<Sid>),
+    /// A step of its own (its state changed; nothing sent).
+    Local,
+    /// Nothing to do until a reply or an event comes (or done).
+    Blocked,
+}
+
+/// Who a user is, as the recipe sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Me {
+    /// The user's index.
+    pub user: u8,
+    /// Its client's index.
+    pub client: u8,
+    /// Its client's session now.
+    pub sid: Sid,
+}
+
+/// The nodes a check starts with and who takes part.
+#[derive(Clone, Debug)]
+pub struct Setup<U> {
+    /// Nodes that exist at the start (persistent or containers).
+    pub nodes: Vec<(Path, Mode, u32)>,
+    /// How many clients (one session each).
+    pub clients: u8,
+    /// The users, each with its client.
+    pub users: Vec<(u8, U)>,
+}
+
+/// A recipe's users, the steps they take, and what must hold.
+pub trait Recipe: Sized + Send + Sync + 'static {
+    /// One user's state.
+    type User: Clone + Debug + Hash + Eq + Send + Sync;
+    /// What the properties look at besides the world (who holds what, what was handed out).
+    type Ghost: Clone + Debug + Hash + Eq + Default + Send + Sync;
+    /// The start.
+    fn setup(&self) -> Setup<Self::User>;
+    /// The faults a run may have.
+    fn faults(&self) -> Faults;
+    /// The user's next step when it awaits no reply.
+    fn step(&self, me: Me, user: &mut Self::User, ghost: &mut Self::Ghost) -> Step;
+    /// A reply to the user's request.
+    fn on_reply(&self, me: Me, user: &mut Self::User, reply: Reply, ghost: &mut Self::Ghost);
+    /// A watch event for the user, or its session's end (`None`: the session expired).
+    fn on_event(&self, me: Me, user: &mut Self::User, event: Option<Event>, ghost: &mut Self::Ghost);
+    /// The client's connection dropped.
+    fn on_disconnect(&self, _me: Me, _user: &mut Self::User, _ghost: &mut Self::Ghost) {}
+    /// The server applied the user's request (an observation for the properties only).
+    fn on_apply(
+        &self,
+        _user: u8,
+        _request: &Request,
+        _reply: &Reply,
+        _before: &Server,
+        _ghost: &mut Self::Ghost,
+    ) {
+    }
+    /// Is the user finished (a terminal state with an unfinished user is a hang)?
+    fn done(&self, user: &Self::User) -> bool;
+    /// The recipe's own properties.
+    fn properties(&self) -> Vec<Property<Checked<Self>>>;
+}
+
+/// A client: its session and its connection.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Client {
+    /// The session.
+    pub sid: Sid,
+    /// Connected.
+    pub up: bool,
+    /// Sent, not applied yet: (user, request).
+    pub outbox: Vec<(u8, Request)>,
+    /// Applied replies and fired events not read yet: (user, message).
+    pub inbox: Vec<(u8, Message)>,
+}
+
+/// What the server sends a session.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Message {
+    /// A reply.
+    Reply(Reply),
+    /// A watch event.
+    Event(Event),
+}
+
+/// A user and whether it awaits a reply.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Slot<U> {
+    /// Its client.
+    pub client: u8,
+    /// Awaits a reply.
+    pub waiting: bool,
+    /// The recipe's state.
+    pub user: U,
+}
+
+/// The whole world.
+pub struct State<R: Recipe> {
+    /// The server.
+    pub server: Server,
+    /// The clients.
+    pub clients: Vec<Client>,
+    /// The users.
+    pub users: Vec<Slot<R::User>>,
+    /// Faults so far.
+    pub faults: u8,
+    /// The recipe's observations.
+    pub ghost: R::Ghost,
+}
+
+/// A state's fields, borrowed: what equality and hashing look at.
+type Parts<'a, R> = (&'a Server, &'a [Client], &'a [Slot<<R as Recipe>::User>], u8, &'a <R as Recipe>::Ghost);
+
+impl<R: Recipe> State<R> {
+    fn parts(&self) -> Parts<'_, R> {
+        (&self.server, &self.clients, &self.users, self.faults, &self.ghost)
+    }
+}
+
+impl<R: Recipe> Clone for State<R> {
+    fn clone(&self) -> Self {
+        State {
+            server: self.server.clone(),
+            clients: self.clients.clone(),
+            users: self.users.clone(),
+            faults: self.faults,
+            ghost: self.ghost.clone(),
+        }
+    }
+}
+
+impl<R: Recipe> Debug for State<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("server", &self.server)
+            .field("clients", &self.clients)
+            .field("users", &self.users)
+            .field("faults", &self.faults)
+            .field("ghost", &self.ghost)
+            .finish()
+    }
+}
+
+impl<R: Recipe> PartialEq for State<R> {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl<R: Recipe> Eq for State<R> {}
+
+impl<R: Recipe> Hash for State<R> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.parts().hash(state);
+    }
+}
+
+/// A transition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// A user takes its next step.
+    Step(u8),
+    /// The server applies the oldest request of a client's session.
+    Serve(u8),
+    /// A client reads the oldest reply or event.
+    Deliver(u8),
+    /// A client's connection drops (fault).
+    Drop(u8),
+    /// A client's session expires (fault).
+    Expire(u8),
+    /// The server restarts (fault).
+    Restart,
+    /// A client reconnects (and learns whether its session survived).
+    Reconnect(u8),
+    /// The server deletes an empty container.
+    Reap(Path),
+}
+
+/// A recipe made into a [`Model`].
+#[derive(Clone, Debug)]
+pub struct Checked<R>(pub R);
+
+impl<R: Recipe> Checked<R> {
+    fn me(state: &State<R>, user: u8) -> Me {
+        let client = state.users[usize::from(user)].client;
+        Me { user, client, sid: state.clients[usize::from(client)].sid }
+    }
+
+    /// Can nothing but a fault happen, with a user not finished?
+    pub fn hung(&self, state: &State<R>) -> bool {
+        let mut actions = Vec::new();
+        self.actions(state, &mut actions);
+        let stuck =
+            actions.iter().all(|a| matches!(a, Action::Drop(_) | Action::Expire(_) | Action::Restart));
+        stuck && state.users.iter().any(|slot| !self.0.done(&slot.user))
+    }
+
+    /// The step user `u` would take, on a copy.
+    fn peek(&self, state: &State<R>, u: u8) -> (Step, State<R>) {
+        let mut next = state.clone();
+        let me = Self::me(state, u);
+        let slot = &mut next.users[usize::from(u)];
+        let step = self.0.step(me, &mut slot.user, &mut next.ghost);
+        (step, next)
+    }
+
+    fn user_actions(&self, state: &State<R>, actions: &mut Vec<Action>) {
+        for (u, slot) in state.users.iter().enumerate() {
+            if slot.waiting {
+                continue;
+            }
+            let (step, _) = self.peek(state, u as u8);
+            let up = state.clients[usize::from(slot.client)].up;
+            let enabled = match step {
+                Step::Blocked => false,
+                Step::Local => true,
+                Step::Send(_, Some(pin)) if pin != state.clients[usize::from(slot.client)].sid => true,
+                Step::Send(..) => up,
+            };
+            if enabled {
+                actions.push(Action::Step(u as u8));
+            }
+        }
+    }
+
+    fn fault_actions(&self, state: &State<R>, actions: &mut Vec<Action>) {
+        let faults = self.0.faults();
+        if state.faults >= faults.max {
+            return;
+        }
+        for (c, client) in state.clients.iter().enumerate() {
+            if faults.drop && client.up {
+                actions.push(Action::Drop(c as u8));
+            }
+            if faults.expire && state.server.alive(client.sid) {
+                actions.push(Action::Expire(c as u8));
+            }
+        }
+        if faults.restart && state.clients.iter().any(|c| c.up) {
+            actions.push(Action::Restart);
+        }
+    }
+
+    fn step_user(&self, state: &mut State<R>, u: u8) {
+        let (step, mut next) = self.peek(state, u);
+        let me = Self::me(state, u);
+        if let Step::Send(request, pin) = step {
+            if pin.is_some_and(|p| p != me.sid) {
+                let slot = &mut next.users[usize::from(u)];
+                self.0.on_reply(me, &mut slot.user, Reply::Err(ZkError::SessionExpired), &mut next.ghost);
+            } else {
+                next.users[usize::from(u)].waiting = true;
+                next.clients[usize::from(me.client)].outbox.push((u, request));
+            }
+        }
+        *state = next;
+    }
+
+    fn serve(&self, state: &mut State<R>, c: u8) {
+        let client = &mut state.clients[usize::from(c)];
+        let (u, request) = client.outbox.remove(0);
+        let sid = client.sid;
+        let before = state.server.clone();
+        let (reply, fired) = state.server.apply(sid, u, &request);
+        self.0.on_apply(u, &request, &reply, &before, &mut state.ghost);
+        Self::route(state, fired);
+        state.clients[usize::from(c)].inbox.push((u, Message::Reply(reply)));
+    }
+
+    /// Puts fired events in their sessions' inboxes.
+    fn route(state: &mut State<R>, fired: Vec<Fired>) {
+        for (sid, user, event) in fired {
+            if let Some(client) = state.clients.iter_mut().find(|c| c.sid == sid) {
+                client.inbox.push((user, Message::Event(event)));
+            }
+        }
+    }
+
+    fn deliver(&self, state: &mut State<R>, c: u8) {
+        let (u, message) = state.clients[usize::from(c)].inbox.remove(0);
+        let me = Self::me(state, u);
+        let slot = &mut state.users[usize::from(u)];
+        match message {
+            Message::Reply(reply) => {
+                slot.waiting = false;
+                self.0.on_reply(me, &mut slot.user, reply, &mut state.ghost);
+            }
+            Message::Event(event) => self.0.on_event(me, &mut slot.user, Some(event), &mut state.ghost),
+        }
+    }
+
+    /// The connection of client `c` drops: requests in flight end with `ConnectionLoss`.
+    fn drop_connection(&self, state: &mut State<R>, c: u8) {
+        let client = &mut state.clients[usize::from(c)];
+        client.up = false;
+        client.outbox.clear();
+        client.inbox.retain(|(_, m)| matches!(m, Message::Event(_)));
+        for u in 0..state.users.len() as u8 {
+            if state.users[usize::from(u)].client != c {
+                continue;
+            }
+            let me = Self::me(state, u);
+            let slot = &mut state.users[usize::from(u)];
+            self.0.on_disconnect(me, &mut slot.user, &mut state.ghost);
+            if slot.waiting {
+                slot.waiting = false;
+                self.0.on_reply(me, &mut slot.user, Reply::Err(ZkError::ConnectionLoss), &mut state.ghost);
+            }
+        }
+    }
+
+    fn expire(&self, state: &mut State<R>, c: u8) {
+        if state.clients[usize::from(c)].up {
+            self.drop_connection(state, c);
+        }
+        let sid = state.clients[usize::from(c)].sid;
+        let fired = state.server.end_session(sid);
+        Self::route(state, fired);
+    }
+
+    /// Client `c` reconnects: to its session if it lives, else it learns of the expiry and
+    /// opens a new one (what zkr's connection manager does).
+    fn reconnect(&self, state: &mut State<R>, c: u8) {
+        let sid = state.clients[usize::from(c)].sid;
+        state.clients[usize::from(c)].up = true;
+        if state.server.alive(sid) {
+            return;
+        }
+        let new = state.server.open_session();
+        let client = &mut state.clients[usize::from(c)];
+        client.sid = new;
+        client.inbox.clear();
+        for u in 0..state.users.len() as u8 {
+            if state.users[usize::from(u)].client == c {
+                let me = Self::me(state, u);
+                let slot = &mut state.users[usize::from(u)];
+                self.0.on_event(me, &mut slot.user, None, &mut state.ghost);
+            }
+        }
+    }
+}
+
+impl<R: Recipe> Model for Checked<R> {
+    type State = State<R>;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State<R>> {
+        let setup = self.0.setup();
+        let mut server = Server::new(&setup.nodes);
+        let clients = (0..setup.clients)
+            .map(|_| Client { sid: server.open_session(), up: true, outbox: Vec::new(), inbox: Vec::new() })
+            .collect();
+        let users =
+            setup.users.into_iter().map(|(client, user)| Slot { client, waiting: false, user }).collect();
+        vec![State { server, clients, users, faults: 0, ghost: R::Ghost::default() }]
+    }
+
+    fn actions(&self, state: &State<R>, actions: &mut Vec<Action>) {
+        self.user_actions(state, actions);
+        for (c, client) in state.clients.iter().enumerate() {
+            if client.up && !client.outbox.is_empty() {
+                actions.push(Action::Serve(c as u8));
+            }
+            if client.up && !client.inbox.is_empty() {
+                actions.push(Action::Deliver(c as u8));
+            }
+            if !client.up {
+                actions.push(Action::Reconnect(c as u8));
+            }
+        }
+        actions.extend(state.server.reapable().into_iter().map(Action::Reap));
+        self.fault_actions(state, actions);
+    }
+
+    fn next_state(&self, last: &State<R>, action: Action) -> Option<State<R>> {
+        let mut state = last.clone();
+        match action {
+            Action::Step(u) => self.step_user(&mut state, u),
+            Action::Serve(c) => self.serve(&mut state, c),
+            Action::Deliver(c) => self.deliver(&mut state, c),
+            Action::Reconnect(c) => self.reconnect(&mut state, c),
+            Action::Reap(path) => {
+                let fired = state.server.reap(path);
+                Self::route(&mut state, fired);
+            }
+            Action::Drop(c) => {
+                state.faults += 1;
+                self.drop_connection(&mut state, c);
+            }
+            Action::Expire(c) => {
+                state.faults += 1;
+                self.expire(&mut state, c);
+            }
+            Action::Restart => {
+                state.faults += 1;
+                for c in 0..state.clients.len() as u8 {
+                    if state.clients[usize::from(c)].up {
+                        self.drop_connection(&mut state, c);
+                    }
+                }
+            }
+        }
+        Some(state)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        let mut properties = self.0.properties();
+        properties
+            .push(Property::always("no user hangs once faults stop", |m: &Self, s: &State<R>| !m.hung(s)));
+        properties
+    }
+}

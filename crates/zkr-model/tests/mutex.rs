@@ -1,0 +1,46 @@
+//! The mutex's model: checked clean, and each of its bug switches found.
+
+use zkr_model::bugs::Bug;
+use zkr_model::check::run;
+use zkr_model::recipes::mutex::Mutex;
+use zkr_model::world::{Checked, Faults};
+
+const EXPIRE_ONLY: Faults = Faults { max: 1, drop: false, expire: true, restart: false };
+
+#[test]
+fn two_clients_two_rounds_two_faults() {
+    let model = Mutex { users: vec![0, 1], rounds: 2, faults: Faults::all(2), bug: None };
+    let outcome = run(model.clone(), 2);
+    println!("mutex, 2 clients x 2 rounds, 2 faults: {}", outcome.summary());
+    assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
+}
+
+#[test]
+fn three_clients_one_round_one_expiry() {
+    let model = Mutex { users: vec![0, 1, 2], rounds: 1, faults: EXPIRE_ONLY, bug: None };
+    let outcome = run(model.clone(), 2);
+    println!("mutex, 3 clients x 1 round, 1 expiry: {}", outcome.summary());
+    assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
+}
+
+#[test]
+fn a_deletion_of_a_node_that_was_not_the_head_granting_the_lock_is_found() {
+    let model = Mutex {
+        users: vec![0, 1, 2],
+        rounds: 1,
+        faults: EXPIRE_ONLY,
+        bug: Some(Bug::MutexAnyDeletionGrants),
+    };
+    let outcome = run(model.clone(), 1);
+    let path = outcome.counterexample("mutual exclusion").expect("two holders");
+    println!("{}", zkr_model::trace::render(&Checked(model), path));
+}
+
+#[test]
+fn a_hold_lost_only_with_the_session_is_found() {
+    let model =
+        Mutex { users: vec![0, 1], rounds: 1, faults: EXPIRE_ONLY, bug: Some(Bug::MutexSessionOnlyPolicy) };
+    let outcome = run(model.clone(), 1);
+    let path = outcome.counterexample("knows it before another holds").expect("two believers");
+    println!("{}", zkr_model::trace::render(&Checked(model), path));
+}
