@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use stateright::{Checker, Model};
 
-use crate::trace::{render, WorldPath};
+use crate::trace::{render, render_steps, WorldPath};
 use crate::world::{Checked, Recipe};
 
 /// What a check found.
@@ -39,6 +39,20 @@ impl<R: Recipe> Outcome<R> {
         self.failed.iter().find(|(n, _)| n.contains(name)).and_then(|(_, p)| p.as_ref())
     }
 
+    /// The trace of the failed property whose name contains `name`, up to the first state
+    /// that breaks it (a path the checker reports may go on past it).
+    pub fn trace(&self, model: &Checked<R>, name: &str) -> Option<String> {
+        let (full, path) = self.failed.iter().find(|(n, _)| n.contains(name))?;
+        let property = model.properties().into_iter().find(|p| p.name == *full)?;
+        let mut steps = path.as_ref()?.clone().into_vec();
+        if let stateright::Expectation::Always = property.expectation {
+            if let Some(first) = steps.iter().position(|(s, _)| !(property.condition)(model, s)) {
+                steps.truncate(first + 1);
+            }
+        }
+        Some(format!("property failed: {full}\n{}", render_steps(&steps)))
+    }
+
     /// One line: states, depth, time.
     pub fn summary(&self) -> String {
         format!("{} states, depth {}, {:.1} s", self.states, self.depth, self.took.as_secs_f64())
@@ -63,4 +77,21 @@ pub fn run<R: Recipe + Clone>(recipe: R, threads: usize) -> Outcome<R> {
         }
     }
     Outcome { states: checker.unique_state_count(), depth: checker.max_depth(), took, failed }
+}
+
+/// Checks `with` (a bug switched on) and `without` (the same world, switched off): the trace of
+/// the counterexample to the property whose name contains `property`; an error when `with`
+/// has none or `without` fails anything.
+///
+/// # Errors
+/// What went wrong, with the failures of `without` when it had any.
+pub fn contrast<R: Recipe + Clone>(with: R, without: R, property: &str) -> Result<String, String> {
+    let clean = run(without.clone(), 2);
+    if !clean.failed.is_empty() {
+        return Err(format!("the model without the bug fails:\n{}", clean.report(&Checked(without))));
+    }
+    let buggy = run(with.clone(), 1);
+    buggy
+        .trace(&Checked(with), property)
+        .ok_or_else(|| format!("no counterexample to {property:?} with the bug ({})", buggy.summary()))
 }

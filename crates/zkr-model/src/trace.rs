@@ -3,8 +3,6 @@
 
 use std::fmt::Write as _;
 
-use stateright::Model;
-
 use crate::world::{Action, Checked, Message, Recipe, State};
 use crate::zk::{Op, OpResult, Reply, Request};
 
@@ -12,14 +10,18 @@ use crate::zk::{Op, OpResult, Reply, Request};
 pub type WorldPath<R> = stateright::Path<State<R>, Action>;
 
 /// One line per step of `path`, numbered.
-pub fn render<R: Recipe>(model: &Checked<R>, path: &WorldPath<R>) -> String {
-    let steps = path.clone().into_vec();
+pub fn render<R: Recipe>(_model: &Checked<R>, path: &WorldPath<R>) -> String {
+    render_steps(&path.clone().into_vec())
+}
+
+/// One line per step, numbered: each state with the action taken from it.
+pub fn render_steps<R: Recipe>(steps: &[(State<R>, Option<Action>)]) -> String {
     let mut out = String::new();
     for (i, pair) in steps.windows(2).enumerate() {
         let (before, action) = &pair[0];
         let after = &pair[1].0;
         if let Some(action) = action {
-            let _ = writeln!(out, "{:>3}. {}", i + 1, describe(model, before, *action, after));
+            let _ = writeln!(out, "{:>3}. {}", i + 1, describe(before, *action, after));
         }
     }
     if let Some((last, _)) = steps.last() {
@@ -35,8 +37,7 @@ fn users<R: Recipe>(state: &State<R>) -> String {
     all.join("; ")
 }
 
-fn describe<R: Recipe>(model: &Checked<R>, before: &State<R>, action: Action, after: &State<R>) -> String {
-    let _ = model.properties().len();
+fn describe<R: Recipe>(before: &State<R>, action: Action, after: &State<R>) -> String {
     let sid = |c: u8| before.clients[usize::from(c)].sid;
     match action {
         Action::Step(u) => {

@@ -1,7 +1,7 @@
 //! The mutex's model: checked clean, and each of its bug switches found.
 
 use zkr_model::bugs::Bug;
-use zkr_model::check::run;
+use zkr_model::check::{contrast, run};
 use zkr_model::recipes::mutex::Mutex;
 use zkr_model::world::{Checked, Faults};
 
@@ -32,15 +32,15 @@ fn a_deletion_of_a_node_that_was_not_the_head_granting_the_lock_is_found() {
         bug: Some(Bug::MutexAnyDeletionGrants),
     };
     let outcome = run(model.clone(), 1);
-    let path = outcome.counterexample("mutual exclusion").expect("two holders");
-    println!("{}", zkr_model::trace::render(&Checked(model), path));
+    let trace = outcome.trace(&Checked(model), "mutual exclusion").expect("two holders");
+    println!("{trace}");
 }
 
 #[test]
 fn a_hold_lost_only_with_the_session_is_found() {
     let model =
         Mutex { users: vec![0, 1], rounds: 1, faults: EXPIRE_ONLY, bug: Some(Bug::MutexSessionOnlyPolicy) };
-    let outcome = run(model.clone(), 1);
-    let path = outcome.counterexample("knows it before another holds").expect("two believers");
-    println!("{}", zkr_model::trace::render(&Checked(model), path));
+    let clean = Mutex { bug: None, ..model.clone() };
+    let trace = contrast(model, clean, "knows it before another holds").expect("two believers");
+    println!("{trace}");
 }

@@ -1,3 +1,4 @@
 //! One model per recipe.
 
 pub mod mutex;
+pub mod queue;
