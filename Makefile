@@ -18,6 +18,8 @@ test: deps
 	@! cargo tree -p zkr-cli -e normal --prefix none | grep -E '^(rcgen|ring) ' || { echo "zkr-cli depends on rcgen/ring"; exit 1; }
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p zkr-connection -p zkr-recipes -p zkr-cli -- -D warnings
+	@# What a library user builds: the two libraries alone, without features the CLI unifies in.
+	cargo check --quiet -p zkr-connection -p zkr-recipes
 	@# Every test binary, the fault checkers beside the rest and the compatibility run beside both.
 	scripts/run-tests.py --also "$(MAKE) --no-print-directory compat"
 	cargo publish --workspace --dry-run --no-verify --allow-dirty

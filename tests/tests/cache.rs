@@ -384,3 +384,40 @@ async fn a_persistent_watcher_follows_its_path_through_a_session_expiry() {
     drop(watcher);
     zk.close().await;
 }
+
+/// A cache whose first read is in flight when its session ends starts on the next session.
+/// The read is held at the proxy (the server has the request: its watch is registered) while
+/// the session is expired from outside. Before, `start` answered `SessionExpired` (a double
+/// barrier's `enter` failed so in checker_ids under overlapping faults).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_whose_first_read_outlives_its_session_starts_on_the_next() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let root = unique_root("cache-first-read-expiry");
+    let observer = raw(&cs).await;
+    create(&observer, &root, b"").await;
+    create(&observer, &format!("{root}/child"), b"x").await;
+    let proxy = FaultProxy::start(&cs).await.unwrap();
+    let zk = connect_with_session(&proxy.connect_string(), 30).await;
+    let session = zk.session().await.unwrap();
+    proxy.hold_replies();
+    let starting = tokio::spawn({
+        let (zk, root) = (zk.clone(), root.clone());
+        async move { CuratorCache::builder(&zk, &root).mode(CacheMode::Children).start().await }
+    });
+    // The server's `cons` names each connection's session and the last request id it read.
+    let ours = format!("sid=0x{:x},", session.id());
+    eventually("the held first read to reach the server", || async {
+        let cons = server.four_letter_word("cons").await.unwrap();
+        cons.lines().any(|line| line.contains(&ours) && !line.contains("lcxid=0x0,"))
+    })
+    .await;
+    zkr_testing::expire_session_id(session.id(), session.client().session_timeout(), &cs).await.unwrap();
+    proxy.heal();
+    let cache = starting.await.unwrap().expect("the cache starts on the next session");
+    assert!(zk.session().await.unwrap().id() != session.id(), "a new session");
+    assert_eq!(
+        cache.snapshot().children(&root).map(|(name, _)| name.to_owned()).collect::<Vec<_>>(),
+        ["child"]
+    );
+}

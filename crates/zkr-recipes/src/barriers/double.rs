@@ -187,6 +187,13 @@ impl DistributedDoubleBarrier {
         // whose view never showed the quota (one left at once after passing) still sees its
         // round's `ready` and passes, and leavers delete only their own round's.
         let quota = members.len() >= self.member_qty;
+        tracing::trace!(
+            member = %self.member,
+            members = members.len(),
+            ready = ?ready.map(|r| (r.stat.czxid, r.stat.version)),
+            entered_at,
+            "double barrier: a view while entering"
+        );
         match ready {
             Some(ready) if ready.stat.czxid > entered_at => Some(Step::Pass(ready.stat.czxid)),
             Some(stale) if quota => Some(Step::CreateReady(members, Some(stale.stat.version))),

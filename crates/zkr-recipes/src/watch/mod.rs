@@ -24,7 +24,7 @@ use futures::future::select_all;
 use futures::FutureExt as _;
 use zkr_connection::retry::SessionPause;
 use zkr_connection::SessionClient;
-use zkr_connection::{is_session_error, Session, ZkClient};
+use zkr_connection::{is_session_error, RetryOptions, Session, ZkClient};
 use zookeeper_client::{
     AddWatchMode, EventType, OneshotWatcher, PersistentWatcher, SessionState, WatchedEvent,
 };
@@ -200,21 +200,28 @@ impl<C: Consumer> Watch<C> {
     }
 
     /// The first sync, within `timeout` for a connection, then as the manager's retry policy
-    /// allows: for a recipe whose start must fail when ZooKeeper cannot be reached.
+    /// allows: for a recipe whose start must fail when ZooKeeper cannot be reached. A session
+    /// that ends meanwhile is no failure (a read holds nothing): the sync starts again on the
+    /// next one, as [`run`](Self::run) does after the first.
     pub(crate) async fn first_sync(
         &mut self,
         timeout: Duration,
     ) -> Result<Established, zkr_connection::Error> {
         self.zk.wait_connected(timeout).await?;
-        let (session, subscription) = self
-            .zk
-            .retry(|s| {
-                let this = &*self;
-                async move { this.subscribe(&s).await.map(|sub| (s, sub)) }
-            })
-            .await?;
-        let (watchers, _) = self.establish(&session, subscription).await?;
-        Ok(Established { session, watchers })
+        loop {
+            let (session, subscription) = self
+                .zk
+                .retry_with(RetryOptions::default().across_sessions(true), |s| {
+                    let this = &*self;
+                    async move { this.subscribe(&s).await.map(|sub| (s, sub)) }
+                })
+                .await?;
+            match self.establish(&session, subscription).await {
+                Ok((watchers, _)) => return Ok(Established { session, watchers }),
+                Err(error) if is_session_error(&error) => self.consumer.session_ended(),
+                Err(error) => return Err(error.into()),
+            }
+        }
     }
 
     /// Resets the consumer with a subscription's read and applies the events queued with it.
