@@ -1,10 +1,14 @@
 # The two commands of the README. Both install what is missing (see scripts/ensure-deps.sh).
-.PHONY: demo test deps deny examples compat bench-instructions
+.PHONY: demo test deps deps-demo deny examples compat bench-instructions
 
 deps:
 	@scripts/ensure-deps.sh
 
-demo: deps
+# The demo needs only Maven and a JRE (the embedded ZooKeeper); `make test` installs the rest.
+deps-demo:
+	@scripts/ensure-deps.sh demo
+
+demo: deps-demo
 	cargo run --release --quiet -p zkr-cli --bin zkr -- demo
 
 # The workspace clippy and test runs build every optional feature (tls, backon, metrics, the

@@ -12,27 +12,46 @@
 # WebDriver (`chromium`, `chromium-driver`, and a font, `fonts-dejavu-core`), which the
 # `zkr ui` test drives. Installs
 # them with apt-get when running as root; otherwise prints the exact command and fails.
+#
+# `scripts/ensure-deps.sh demo` (what `make demo` runs) checks only what the demo needs: Maven
+# and a headless JRE, with which zkr-testing fetches and runs the default ZooKeeper release.
+# `--list` after the profile prints the packages it checks, one a line, and installs nothing.
 set -euo pipefail
 
+profile=${1:-all}
+case "$profile" in
+  all|demo) ;;
+  *) echo "usage: $0 [all|demo] [--list]" >&2; exit 2 ;;
+esac
+
 packages=(maven zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-discovery-java python3-kazoo krb5-kdc krb5-admin-server krb5-user libkrb5-dev libclang-dev pkg-config prometheus chromium chromium-driver fonts-dejavu-core)
+if [ "$profile" = demo ]; then
+  packages=(maven default-jre-headless)
+fi
+if [ "${2:-}" = --list ]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 missing=()
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
-[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 command -v java >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/java" ] || missing+=(default-jre-headless)
-command -v javac >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/javac" ] || missing+=(default-jdk-headless)
-[ -f /usr/share/java/curator-recipes.jar ] || missing+=(libcurator-recipes-java)
-[ -f /usr/share/java/curator-x-discovery.jar ] || missing+=(libcurator-discovery-java)
-/usr/bin/python3 -c 'import kazoo' >/dev/null 2>&1 || missing+=(python3-kazoo)
-[ -x /usr/sbin/krb5kdc ] || missing+=(krb5-kdc)
-[ -x /usr/sbin/kadmin.local ] || missing+=(krb5-admin-server)
-command -v kinit >/dev/null 2>&1 || missing+=(krb5-user)
-[ -f /usr/include/gssapi/gssapi.h ] || missing+=(libkrb5-dev)
-compgen -G '/usr/lib/llvm-*/lib/libclang.so' >/dev/null || missing+=(libclang-dev)
-command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
-command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
-[ -x /usr/bin/chromium ] || missing+=(chromium)
-[ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
-[ -d /usr/share/fonts/truetype/dejavu ] || missing+=(fonts-dejavu-core)
+if [ "$profile" = all ]; then
+  [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+  command -v javac >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/javac" ] || missing+=(default-jdk-headless)
+  [ -f /usr/share/java/curator-recipes.jar ] || missing+=(libcurator-recipes-java)
+  [ -f /usr/share/java/curator-x-discovery.jar ] || missing+=(libcurator-discovery-java)
+  /usr/bin/python3 -c 'import kazoo' >/dev/null 2>&1 || missing+=(python3-kazoo)
+  [ -x /usr/sbin/krb5kdc ] || missing+=(krb5-kdc)
+  [ -x /usr/sbin/kadmin.local ] || missing+=(krb5-admin-server)
+  command -v kinit >/dev/null 2>&1 || missing+=(krb5-user)
+  [ -f /usr/include/gssapi/gssapi.h ] || missing+=(libkrb5-dev)
+  compgen -G '/usr/lib/llvm-*/lib/libclang.so' >/dev/null || missing+=(libclang-dev)
+  command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+  command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+  [ -x /usr/bin/chromium ] || missing+=(chromium)
+  [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+  [ -d /usr/share/fonts/truetype/dejavu ] || missing+=(fonts-dejavu-core)
+fi
 
 if [ -n "${ZOOKEEPER_CLASSPATH:-}" ]; then
   # A user-provided server: do not insist on Debian's.

@@ -149,6 +149,27 @@ where
 
 #[cfg(test)]
 mod tests {
+    /// `make demo` installs only what the demo needs (Maven and a JRE, with which zkr-testing
+    /// fetches and runs the server), a subset of what `make test` installs.
+    #[test]
+    fn the_demo_installs_only_maven_and_a_jre() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let list = |profile: &str| {
+            let out = std::process::Command::new(format!("{root}/scripts/ensure-deps.sh"))
+                .args([profile, "--list"])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8(out.stdout).unwrap().lines().map(str::to_owned).collect::<Vec<_>>()
+        };
+        let (demo, all) = (list("demo"), list("all"));
+        assert_eq!(demo, ["maven", "default-jre-headless"]);
+        assert!(demo.iter().all(|p| all.contains(p)) && all.len() > demo.len(), "{all:?}");
+        let makefile = std::fs::read_to_string(format!("{root}/Makefile")).unwrap();
+        assert!(makefile.contains("demo: deps-demo\n"), "make demo depends on deps-demo");
+        assert!(makefile.contains("deps-demo:\n\t@scripts/ensure-deps.sh demo\n"));
+    }
+
     /// `make compat` (the Makefile's `COMPAT_RELEASES`) runs the subset on every release zkr is
     /// tested on but the default one, on which the whole suite runs; and every test the subset
     /// names exists.
