@@ -102,6 +102,12 @@ pub trait Recipe: Sized + Send + Sync + 'static {
         _ghost: &mut Self::Ghost,
     ) {
     }
+    /// Looks at the whole state after each transition (to note what the properties need).
+    fn observe(&self, _state: &mut State<Self>) {}
+    /// Is a hang in this state one the recipe's docs already own (a known window)?
+    fn excuse_hang(&self, _ghost: &Self::Ghost) -> bool {
+        false
+    }
     /// Is the user finished (a terminal state with an unfinished user is a hang)?
     fn done(&self, user: &Self::User) -> bool;
     /// The recipe's own properties.
@@ -239,7 +245,7 @@ impl<R: Recipe> Checked<R> {
         self.actions(state, &mut actions);
         let stuck =
             actions.iter().all(|a| matches!(a, Action::Drop(_) | Action::Expire(_) | Action::Restart));
-        stuck && state.users.iter().any(|slot| !self.0.done(&slot.user))
+        stuck && state.users.iter().any(|slot| !self.0.done(&slot.user)) && !self.0.excuse_hang(&state.ghost)
     }
 
     /// The step user `u` would take, on a copy.
@@ -447,6 +453,7 @@ impl<R: Recipe> Model for Checked<R> {
                 }
             }
         }
+        self.0.observe(&mut state);
         Some(state)
     }
 

@@ -1,4 +1,5 @@
 //! One model per recipe.
 
+pub mod barrier;
 pub mod mutex;
 pub mod queue;

@@ -1,0 +1,389 @@
+//! The double barrier (`barriers/double.rs`, `DistributedDoubleBarrier`): ephemeral member
+//! nodes kept through an expiry (a `PersistentNode`), `ready` created in one transaction with
+//! a check of every member counted, the round told by `ready`'s czxid against the member's
+//! first node's, a leaver deleting only its round's `ready` at the version read.
+//!
+//! The waits follow a cache of the barrier's children (`crate::cache::wait_confirmed`): here a
+//! listing with a child watch, listed again when it fires or the session changes.
+
+use stateright::Property;
+
+use crate::bugs::{Bug, Bugs};
+use crate::world::{Checked, Faults, Me, Recipe, Setup, State, Step};
+use crate::zk::{Event, Mode, Name, Op, OpResult, Path, Reply, Request, Server, Stat, ZkError, Zxid};
+
+/// The barrier's node.
+pub const DIR: Path = Path::top("barrier");
+/// `ready`.
+pub const READY: Path = DIR.child(Name::Fixed("ready"));
+
+fn member(user: u8) -> Path {
+    DIR.child(Name::Indexed("m", user))
+}
+
+/// The double barrier checked with these members.
+#[derive(Clone, Debug)]
+pub struct Barrier {
+    /// Each member's client and its number of rounds.
+    pub users: Vec<(u8, u8)>,
+    /// The quota (`member_qty`).
+    pub qty: u8,
+    /// The faults.
+    pub faults: Faults,
+    /// A defect to re-introduce.
+    pub bug: Bugs,
+    /// Check "nobody leaves before all left" without the known window's excuse.
+    pub strict_leave: bool,
+    /// Check that no member waits forever (off for a configuration whose rounds need not pair
+    /// up: more members than the quota, so one can be left without a partner).
+    pub liveness: bool,
+}
+
+/// Where a member is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Create the member node (`PersistentNode::builder(.., Ephemeral)`).
+    Create,
+    /// List the barrier, with a watch (the cache's snapshot).
+    List,
+    /// Wait for the children to change.
+    Wait,
+    /// The create-ready transaction (`create_ready`): the members counted (a bit each), the
+    /// stale `ready`'s version if one is replaced.
+    Ready(u8, Option<u8>),
+    /// Leave: delete the member node (`leave_by`, `drop(node)`).
+    Delete,
+    /// Leaving: list until no member is left.
+    LeaveList,
+    /// Leaving: wait for the children to change.
+    LeaveWait,
+    /// `delete_ready`: read `ready`'s stat.
+    ReadReady,
+    /// `delete_ready`: delete it at the version read.
+    DeleteReady(Option<u8>),
+    /// All rounds done.
+    Done,
+}
+
+/// A member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct User {
+    /// Rounds left.
+    pub left: u8,
+    /// Where it is.
+    pub phase: Phase,
+    /// The czxid of this round's first node (`PersistentNode::first_czxid`).
+    pub first: Option<Zxid>,
+    /// The member node must exist (entered, not left): the `PersistentNode` makes it again
+    /// after an expiry.
+    pub entered: bool,
+    /// The node is to be made again on the new session.
+    pub remake: bool,
+    /// The czxid of the `ready` passed by.
+    pub ready: Zxid,
+}
+
+/// What the properties look at.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Ghost {
+    /// A `ready` was created while fewer than the quota of members existed.
+    pub early_ready: bool,
+    /// A member finished leaving while another of its round had not begun to leave.
+    pub early_leave: bool,
+    /// A member made its next round's node while a leaver of its last round still waited for
+    /// the barrier to empty.
+    pub reentered: bool,
+    /// A member's node was made again after an expiry before it learnt its first node's czxid
+    /// (that create's reply was lost with the session).
+    pub first_unknown: bool,
+    /// The czxid of the `ready` each member's leave read last.
+    pub read_ready: [Zxid; 4],
+    /// A leave's delete at the version it read removed a newer `ready` made at that version
+    /// between its read and its delete (the layout has no round number: documented).
+    pub version_reuse: bool,
+    /// A leave deleted, without a version, a `ready` it did not pass by.
+    pub foreign_delete: bool,
+    /// Passes so far.
+    pub passes: u8,
+}
+
+impl Barrier {
+    fn on(&self, bug: Bug) -> bool {
+        self.bug == Some(bug)
+    }
+
+    /// double.rs, `step`: what a snapshot tells an entering member.
+    fn on_listing(&self, me: Me, user: &mut User, listing: &[(Name, Stat)], ghost: &mut Ghost) {
+        let find = |name: Name| listing.iter().find(|(n, _)| *n == name).map(|(_, s)| *s);
+        let Some(ours) = find(member(me.user).name) else {
+            user.phase = Phase::Wait;
+            return;
+        };
+        let entered_at = if self.on(Bug::BarrierRoundFromCurrentNode) {
+            ours.czxid
+        } else {
+            user.first.unwrap_or(ours.czxid).min(ours.czxid)
+        };
+        let members =
+            listing.iter().filter(|(n, _)| matches!(n, Name::Indexed(..))).fold(0u8, |bits, (n, _)| {
+                bits | match n {
+                    Name::Indexed(_, i) => 1 << i,
+                    _ => 0,
+                }
+            });
+        let quota = members.count_ones() >= u32::from(self.qty);
+        user.phase = match find(READY.name) {
+            Some(ready) if ready.czxid > entered_at => return Self::pass(user, ready.czxid, ghost),
+            Some(stale) if quota => Phase::Ready(members, Some(stale.version)),
+            None if quota => Phase::Ready(members, None),
+            _ => Phase::Wait,
+        };
+    }
+
+    fn pass(user: &mut User, ready: Zxid, ghost: &mut Ghost) {
+        ghost.passes = ghost.passes.saturating_add(1);
+        user.ready = ready;
+        user.phase = Phase::Delete;
+    }
+
+    fn ready_ops(members: u8, stale: Option<u8>) -> Vec<Op> {
+        let mut ops: Vec<Op> = (0..8)
+            .filter(|i| members & (1 << i) != 0)
+            .map(|i| Op::Check { path: member(i), version: None })
+            .collect();
+        if let Some(version) = stale {
+            ops.push(Op::Delete { path: READY, version: Some(version) });
+        }
+        ops.push(Op::Create { path: READY, mode: Mode::Persistent, data: 0 });
+        ops
+    }
+
+    fn round_done(user: &mut User) {
+        user.left -= 1;
+        user.first = None;
+        user.phase = if user.left == 0 { Phase::Done } else { Phase::Create };
+    }
+
+    /// Has a member of the round of `ready` other than `me` not begun to leave? (Its node was
+    /// first made before that `ready`, or, not knowing when, it has not passed by it yet; and it
+    /// has not deleted its node.)
+    fn round_not_left(users: &[User], me: usize, ready: Zxid) -> bool {
+        users.iter().enumerate().any(|(v, u)| {
+            let this_round = match u.first {
+                Some(first) => first < ready,
+                None => u.ready < ready,
+            };
+            v != me && u.entered && this_round
+        })
+    }
+}
+
+impl Recipe for Barrier {
+    type User = User;
+    type Ghost = Ghost;
+
+    fn setup(&self) -> Setup<User> {
+        let clients = self.users.iter().map(|(c, _)| *c).max().map_or(0, |c| c + 1);
+        let user = |rounds| User {
+            left: rounds,
+            phase: Phase::Create,
+            first: None,
+            entered: false,
+            remake: false,
+            ready: 0,
+        };
+        Setup {
+            nodes: vec![(DIR, Mode::Persistent, 0)],
+            clients,
+            users: self.users.iter().map(|(c, rounds)| (*c, user(*rounds))).collect(),
+        }
+    }
+
+    fn faults(&self) -> Faults {
+        self.faults
+    }
+
+    fn step(&self, me: Me, user: &mut User, _ghost: &mut Ghost) -> Step {
+        let create = Request::Write(Op::Create { path: member(me.user), mode: Mode::Ephemeral, data: 0 });
+        // nodes/persistent.rs: the node is made again on the new session.
+        if user.remake && user.entered {
+            return Step::Send(create, None);
+        }
+        match user.phase {
+            Phase::Create => {
+                user.entered = true;
+                Step::Send(create, None)
+            }
+            Phase::List | Phase::LeaveList => Step::Send(Request::Children { path: DIR, watch: true }, None),
+            Phase::Wait | Phase::LeaveWait | Phase::Done => Step::Blocked,
+            Phase::Ready(members, stale) => Step::Send(Request::Multi(Self::ready_ops(members, stale)), None),
+            Phase::Delete => {
+                user.entered = false;
+                Step::Send(Request::Write(Op::Delete { path: member(me.user), version: None }), None)
+            }
+            Phase::ReadReady => Step::Send(Request::Exists { path: READY, watch: false }, None),
+            Phase::DeleteReady(version) => {
+                Step::Send(Request::Write(Op::Delete { path: READY, version }), None)
+            }
+        }
+    }
+
+    fn on_reply(&self, me: Me, user: &mut User, reply: Reply, ghost: &mut Ghost) {
+        let lost = reply == Reply::Err(ZkError::ConnectionLoss);
+        if user.remake && user.entered {
+            // The remade node: its czxid is newer than the round's first, which the member
+            // may never have learnt (the first create's reply lost with the session).
+            match reply {
+                Reply::Write(OpResult::Created(_, stat)) => {
+                    user.remake = false;
+                    ghost.first_unknown |= user.first.is_none();
+                    user.first = user.first.or(Some(stat.czxid));
+                }
+                Reply::Err(ZkError::NodeExists) => user.remake = false,
+                _ => {}
+            }
+            return;
+        }
+        match (user.phase, reply) {
+            (Phase::Create, Reply::Write(OpResult::Created(_, stat))) => {
+                user.first = Some(stat.czxid);
+                user.phase = Phase::List;
+            }
+            (Phase::Create, Reply::Err(ZkError::NodeExists)) => user.phase = Phase::List,
+            (Phase::List, Reply::Children(listing)) => self.on_listing(me, user, &listing, ghost),
+            (Phase::Ready(..), Reply::Multi(results)) => {
+                let made = results.iter().find_map(|r| match r {
+                    OpResult::Created(_, stat) => Some(stat.czxid),
+                    OpResult::Done(_) => None,
+                });
+                match made {
+                    Some(czxid) => Self::pass(user, czxid, ghost),
+                    None => user.phase = Phase::List,
+                }
+            }
+            // Refused, or the outcome unknown: the cache shows which next.
+            (Phase::Ready(..), _) => user.phase = Phase::List,
+            (Phase::Delete, _) if !lost => user.phase = Phase::LeaveList,
+            (Phase::LeaveList, Reply::Children(listing)) => {
+                let members = listing.iter().any(|(n, _)| matches!(n, Name::Indexed(..)));
+                user.phase = if members { Phase::LeaveWait } else { Phase::ReadReady };
+            }
+            // double.rs, `delete_ready`: only our round's `ready`, at the version read.
+            (Phase::ReadReady, Reply::Exists(Some(_))) if self.on(Bug::BarrierDeleteAnyReady) => {
+                ghost.read_ready[usize::from(me.user)] = user.ready;
+                user.phase = Phase::DeleteReady(None);
+            }
+            (Phase::ReadReady, Reply::Exists(Some(stat))) if stat.czxid == user.ready => {
+                ghost.read_ready[usize::from(me.user)] = stat.czxid;
+                user.phase = Phase::DeleteReady(Some(stat.version));
+            }
+            (Phase::ReadReady, Reply::Exists(_)) => Self::round_done(user),
+            (Phase::DeleteReady(_), _) if !lost => Self::round_done(user),
+            // A lost connection: the cache lists again, the retry loops resend.
+            _ => {}
+        }
+    }
+
+    fn on_event(&self, _me: Me, user: &mut User, event: Option<Event>, _ghost: &mut Ghost) {
+        if event.is_none() && user.entered {
+            user.remake = true;
+        }
+        user.phase = match user.phase {
+            Phase::Wait => Phase::List,
+            Phase::LeaveWait => Phase::LeaveList,
+            other => other,
+        };
+    }
+
+    fn on_apply(&self, user: u8, request: &Request, reply: &Reply, before: &Server, ghost: &mut Ghost) {
+        match (request, reply) {
+            (Request::Multi(ops), Reply::Multi(_))
+                if ops.iter().any(|op| matches!(op, Op::Create { path, .. } if *path == READY)) =>
+            {
+                let members =
+                    before.children(DIR).filter(|(p, _)| matches!(p.name, Name::Indexed(..))).count();
+                ghost.early_ready |= members < usize::from(self.qty);
+            }
+            (Request::Write(Op::Delete { path, version }), Reply::Write(_)) if *path == READY => {
+                let read = ghost.read_ready[usize::from(user)];
+                let other = before.nodes.get(&READY).is_some_and(|n| n.czxid != read);
+                match version {
+                    Some(_) => ghost.version_reuse |= other,
+                    None => ghost.foreign_delete |= other,
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn observe(&self, state: &mut State<Self>) {
+        if !no_early_leave(self, state) {
+            state.ghost.early_leave = true;
+        }
+        if !no_early_reentry(self, state) {
+            state.ghost.reentered = true;
+        }
+    }
+
+    fn excuse_hang(&self, ghost: &Ghost) -> bool {
+        // The known window (docs/reliability.md): a leaver that saw no member while one was
+        // between sessions has left, and that member may wait for a quota that is gone.
+        let known = ghost.early_leave || ghost.reentered || ghost.first_unknown || ghost.version_reuse;
+        !self.liveness || (known && !self.strict_leave)
+    }
+
+    fn done(&self, user: &User) -> bool {
+        user.phase == Phase::Done
+    }
+
+    fn properties(&self) -> Vec<Property<Checked<Self>>> {
+        let mut properties = vec![
+            Property::always(
+                "nobody passes before the quota: ready made only with the quota there",
+                |_, s: &State<Self>| !s.ghost.early_ready,
+            ),
+            Property::sometimes("a member passes", |_, s: &State<Self>| s.ghost.passes > 0),
+            Property::always("a leaver deletes no other round's ready unversioned", |_, s: &State<Self>| {
+                !s.ghost.foreign_delete
+            }),
+        ];
+        if self.strict_leave {
+            properties.push(Property::always(
+                "nobody leaves before all of its round left",
+                |m: &Checked<Self>, s: &State<Self>| !s.ghost.early_leave && no_early_leave(&m.0, s),
+            ));
+            properties.push(Property::always(
+                "a leaver deletes only its own round's ready",
+                |_, s: &State<Self>| !s.ghost.version_reuse,
+            ));
+            properties.push(Property::always(
+                "nobody enters the next round while a leaver of the last waits",
+                |m: &Checked<Self>, s: &State<Self>| !s.ghost.reentered && no_early_reentry(&m.0, s),
+            ));
+        }
+        properties
+    }
+}
+
+/// No member has finished leaving while another of its round (whose node was first made
+/// before the `ready` it passed by) has not begun to.
+fn no_early_leave(_: &Barrier, s: &State<Barrier>) -> bool {
+    let users: Vec<User> = s.users.iter().map(|u| u.user).collect();
+    users.iter().enumerate().all(|(u, user)| {
+        let finished = matches!(user.phase, Phase::ReadReady | Phase::DeleteReady(_));
+        !finished || !Barrier::round_not_left(&users, u, user.ready)
+    })
+}
+
+/// No member has made a later round's node (newer than the `ready` a leaver passed by, or not
+/// known yet after passing by that one) while a leaver still waits for the barrier to empty.
+fn no_early_reentry(_: &Barrier, s: &State<Barrier>) -> bool {
+    let waiting = |u: &User| matches!(u.phase, Phase::LeaveList | Phase::LeaveWait);
+    let later = |u: &User, ready: Zxid| match u.first {
+        Some(first) => first > ready,
+        None => u.ready >= ready,
+    };
+    s.users
+        .iter()
+        .all(|v| !waiting(&v.user) || !s.users.iter().any(|u| u.user.entered && later(&u.user, v.user.ready)))
+}

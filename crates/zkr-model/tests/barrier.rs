@@ -1,0 +1,107 @@
+//! The double barrier's model: checked clean, its bug switches found, and the leave window.
+
+use zkr_model::bugs::Bug;
+use zkr_model::check::{contrast, run};
+use zkr_model::recipes::barrier::Barrier;
+use zkr_model::world::{Checked, Faults};
+
+const DROPS: Faults = Faults { max: 2, drop: true, expire: false, restart: true };
+const EXPIRY: Faults = Faults { max: 1, drop: false, expire: true, restart: false };
+
+#[test]
+fn two_members_two_rounds_two_drops_or_restarts_the_reentry_window_aside() {
+    let model = Barrier {
+        users: vec![(0, 2), (1, 2)],
+        qty: 2,
+        faults: DROPS,
+        bug: None,
+        strict_leave: false,
+        liveness: true,
+    };
+    let outcome = run(model.clone(), 2);
+    println!("double barrier, 2 members x 2 rounds, 2 drops/restarts: {}", outcome.summary());
+    assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
+}
+
+#[test]
+fn two_members_one_round_one_expiry_the_leave_window_aside() {
+    let model = Barrier {
+        users: vec![(0, 1), (1, 1)],
+        qty: 2,
+        faults: EXPIRY,
+        bug: None,
+        strict_leave: false,
+        liveness: true,
+    };
+    let outcome = run(model.clone(), 2);
+    println!("double barrier, 2 members x 1 round, 1 expiry: {}", outcome.summary());
+    assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
+}
+
+#[test]
+fn the_leave_window_is_found() {
+    let model = Barrier {
+        users: vec![(0, 1), (1, 1)],
+        qty: 2,
+        faults: EXPIRY,
+        bug: None,
+        strict_leave: true,
+        liveness: true,
+    };
+    let outcome = run(model.clone(), 1);
+    let trace = outcome.trace(&Checked(model), "nobody leaves").expect("the leave window");
+    println!("{trace}");
+}
+
+#[test]
+fn the_reentry_window_is_found() {
+    let model = Barrier {
+        users: vec![(0, 2), (1, 2)],
+        qty: 2,
+        faults: Faults::NONE,
+        bug: None,
+        strict_leave: true,
+        liveness: true,
+    };
+    let outcome = run(model.clone(), 1);
+    let trace = outcome.trace(&Checked(model), "next round").expect("the reentry window");
+    println!("{trace}");
+}
+
+#[test]
+fn the_ready_version_window_is_found() {
+    let users = vec![(0, 2), (1, 1), (2, 1)];
+    let model =
+        Barrier { users, qty: 2, faults: Faults::NONE, bug: None, strict_leave: true, liveness: true };
+    let outcome = run(model.clone(), 1);
+    let trace = outcome.trace(&Checked(model), "own round's ready").expect("the version window");
+    println!("{trace}");
+}
+
+#[test]
+fn a_member_identifying_its_round_by_its_remade_node_hangs() {
+    let bug = Some(Bug::BarrierRoundFromCurrentNode);
+    let model = Barrier {
+        users: vec![(0, 1), (1, 1)],
+        qty: 2,
+        faults: EXPIRY,
+        bug,
+        strict_leave: false,
+        liveness: true,
+    };
+    let clean = Barrier { bug: None, ..model.clone() };
+    let trace = contrast(model, clean, "hangs").expect("a member hangs");
+    println!("{trace}");
+}
+
+#[test]
+fn a_leaver_deleting_another_rounds_ready_is_found() {
+    let bug = Some(Bug::BarrierDeleteAnyReady);
+    let users = vec![(0, 2), (1, 1), (2, 1)];
+    // Three members, quota 2: rounds need not pair up, so a member may wait for a partner
+    // forever; safety only.
+    let model = Barrier { users, qty: 2, faults: Faults::NONE, bug, strict_leave: false, liveness: false };
+    let clean = Barrier { bug: None, ..model.clone() };
+    let trace = contrast(model, clean, "other round's ready").expect("another round's ready deleted");
+    println!("{trace}");
+}
