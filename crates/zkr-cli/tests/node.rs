@@ -284,3 +284,45 @@ async fn writes_under_zookeeper_are_refused_with_a_reason() {
     ok(&cs, &["--namespace", &ns, "rm", "/zookeeper/x"]).await;
     ok(&cs, &["rm", "-r", &format!("/{ns}")]).await;
 }
+
+/// A chroot in the connect string (`host:port/chroot`) against a real server: every command
+/// reads and writes under it, paths come back relative to it, and `ls /` lists only its
+/// children; a lock taken through it holds its node under the chroot (issue 49 item 5).
+#[tokio::test]
+async fn a_chroot_in_the_connect_string_confines_every_command() {
+    let cs = shared_server().await.unwrap().connect_string();
+    let root = unique("chroot");
+    let admin = zookeeper_client::Client::connect(&cs).await.unwrap();
+    let persistent = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    admin.create(&root, b"", &persistent).await.unwrap();
+    let rooted = format!("{cs}{root}");
+
+    assert_eq!(ok(&rooted, &["create", "--parents", "/app/config", "v1"]).await.trim(), "/app/config");
+    let (data, _) = admin.get_data(&format!("{root}/app/config")).await.unwrap();
+    assert_eq!(data, b"v1", "written under the chroot");
+    assert_eq!(ok(&rooted, &["ls", "/"]).await, "app\n", "the chroot's children only");
+    assert_eq!(ok(&rooted, &["get", "/app/config"]).await, "v1");
+    assert_eq!(
+        json(&ok(&rooted, &["ls", "-R", "--json", "/app"]).await.lines().next().unwrap())["path"],
+        "/app/config"
+    );
+    let job = ok(&rooted, &["create", "--sequential", "/app/job-", "j"]).await;
+    assert!(job.trim().starts_with("/app/job-00000"), "a created path relative to the chroot: {job}");
+
+    // `cat` holds the lock until its stdin closes: the lock node is under the chroot meanwhile.
+    let mut holder = common::zkr(&rooted)
+        .args(["lock", "/app/lock", "--", "cat"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    common::wait_for_children(&cs, &format!("{root}/app/lock"), |n| n == 1, "the lock node under the chroot")
+        .await;
+    drop(holder.stdin.take());
+    assert!(holder.wait().await.unwrap().success());
+    let (code, _, err) = zkr_out(&rooted, &["get", &format!("{root}/app/config")]).await;
+    assert_eq!(code, 5, "the server's absolute path does not exist under the chroot: {err}");
+    ok(&rooted, &["rm", "-r", "--yes", "/app"]).await;
+    assert!(admin.list_children(&root).await.unwrap().is_empty());
+    admin.delete(&root, None).await.unwrap();
+}
