@@ -1,5 +1,6 @@
 //! One model per recipe.
 
 pub mod barrier;
+pub mod counter;
 pub mod mutex;
 pub mod queue;
