@@ -11,7 +11,10 @@ use zkr_connection::ZkClient;
 use zkr_integration_tests::{
     builder, children, connect, connect_with_session, eventually, mntr_counter, raw, timing, unique_root,
 };
-use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard, KazooLockDriver, LockError, LostReason};
+use zkr_recipes::locks::{
+    ContenderSpec, InterProcessMutex, InterProcessMutexGuard, KazooLockDriver, LockError,
+    LockInternalsDriver, LostReason, StandardLockInternalsDriver,
+};
 use zkr_testing::{expire_session, shared_server, FaultProxy, TestingCluster, TestingServer};
 use zookeeper_client::{Client, CreateMode};
 
@@ -30,7 +33,7 @@ async fn no_nodes_left(observer: &Client, path: &str) {
 }
 
 /// Runs `tasks` tasks that each take the lock `rounds` times, asserting nobody else is inside.
-async fn hammer(mutexes: Vec<InterProcessMutex>, rounds: usize) -> usize {
+async fn hammer<D: LockInternalsDriver>(mutexes: Vec<InterProcessMutex<D>>, rounds: usize) -> usize {
     let inside = Arc::new(AtomicBool::new(false));
     let entered = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
@@ -820,4 +823,54 @@ async fn the_waiting_acquire_future_stays_small() {
     let mutex = InterProcessMutex::new(&zk, "/size").unwrap();
     let size = std::mem::size_of_val(&mutex.acquire());
     assert!(size <= 4096, "a waiting acquire takes {size} bytes");
+}
+
+/// The driver the docs show (`LockInternalsDriver`'s example): persistent contender nodes,
+/// otherwise standard.
+#[derive(Debug, Default)]
+struct PersistentLockDriver(StandardLockInternalsDriver);
+
+impl LockInternalsDriver for PersistentLockDriver {
+    fn contender(&self, lock_name: &str) -> ContenderSpec {
+        ContenderSpec { mode: CreateMode::PersistentSequential, ..self.0.contender(lock_name) }
+    }
+    fn fix_for_sorting<'a>(&self, name: &'a str, lock_name: &str) -> Option<&'a str> {
+        self.0.fix_for_sorting(name, lock_name)
+    }
+}
+
+/// A user-written driver and a lock name of our own (`job-`), against a real server: two
+/// users of one client and a third session exclude each other; the contender nodes carry the
+/// name and the driver's create mode (persistent: no ephemeral owner), and none is left.
+/// A bad lock name is refused before anything is sent (issue 49 item 7).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_written_driver_and_lock_name_run_against_a_real_server() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let path = unique_root("user-driver");
+    let (zk_a, zk_b) = (connect(&cs).await, connect(&cs).await);
+    let mutex = |zk: &ZkClient| {
+        InterProcessMutex::with_lock_name(zk, &path, "job-", PersistentLockDriver::default()).unwrap()
+    };
+    let observer = raw(&cs).await;
+    let held = mutex(&zk_a).acquire().await.unwrap();
+    let names = children(&observer, &path).await;
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(names[0].starts_with("_c_") && names[0].contains("-job-0000000000"), "{names:?}");
+    let (_, stat) = observer.get_data(&format!("{path}/{}", names[0])).await.unwrap();
+    assert_eq!(stat.ephemeral_owner, 0, "the driver's mode: persistent");
+    held.release().await.unwrap();
+    assert_eq!(hammer(vec![mutex(&zk_a), mutex(&zk_a), mutex(&zk_b)], 5).await, 15);
+    no_nodes_left(&observer, &path).await;
+
+    let standard =
+        InterProcessMutex::with_lock_name(&zk_a, &path, "job-", StandardLockInternalsDriver).unwrap();
+    let guard = standard.acquire().await.unwrap();
+    assert!(children(&observer, &path).await[0].contains("-job-"));
+    guard.release().await.unwrap();
+    for bad in ["", "a/b", "x\u{1}"] {
+        let refused = InterProcessMutex::with_lock_name(&zk_a, &path, bad, StandardLockInternalsDriver);
+        assert!(matches!(refused, Err(LockError::InvalidArgument(_))), "{bad:?}: {refused:?}");
+    }
+    no_nodes_left(&observer, &path).await;
 }

@@ -69,6 +69,15 @@ pub struct ContenderSpec {
 /// assert_eq!(spec.mode, CreateMode::PersistentSequential);
 /// ```
 pub trait LockInternalsDriver: Send + Sync + fmt::Debug + 'static {
+    /// The lock name a mutex made with [`InterProcessMutex::with_driver`](super::InterProcessMutex::with_driver)
+    /// gives its contender nodes (Curator's `lockName`): [`LOCK_NAME`](super::LOCK_NAME),
+    /// `lock-`, by default; kazoo's `__lock__` for [`KazooLockDriver`].
+    /// [`InterProcessMutex::with_lock_name`](super::InterProcessMutex::with_lock_name) picks
+    /// another.
+    fn lock_name(&self) -> &str {
+        super::LOCK_NAME
+    }
+
     /// How to create our contender node for a lock named `lock_name`.
     fn contender(&self, lock_name: &str) -> ContenderSpec;
 
@@ -232,6 +241,10 @@ impl KazooLockDriver {
 }
 
 impl LockInternalsDriver for KazooLockDriver {
+    fn lock_name(&self) -> &str {
+        Self::LOCK_NAME
+    }
+
     fn contender(&self, lock_name: &str) -> ContenderSpec {
         ContenderSpec {
             tag: uuid::Uuid::new_v4().simple().to_string(),

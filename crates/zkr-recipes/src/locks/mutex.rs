@@ -130,7 +130,31 @@ impl<D: LockInternalsDriver> InterProcessMutex<D> {
     /// # Errors
     /// As [`new`](InterProcessMutex::new).
     pub fn with_driver(zk: &ZkClient, path: &str, driver: D) -> Result<Self, LockError> {
-        let lock_name = driver_lock_name::<D>();
+        let lock_name = driver.lock_name().to_owned();
+        Self::with_lock_name(zk, path, &lock_name, driver)
+    }
+
+    /// A mutex at `path` whose contender nodes carry `lock_name` instead of the driver's
+    /// (`lock-` for Curator's naming): `_c_<uuid>-<lock_name><sequence>` with the standard
+    /// driver. Every process sharing the lock must use the same name; contenders under
+    /// another name are not seen.
+    ///
+    /// # Errors
+    /// As [`new`](InterProcessMutex::new), and [`LockError::InvalidArgument`] for an empty
+    /// lock name or one ZooKeeper cannot take in a node name (a `/`, a control character).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::locks::LockError> {
+    /// use zkr_recipes::locks::{InterProcessMutex, StandardLockInternalsDriver};
+    ///
+    /// let lock = InterProcessMutex::with_lock_name(&zk, "/jobs/nightly", "job-", StandardLockInternalsDriver)?;
+    /// let guard = lock.acquire().await?; // holds /jobs/nightly/_c_<uuid>-job-0000000000
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_lock_name(zk: &ZkClient, path: &str, lock_name: &str, driver: D) -> Result<Self, LockError> {
         Self::from_internals(LockInternals::new(zk, path, lock_name, driver, 1)?)
     }
 
@@ -280,14 +304,6 @@ impl<D: LockInternalsDriver> InterProcessMutex<D> {
     /// The shared lock machinery.
     pub fn internals(&self) -> &LockInternals<D> {
         &self.inner.internals
-    }
-}
-
-fn driver_lock_name<D: 'static>() -> &'static str {
-    if std::any::TypeId::of::<D>() == std::any::TypeId::of::<super::driver::KazooLockDriver>() {
-        super::driver::KazooLockDriver::LOCK_NAME
-    } else {
-        LOCK_NAME
     }
 }
 
