@@ -4,8 +4,9 @@
 
 use std::time::Duration;
 
+use futures::StreamExt as _;
 use zkr_integration_tests::{children, connect, eventually, timing, unique_root};
-use zkr_recipes::leader::{LatchState, LeaderLatch};
+use zkr_recipes::leader::{LatchState, LeaderLatch, LeaderObserver, Participant};
 use zkr_recipes::locks::LockError;
 use zkr_testing::{expire_session, shared_server, TestingCluster};
 use zookeeper_client::Client;
@@ -425,4 +426,78 @@ async fn interrupt_hands_leadership_over_and_requeue_joins_again() {
     assert!(!a.requeue(), "closed");
     eventually("no node left", || async { children(&observer, &path).await.is_empty() }).await;
     zk.close().await;
+}
+
+/// The leader's id (or `None`) of what a `LeaderObserver` stream yields next, within the wait.
+async fn next_leader(
+    changes: &mut (impl futures::Stream<Item = Option<Participant>> + Unpin),
+) -> Option<String> {
+    let next = tokio::time::timeout(timing().wait(), changes.next()).await.expect("a change in time");
+    next.expect("the stream goes on").map(|p| p.id)
+}
+
+/// etcd's `Proclaim` and `Observe` on Curator's latch layout (issue 49 item 2). Two latches on
+/// one client and an onlooker on another: the leader publishes a value without giving
+/// leadership up; the onlooker's stream, `participants()` and a Curator onlooker
+/// (`getLeader().getId()`) all see it; a follower cannot proclaim; when the leader closes, the
+/// stream names the next one with its own id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leader_proclaims_a_value_that_onlookers_and_curator_see() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let path = unique_root("latch-proclaim");
+    let (zk, onlooker_zk) = (connect(&cs).await, connect(&cs).await);
+    let observer = LeaderObserver::start(&onlooker_zk, &path).await.unwrap();
+    let mut changes = observer.changes();
+    assert_eq!(next_leader(&mut changes).await, None, "nobody yet");
+    let a = LeaderLatch::start(&zk, &path, "a").await.unwrap();
+    a.await_leadership().await.unwrap();
+    assert_eq!(next_leader(&mut changes).await.as_deref(), Some("a"));
+    let b = LeaderLatch::start(&zk, &path, "b").await.unwrap();
+
+    a.proclaim("10.0.0.7:8080 epoch=1").await.unwrap();
+    assert_eq!(next_leader(&mut changes).await.as_deref(), Some("10.0.0.7:8080 epoch=1"));
+    assert!(a.has_leadership(), "leadership kept");
+    let refused = b.proclaim("b's value").await;
+    assert!(matches!(refused, Err(LockError::IllegalState { .. })), "a follower: {refused:?}");
+    assert!(matches!(a.proclaim("").await, Err(LockError::InvalidArgument(_))));
+    eventually("b queued", || async { observer.participants().len() == 2 }).await;
+    let ids: Vec<_> = a.participants().await.unwrap().into_iter().map(|p| p.id).collect();
+    assert_eq!(ids, ["10.0.0.7:8080 epoch=1", "b"]);
+    assert_eq!(observer.leader().map(|p| p.id).as_deref(), Some("10.0.0.7:8080 epoch=1"));
+
+    let tool = zkr_testing::peers::CuratorTool::locate().unwrap();
+    let mut java = tool.spawn(&["latch-leader", &cs, &path]).unwrap();
+    java.set_line_timeout(timing().wait());
+    assert_eq!(
+        java.expect_line("LEADER").await.unwrap(),
+        "LEADER 10.0.0.7:8080 epoch=1",
+        "Curator's getLeader"
+    );
+    assert!(java.wait().await.unwrap().success());
+
+    a.close().await;
+    assert_eq!(next_leader(&mut changes).await.as_deref(), Some("b"));
+    b.close().await;
+    assert_eq!(next_leader(&mut changes).await, None);
+}
+
+/// A proclaim after the leader's session ended writes nothing: not on the ended session, and
+/// not on the node the latch queues again with on the next session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proclaim_after_the_term_ended_writes_nothing() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let path = unique_root("latch-proclaim-expiry");
+    let zk = connect(&cs).await;
+    let a = LeaderLatch::start(&zk, &path, "a").await.unwrap();
+    a.await_leadership().await.unwrap();
+    let session = zk.session().await.unwrap();
+    expire_session(session.client(), &cs).await.unwrap();
+    let refused = a.proclaim("late").await;
+    assert!(refused.is_err(), "the term ended: {refused:?}");
+    tokio::time::timeout(timing().wait(), a.await_leadership()).await.unwrap().unwrap();
+    let ids: Vec<_> = a.participants().await.unwrap().into_iter().map(|p| p.id).collect();
+    assert_eq!(ids, ["a"], "the next term starts with the id; nothing late was written");
+    a.close().await;
 }

@@ -147,3 +147,24 @@ where
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
+
+/// `zkr elect --observe` follows the leader's value: what a `LeaderLatch` proclaims (etcd's
+/// `Proclaim`) is printed as the leader's line, leadership unchanged (issue 49 item 2).
+#[tokio::test]
+async fn observe_prints_what_the_leader_proclaims() {
+    let cs = shared_server().await.unwrap().connect_string();
+    let path = unique("elect-proclaim");
+    let zk = zkr_connection::ZkClient::builder(&cs).connect().await.unwrap();
+    let latch = zkr_recipes::leader::LeaderLatch::start(&zk, &path, "svc-1").await.unwrap();
+    latch.await_leadership().await.unwrap();
+    let mut observer = zkr(&cs).args(["elect", &path, "--observe"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(observer.stdout.take().unwrap()).lines();
+    let bound = Timing::from_env().wait();
+    assert_eq!(next(&mut lines, bound).await, "svc-1");
+    latch.proclaim("svc-1 at 10.0.0.7:8080").await.unwrap();
+    assert_eq!(next(&mut lines, bound).await, "svc-1 at 10.0.0.7:8080");
+    latch.close().await;
+    assert_eq!(next(&mut lines, bound).await, "(no leader)");
+    observer.kill().await.unwrap();
+    zk.close().await;
+}

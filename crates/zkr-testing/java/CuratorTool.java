@@ -30,6 +30,8 @@
 //   bench-ids CONNECT PATH SECONDS             RESULT ... (one EPHEMERAL_SEQUENTIAL create)
 //   atomic-ids CONNECT PATH N                  ID <value> per DistributedAtomicLong.increment(); DONE
 //   bench-leader-failover CONNECT PATH         LEADER <epoch_us> / NOT_LEADER <epoch_us>; until stdin EOF
+//   latch-leader CONNECT PATH                  LEADER <id> from LeaderLatch.getLeader() (a latch
+//                                              not started: an onlooker), or NO_LEADER
 //
 // More commands, one file per family (compiled together; helpers shared in Peer.java):
 // CacheCommands.java (CuratorCache: config-subscribers, cache-load, cache-memory,
@@ -59,6 +61,7 @@ import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
+import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
@@ -116,6 +119,7 @@ public final class CuratorTool {
                 + " | bench-contended CONNECT PATH SESSIONS SECONDS"
                 + " | bench-inprocess CONNECT PATH THREADS SECONDS | bench-waiters CONNECT PATH N"
                 + " | bench-ids CONNECT PATH SECONDS | bench-leader-failover CONNECT PATH"
+                + " | latch-leader CONNECT PATH"
                 + " | atomic-ids CONNECT PATH N" + CacheCommands.USAGE + DiscoveryCommands.USAGE
                 + BarrierCommands.USAGE + CounterCommands.USAGE + QueueCommands.USAGE + WideCommands.USAGE;
     }
@@ -186,6 +190,12 @@ public final class CuratorTool {
                 Peer.arity(args, 3);
                 benchLeaderFailover(args[1], args[2]);
                 return 0;
+            case "latch-leader": {
+                Peer.arity(args, 3);
+                Participant leader = new LeaderLatch(Peer.connect(args[1]), args[2]).getLeader();
+                Peer.out(leader.isLeader() ? "LEADER " + leader.getId() : "NO_LEADER");
+                return 0;
+            }
             default:
                 // Commands in the other files: CacheCommands.java, DiscoveryCommands.java,
                 // BarrierCommands.java, CounterCommands.java, QueueCommands.java, WideCommands.java.

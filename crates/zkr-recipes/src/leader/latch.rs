@@ -104,6 +104,8 @@ struct Inner {
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Why the latch stopped by itself (the path holds another layout's contenders).
     failed: Mutex<Option<LockError>>,
+    /// Our node while we lead: what [`LeaderLatch::proclaim`] writes to.
+    leading: Mutex<Option<LockNode>>,
 }
 
 impl Inner {
@@ -148,6 +150,7 @@ impl LeaderLatch {
             closing: Notify::new(),
             task: Mutex::new(None),
             failed: Mutex::new(None),
+            leading: Mutex::new(None),
         });
         *inner.task.lock() = Some(tokio::spawn(participate(inner.clone())));
         Ok(LeaderLatch { _owner: Arc::new(Owner(inner.clone())), inner })
@@ -220,6 +223,46 @@ impl LeaderLatch {
     fn not_running(&self, reason: &'static str) -> LockError {
         let failed = self.inner.failed.lock().clone();
         failed.unwrap_or_else(|| LockError::IllegalState { path: self.path().to_owned(), reason })
+    }
+
+    /// Publishes `value` as the leader's without giving leadership up (etcd's `Proclaim`): it
+    /// becomes our node's data, which is what Curator's `getLeader().getId()`,
+    /// [`participants`](Self::participants), a [`LeaderObserver`] and `zkr elect --observe`
+    /// show for the leader (its address, its epoch). Written on the session that holds our
+    /// node, so a term that ended never writes to a later one. A later term (leadership lost
+    /// and won again) starts with the latch's [`id`](Self::id) again.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for an empty value or one over ZooKeeper's data limit;
+    /// [`LockError::IllegalState`] when we do not lead ("not the leader"); a
+    /// [`LockError::Connection`] error of kind [`Lost`](zkr_connection::ErrorKind::Lost) or a
+    /// `NoNode` when leadership ended during the write (nothing was written then).
+    ///
+    /// # Cancel safety
+    /// Cancel safe as far as leadership goes; a dropped call may or may not have written the
+    /// value.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::locks::LockError> {
+    /// use zkr_recipes::leader::LeaderLatch;
+    ///
+    /// let latch = LeaderLatch::start(&zk, "/services/billing/leader", "billing-1").await?;
+    /// latch.await_leadership().await?;
+    /// latch.proclaim("10.0.0.7:8080 epoch=42").await?; // observers see it as the leader's
+    /// # Ok(()) }
+    /// ```
+    pub async fn proclaim(&self, value: &str) -> Result<(), LockError> {
+        check_participant_id(value)?;
+        zkr_connection::path::validate_data(self.path(), value.as_bytes())?;
+        let node = self.inner.leading.lock().clone();
+        let node = node.ok_or_else(|| LockError::IllegalState {
+            path: self.path().to_owned(),
+            reason: "not the leader: only the leader proclaims",
+        })?;
+        node.set_data(self.inner.internals.zk(), value.as_bytes()).await?;
+        Ok(())
     }
 
     /// Every participant in queue order, the leader first, with the id each joined with
@@ -301,6 +344,9 @@ async fn participate(inner: Arc<Inner>) {
 async fn lead(inner: &Inner, node: &LockNode) {
     let path = inner.internals.base_path();
     let term = Leadership { node: node.path().to_owned(), fencing_token: node.fencing_token() };
+    // Before the state says we lead, so that a proclaim right after `await_leadership` finds it.
+    *inner.leading.lock() = Some(node.clone());
+    let _term = Cleared(&inner.leading);
     inner.state.send_if_modified(|state| {
         if *state == LatchState::Closed {
             return false;
@@ -325,6 +371,15 @@ async fn lead(inner: &Inner, node: &LockNode) {
             });
         }
         () = inner.closing.notified() => {}
+    }
+}
+
+/// Clears the node [`LeaderLatch::proclaim`] writes to when a term ends, however it ends.
+struct Cleared<'a>(&'a Mutex<Option<LockNode>>);
+
+impl Drop for Cleared<'_> {
+    fn drop(&mut self) {
+        *self.0.lock() = None;
     }
 }
 

@@ -2,7 +2,9 @@
 //! one leads, the others wait for the node ahead of them to go. [`LeaderSelector`] runs your
 //! async work while leader and cancels it when leadership is lost. Built on the lock machinery
 //! ([`LockInternals`](crate::locks::LockInternals) with the standard driver), with Apache
-//! Curator's node names, so Rust and Java participants share one election.
+//! Curator's node names, so Rust and Java participants share one election. The leader can
+//! publish a value without giving leadership up ([`LeaderLatch::proclaim`]), and anyone can
+//! follow who leads and with what value ([`LeaderObserver`]): etcd's `Proclaim` and `Observe`.
 //!
 //! # Examples
 //!
@@ -16,10 +18,12 @@
 //! ```
 
 pub mod latch;
+mod observer;
 pub mod selector;
 
 pub(crate) use latch::participants_of;
 pub use latch::{latch_participants, LatchState, LeaderLatch, Leadership, Participant, LATCH_NAME};
+pub use observer::LeaderObserver;
 pub use selector::{LeaderSelector, LeaderSelectorBuilder};
 
 /// After a failed join of the election: logs it and waits `pause`; `false` when `closing` came

@@ -88,6 +88,17 @@ impl LockNode {
         reason
     }
 
+    /// Writes `data` to the node on the session that holds it (never on a later one: a node
+    /// another holder made at the same path after ours went is not touched). `NoNode` when the
+    /// node is gone; `SessionExpired` once its session ended.
+    ///
+    /// # Cancel safety
+    /// As [`ZkClient::retry`]: a dropped write may have been applied.
+    pub(crate) async fn set_data(&self, zk: &ZkClient, data: &[u8]) -> zkr_connection::Result<Stat> {
+        let path = self.path();
+        self.owned.retry(zk, |c| async move { c.set_data(path, data, None).await }).await
+    }
+
     /// Completes when the lock is lost as this process can tell without asking ZooKeeper.
     pub(super) async fn lost_locally(&self, zk: &ZkClient) -> LostReason {
         self.owned.fence().lost(zk).await
