@@ -24,11 +24,15 @@ pub async fn partitionable_cluster() -> TestingCluster {
 pub async fn isolate_for(cluster: &TestingCluster, server: usize, hold: Duration) -> Result<(), String> {
     cluster.isolate(server).map_err(|e| e.to_string())?;
     tokio::time::sleep(hold).await;
-    cluster.heal(server).map_err(|e| e.to_string())
+    cluster.heal(server).map_err(|e| e.to_string())?;
+    // The fault ends when the member serves again: the next fault starts on a whole ensemble
+    // (one that pauses a follower and kills the leader would otherwise have no quorum).
+    cluster.wait_serving(server, crate::timing().wait()).await.map_err(|e| e.to_string())
 }
 
 /// Overlapping faults: `SIGSTOP`s a follower, kills the leader while it is stopped (no quorum
-/// until the leader is back), restarts the leader, then resumes the follower.
+/// until the leader is back), restarts the leader, then resumes the follower (after at most
+/// [`PAUSE_AT_MOST`]), and returns once both serve.
 ///
 /// # Errors
 /// A member could not be signalled, killed or restarted.
@@ -36,10 +40,29 @@ pub async fn leader_kill_during_pause(cluster: &TestingCluster) -> Result<(), St
     let leader = leader(cluster).await?;
     let paused = (leader + 1) % cluster.size();
     cluster.pause(paused).map_err(|e| e.to_string())?;
-    let killed = kill_and_restart(cluster, leader, Duration::from_secs(1)).await;
+    cluster.kill(leader).map_err(|e| e.to_string())?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The restarted leader serves with the third member; should that one not be with the
+    // quorum yet, only the paused one can make one: the pause ends at the latest after
+    // `PAUSE_AT_MOST`, and the restart is awaited past it.
+    let restart = cluster.restart(leader);
+    tokio::pin!(restart);
+    let restarted = tokio::select! {
+        restarted = &mut restart => Some(restarted),
+        () = tokio::time::sleep(PAUSE_AT_MOST) => None,
+    };
     cluster.resume(paused).map_err(|e| e.to_string())?;
-    killed
+    let restarted = match restarted {
+        Some(restarted) => restarted,
+        None => restart.await,
+    };
+    restarted.map_err(|e| e.to_string())?;
+    cluster.wait_serving(paused, crate::timing().wait()).await.map_err(|e| e.to_string())
 }
+
+/// The longest [`leader_kill_during_pause`] keeps its follower paused: past any session timeout
+/// the checkers use.
+pub const PAUSE_AT_MOST: Duration = Duration::from_secs(10);
 
 /// Kills member `victim` (`SIGKILL`), waits `down`, and restarts it (until it serves).
 ///
@@ -64,9 +87,20 @@ pub async fn pause_for(cluster: &TestingCluster, server: usize, hold: Duration) 
 /// The leader's index.
 ///
 /// # Errors
-/// No member says it leads.
+/// No member says it leads within the test wait ([`crate::timing`]).
 pub async fn leader(cluster: &TestingCluster) -> Result<usize, String> {
-    cluster.leader().await.ok_or_else(|| "no leader".to_owned())
+    // Right after a fault the ensemble may be electing, or a loaded server slow to answer
+    // `srvr`: ask again until one says it leads, within the test wait.
+    let deadline = tokio::time::Instant::now() + crate::timing().wait();
+    loop {
+        if let Some(leader) = cluster.leader().await {
+            return Ok(leader);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!("no leader within {:?}", crate::timing().wait()));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// A follower that one of `sessions` is connected to, or else any follower.

@@ -136,8 +136,16 @@ async fn views(cluster: &TestingCluster, parent: &str) -> Vec<Option<(i32, i32, 
         let view = async {
             let client = connect(&cs, Duration::from_secs(2)).await?;
             tokio::time::timeout(Duration::from_secs(2), client.sync(parent)).await.ok()?.ok()?;
-            let stat = tokio::time::timeout(Duration::from_secs(2), client.check_stat(parent)).await.ok()?.ok()??;
-            Some((stat.cversion, stat.num_children, stat.pzxid, i64::from((stat.cversion + stat.num_children) / 2)))
+            let stat = tokio::time::timeout(Duration::from_secs(2), client.check_stat(parent))
+                .await
+                .ok()?
+                .ok()??;
+            Some((
+                stat.cversion,
+                stat.num_children,
+                stat.pzxid,
+                i64::from((stat.cversion + stat.num_children) / 2),
+            ))
         };
         out.push(view.await);
     }
@@ -148,11 +156,13 @@ async fn views(cluster: &TestingCluster, parent: &str) -> Vec<Option<(i32, i32, 
 async fn probe(cs: &str, parent: &str) -> Option<i64> {
     let client = connect(cs, Duration::from_secs(4)).await?;
     let options = CreateMode::PersistentSequential.with_acls(Acls::anyone_all());
-    let (_, sequence) =
-        tokio::time::timeout(Duration::from_secs(4), client.create(&format!("{parent}/probe-"), &[], &options))
-            .await
-            .ok()?
-            .ok()?;
+    let (_, sequence) = tokio::time::timeout(
+        Duration::from_secs(4),
+        client.create(&format!("{parent}/probe-"), &[], &options),
+    )
+    .await
+    .ok()?
+    .ok()?;
     let s = sequence.into_i64();
     let _ = client.delete(&format!("{parent}/probe-{s:010}"), None).await;
     Some(s)
@@ -207,7 +217,12 @@ impl Run {
         let stop = Arc::new(AtomicBool::new(false));
         let writers: Vec<_> = (0..2)
             .map(|_| {
-                tokio::spawn(churn(self.cluster.connect_string(), self.parent.clone(), self.handed.clone(), stop.clone()))
+                tokio::spawn(churn(
+                    self.cluster.connect_string(),
+                    self.parent.clone(),
+                    self.handed.clone(),
+                    stop.clone(),
+                ))
             })
             .collect();
         tokio::time::sleep(Duration::from_millis(700)).await;
@@ -248,9 +263,12 @@ fn snapshot_files(cluster: &TestingCluster) -> String {
 #[ignore = "an investigation (issue 43 item 4), run by hand"]
 async fn sequential_suffix_never_goes_back_across_restarts_and_faults() {
     let started = std::time::Instant::now();
-    let cluster = TestingCluster::with_options(3, ServerOptions::default().partitionable(true).config("snapCount", "10"))
-        .await
-        .expect("a 3-server ensemble");
+    let cluster = TestingCluster::with_options(
+        3,
+        ServerOptions::default().partitionable(true).config("snapCount", "10"),
+    )
+    .await
+    .expect("a 3-server ensemble");
     let parent = format!("{}/parent", unique_root("cversion-repro"));
     {
         let client = connect(&cluster.connect_string(), PARENT_SESSION).await.expect("a session");

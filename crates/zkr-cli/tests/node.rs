@@ -303,7 +303,7 @@ async fn a_chroot_in_the_connect_string_confines_every_command() {
     assert_eq!(ok(&rooted, &["ls", "/"]).await, "app\n", "the chroot's children only");
     assert_eq!(ok(&rooted, &["get", "/app/config"]).await, "v1");
     assert_eq!(
-        json(&ok(&rooted, &["ls", "-R", "--json", "/app"]).await.lines().next().unwrap())["path"],
+        json(ok(&rooted, &["ls", "-R", "--json", "/app"]).await.lines().next().unwrap())["path"],
         "/app/config"
     );
     let job = ok(&rooted, &["create", "--sequential", "/app/job-", "j"]).await;

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use tempfile::TempDir;
@@ -237,6 +238,20 @@ impl TestingCluster {
             member.wait_serving(self.options.start_timeout).await?;
         }
         Ok(())
+    }
+
+    /// Waits until server `index` serves clients (a session can be opened on it: a follower
+    /// has synced with a leader), within `timeout`: after a [`heal`](Self::heal) or a
+    /// [`resume`](Self::resume), before the next fault.
+    ///
+    /// # Errors
+    /// [`Error::StartTimeout`] with the server's last log lines; [`Error::Exited`] when it
+    /// exited.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn wait_serving(&self, index: usize, timeout: Duration) -> Result<()> {
+        self.member(index)?.wait_serving(timeout).await
     }
 
     /// Freezes server `index` (`SIGSTOP`).
