@@ -29,7 +29,7 @@ use crate::{Deadline, SessionClient};
 /// Recipes take a `Session` for a sequence of operations that belong together (an ephemeral
 /// node and the watches on it) and compare generations to learn that the session changed. Hold
 /// it only as long as that sequence: a held `Session` keeps its `Client` alive.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Session {
     pub(crate) client: SessionClient,
     pub(crate) generation: u64,
@@ -122,7 +122,7 @@ impl Session {
 /// # Ok(()) }
 /// ```
 #[doc(alias = "CuratorFramework")]
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ZkClient {
     pub(crate) shared: Arc<Shared>,
     /// Set on a [`using_namespace`](Self::using_namespace) view.

@@ -33,7 +33,7 @@ type Result<T> = std::result::Result<T, zookeeper_client::Error>;
 /// let raw: &zkr_connection::zookeeper_client::Client = session.client().raw();
 /// # let _ = (data, stat, raw); Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SessionClient {
     raw: Client,
     name: Arc<str>,

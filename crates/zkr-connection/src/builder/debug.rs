@@ -1,12 +1,45 @@
-//! How a client's settings print: every field of [`Config`] by name, the credentials among
-//! them as `<redacted>`. The one place that decides it: [`ZkClientBuilder`](crate::ZkClientBuilder),
-//! [`ZkClient`](crate::ZkClient) (through its shared state) and every recipe that holds a
-//! client print their settings through this `Debug`, so `tracing::debug!(?lock)` logs no
-//! password.
+//! How a client prints. A builder shows every field of [`Config`] by name, the credentials
+//! among them as `<redacted>`. A [`ZkClient`] shows what a log line needs (its name, connect
+//! string, namespace, session and state) and no settings at all, a [`Session`] and its
+//! [`SessionClient`] their id and state; so a recipe that holds a
+//! client (`tracing::debug!(?lock)`) prints a short line and no password.
 
 use std::fmt;
 
 use super::Config;
+use crate::{Session, SessionClient, ZkClient};
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &format_args!("{:#x}", self.id()))
+            .field("generation", &self.generation())
+            .field("connection", &self.connection())
+            .finish()
+    }
+}
+
+impl fmt::Debug for SessionClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionClient")
+            .field("session", &format_args!("{:#x}", self.raw().session_id().0))
+            .field("state", &self.raw().state())
+            .finish()
+    }
+}
+
+impl fmt::Debug for ZkClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let session = self.try_session().map(|s| format!("{:#x}", s.id()));
+        f.debug_struct("ZkClient")
+            .field("name", &self.name())
+            .field("connect_string", &self.connect_string())
+            .field("namespace", &self.namespace())
+            .field("session", &session)
+            .field("state", &self.state())
+            .finish()
+    }
+}
 
 /// What a credential prints as.
 struct Redacted;
@@ -84,6 +117,29 @@ impl fmt::Debug for Config {
 #[cfg(test)]
 mod tests {
     use crate::ZkClient;
+
+    /// A client prints one short line: no settings, no credentials, no internals.
+    #[tokio::test]
+    async fn a_client_prints_what_a_log_line_needs() {
+        let zk = ZkClient::builder("127.0.0.1:1/app")
+            .digest_auth("carol", "digest-secret")
+            .namespace("billing")
+            .build()
+            .unwrap();
+        let printed = format!("{zk:?}");
+        assert!(
+            printed.starts_with("ZkClient { name: \"") && printed.contains("\"127.0.0.1:1/app\""),
+            "{printed}"
+        );
+        assert!(
+            printed.contains("namespace: Some(\"billing\")") && printed.contains("session: None"),
+            "{printed}"
+        );
+        assert!(
+            !printed.contains("digest-secret") && !printed.contains("carol") && printed.len() < 200,
+            "{printed}"
+        );
+    }
 
     /// Every credential the builder takes, and none prints; the rest does.
     #[test]

@@ -14,6 +14,8 @@ use super::internals::{LockInternals, LockNode, Wait};
 use super::owner::LockOwner;
 use crate::fence::LostReason;
 
+mod debug;
+
 /// Curator's `InterProcessMutex.LOCK_NAME`.
 pub const LOCK_NAME: &str = "lock-";
 
@@ -101,7 +103,6 @@ impl<D> Inner<D> {
 /// # Ok(()) }
 /// # async fn do_the_work() {}
 /// ```
-#[derive(Debug)]
 pub struct InterProcessMutex<D = StandardLockInternalsDriver> {
     inner: Arc<Inner<D>>,
 }
@@ -339,7 +340,6 @@ impl<D> Drop for RetireOnExit<'_, D> {
 /// # }
 /// ```
 #[must_use = "if unused the lock is released immediately"]
-#[derive(Debug)]
 pub struct InterProcessMutexGuard<D: LockInternalsDriver = StandardLockInternalsDriver> {
     inner: Arc<Inner<D>>,
     owner: LockOwner,
