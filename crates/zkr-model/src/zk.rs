@@ -36,6 +36,9 @@ impl fmt::Display for Name {
     }
 }
 
+/// The root, for listing the top-level nodes (a recipe that needs it lists it in its setup).
+pub const ROOT: Path = Path { parent: None, name: Name::Fixed("") };
+
 /// A path of depth one or two: enough for every recipe's layout.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Path {
@@ -63,6 +66,9 @@ impl Path {
 
     /// Is this node a child of `dir`?
     pub fn is_child_of(&self, dir: Path) -> bool {
+        if dir == ROOT {
+            return self.parent.is_none() && *self != ROOT;
+        }
         dir.parent.is_none() && self.parent == Some(dir.name)
     }
 }

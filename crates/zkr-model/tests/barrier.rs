@@ -18,7 +18,7 @@ fn two_members_two_rounds_two_drops_or_restarts_the_reentry_window_aside() {
         strict_leave: false,
         liveness: true,
     };
-    let outcome = run(model.clone(), 2);
+    let outcome = run(model.clone(), 1);
     println!("double barrier, 2 members x 2 rounds, 2 drops/restarts: {}", outcome.summary());
     assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
 }
@@ -33,7 +33,7 @@ fn two_members_one_round_one_expiry_the_leave_window_aside() {
         strict_leave: false,
         liveness: true,
     };
-    let outcome = run(model.clone(), 2);
+    let outcome = run(model.clone(), 1);
     println!("double barrier, 2 members x 1 round, 1 expiry: {}", outcome.summary());
     assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
 }

@@ -8,7 +8,7 @@ use zkr_model::world::{Checked, Faults};
 #[test]
 fn two_clients_two_increments_two_faults() {
     let model = Counter { users: vec![0, 1], ops: 2, faults: Faults::all(2), bug: None };
-    let outcome = run(model.clone(), 2);
+    let outcome = run(model.clone(), 1);
     println!("counter, 2 clients x 2 increments, 2 faults: {}", outcome.summary());
     assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
 }
@@ -16,7 +16,7 @@ fn two_clients_two_increments_two_faults() {
 #[test]
 fn three_clients_one_increment_one_fault() {
     let model = Counter { users: vec![0, 1, 2], ops: 1, faults: Faults::all(1), bug: None };
-    let outcome = run(model.clone(), 2);
+    let outcome = run(model.clone(), 1);
     println!("counter, 3 clients x 1 increment, 1 fault: {}", outcome.summary());
     assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
 }

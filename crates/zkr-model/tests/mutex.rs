@@ -10,7 +10,7 @@ const EXPIRE_ONLY: Faults = Faults { max: 1, drop: false, expire: true, restart:
 #[test]
 fn two_clients_two_rounds_two_faults() {
     let model = Mutex { users: vec![0, 1], rounds: 2, faults: Faults::all(2), bug: None };
-    let outcome = run(model.clone(), 2);
+    let outcome = run(model.clone(), 1);
     println!("mutex, 2 clients x 2 rounds, 2 faults: {}", outcome.summary());
     assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
 }
@@ -18,7 +18,7 @@ fn two_clients_two_rounds_two_faults() {
 #[test]
 fn three_clients_one_round_one_expiry() {
     let model = Mutex { users: vec![0, 1, 2], rounds: 1, faults: EXPIRE_ONLY, bug: None };
-    let outcome = run(model.clone(), 2);
+    let outcome = run(model.clone(), 1);
     println!("mutex, 3 clients x 1 round, 1 expiry: {}", outcome.summary());
     assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
 }

@@ -8,7 +8,7 @@ use zkr_model::world::{Checked, Faults};
 #[test]
 fn two_consumers_of_one_session_two_items_two_faults() {
     let model = Queue { users: vec![0, 0], items: 2, faults: Faults::all(2), bug: None };
-    let outcome = run(model.clone(), 2);
+    let outcome = run(model.clone(), 1);
     println!("queue, 2 consumers on 1 session, 2 items, 2 faults: {}", outcome.summary());
     assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
 }

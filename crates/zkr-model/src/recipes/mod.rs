@@ -2,5 +2,6 @@
 
 pub mod barrier;
 pub mod counter;
+pub mod ids;
 pub mod mutex;
 pub mod queue;
