@@ -54,6 +54,37 @@ fn the_leave_window_is_found() {
 }
 
 #[test]
+fn the_lost_first_create_window_is_found() {
+    let model = Barrier {
+        users: vec![(0, 1), (1, 1)],
+        qty: 2,
+        faults: EXPIRY,
+        bug: None,
+        strict_leave: true,
+        liveness: true,
+    };
+    let outcome = run(model.clone(), 1);
+    let trace = outcome.trace(&Checked(model), "first node's czxid").expect("a first create's reply lost");
+    println!("{trace}");
+}
+
+#[test]
+fn the_stale_member_window_is_found() {
+    let model = Barrier {
+        users: vec![(0, 1), (1, 1)],
+        qty: 2,
+        faults: EXPIRY,
+        bug: None,
+        strict_leave: true,
+        liveness: true,
+    };
+    let outcome = run(model.clone(), 1);
+    let trace =
+        outcome.trace(&Checked(model), "that passed makes").expect("a passed member's node made again");
+    println!("{trace}");
+}
+
+#[test]
 fn the_reentry_window_is_found() {
     let model = Barrier {
         users: vec![(0, 2), (1, 2)],
@@ -104,4 +135,21 @@ fn a_leaver_deleting_another_rounds_ready_is_found() {
     let clean = Barrier { bug: None, ..model.clone() };
     let trace = contrast(model, clean, "other round's ready").expect("another round's ready deleted");
     println!("{trace}");
+}
+
+/// `make model-check`: two rounds, any two faults (the known windows aside).
+#[test]
+#[ignore = "deep: make model-check"]
+fn deep_two_members_two_rounds_two_faults() {
+    let model = Barrier {
+        users: vec![(0, 2), (1, 2)],
+        qty: 2,
+        faults: Faults::all(2),
+        bug: None,
+        strict_leave: false,
+        liveness: true,
+    };
+    let outcome = run(model.clone(), 1);
+    println!("double barrier, 2 members x 2 rounds, 2 faults: {}", outcome.summary());
+    assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
 }

@@ -29,3 +29,13 @@ fn a_lost_reply_reported_not_applied_is_found() {
     let trace = contrast(model, clean, "reported applied").expect("an increment applied twice");
     println!("{trace}");
 }
+
+/// `make model-check`: three clients, two increments each, two faults.
+#[test]
+#[ignore = "deep: make model-check"]
+fn deep_three_clients_two_increments_two_faults() {
+    let model = Counter { users: vec![0, 1, 2], ops: 2, faults: Faults::all(2), bug: None };
+    let outcome = run(model.clone(), 1);
+    println!("counter, 3 clients x 2 increments, 2 faults: {}", outcome.summary());
+    assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
+}

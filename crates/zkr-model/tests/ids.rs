@@ -24,7 +24,7 @@ fn two_generators_one_id_each_an_epoch_reset_and_a_fault() {
 fn deep_two_generators_one_id_each_two_faults() {
     let model =
         Ids { users: vec![0, 1], ids: 1, capacity: 1, reset: false, faults: Faults::all(2), bug: None };
-    check(model, 2, "2 generators x 1 ID, capacity 1, 2 faults");
+    check(model, 1, "2 generators x 1 ID, capacity 1, 2 faults");
 }
 
 /// `make model-check`: two IDs each, across an epoch switch.
@@ -33,7 +33,7 @@ fn deep_two_generators_one_id_each_two_faults() {
 fn deep_two_generators_two_ids_each_capacity_two_one_fault() {
     let model =
         Ids { users: vec![0, 1], ids: 2, capacity: 2, reset: false, faults: Faults::all(1), bug: None };
-    check(model, 2, "2 generators x 2 IDs, capacity 2, 1 fault");
+    check(model, 1, "2 generators x 2 IDs, capacity 2, 1 fault");
 }
 
 #[test]

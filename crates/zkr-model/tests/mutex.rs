@@ -44,3 +44,13 @@ fn a_hold_lost_only_with_the_session_is_found() {
     let trace = contrast(model, clean, "knows it before another holds").expect("two believers");
     println!("{trace}");
 }
+
+/// `make model-check`: three clients, two faults.
+#[test]
+#[ignore = "deep: make model-check"]
+fn deep_three_clients_one_round_two_faults() {
+    let model = Mutex { users: vec![0, 1, 2], rounds: 1, faults: Faults::all(2), bug: None };
+    let outcome = run(model.clone(), 1);
+    println!("mutex, 3 clients x 1 round, 2 faults: {}", outcome.summary());
+    assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
+}

@@ -90,8 +90,8 @@ pub struct Ghost {
     pub early_ready: bool,
     /// A member finished leaving while another of its round had not begun to leave.
     pub early_leave: bool,
-    /// A member made its next round's node while a leaver of its last round still waited for
-    /// the barrier to empty.
+    /// A member made its next round's node while a member of its last round had not finished
+    /// leaving (its node not deleted yet, or the barrier not seen empty).
     pub reentered: bool,
     /// A member's node was made again after an expiry before it learnt its first node's czxid
     /// (that create's reply was lost with the session).
@@ -101,6 +101,9 @@ pub struct Ghost {
     /// A leave's delete at the version it read removed a newer `ready` made at that version
     /// between its read and its delete (the layout has no round number: documented).
     pub version_reuse: bool,
+    /// A member that had passed made its node again after an expiry, before its leave deleted
+    /// it: a node the next round counts as a member.
+    pub stale_member: bool,
     /// A leave deleted, without a version, a `ready` it did not pass by.
     pub foreign_delete: bool,
     /// Passes so far.
@@ -236,6 +239,7 @@ impl Recipe for Barrier {
             match reply {
                 Reply::Write(OpResult::Created(_, stat)) => {
                     user.remake = false;
+                    ghost.stale_member |= user.phase == Phase::Delete;
                     ghost.first_unknown |= user.first.is_none();
                     user.first = user.first.or(Some(stat.czxid));
                 }
@@ -328,7 +332,11 @@ impl Recipe for Barrier {
     fn excuse_hang(&self, ghost: &Ghost) -> bool {
         // The known window (docs/reliability.md): a leaver that saw no member while one was
         // between sessions has left, and that member may wait for a quota that is gone.
-        let known = ghost.early_leave || ghost.reentered || ghost.first_unknown || ghost.version_reuse;
+        let known = ghost.early_leave
+            || ghost.reentered
+            || ghost.first_unknown
+            || ghost.version_reuse
+            || ghost.stale_member;
         !self.liveness || (known && !self.strict_leave)
     }
 
@@ -353,6 +361,14 @@ impl Recipe for Barrier {
                 |m: &Checked<Self>, s: &State<Self>| !s.ghost.early_leave && no_early_leave(&m.0, s),
             ));
             properties.push(Property::always(
+                "every member knows its first node's czxid when it is made again",
+                |_, s: &State<Self>| !s.ghost.first_unknown,
+            ));
+            properties.push(Property::always(
+                "no member that passed makes its node again",
+                |_, s: &State<Self>| !s.ghost.stale_member,
+            ));
+            properties.push(Property::always(
                 "a leaver deletes only its own round's ready",
                 |_, s: &State<Self>| !s.ghost.version_reuse,
             ));
@@ -375,10 +391,11 @@ fn no_early_leave(_: &Barrier, s: &State<Barrier>) -> bool {
     })
 }
 
-/// No member has made a later round's node (newer than the `ready` a leaver passed by, or not
-/// known yet after passing by that one) while a leaver still waits for the barrier to empty.
+/// No member has made a later round's node (newer than the `ready` a member passed by, or not
+/// known yet after passing by that one) while that member has not finished leaving (its node
+/// not deleted yet, or the barrier not seen empty).
 fn no_early_reentry(_: &Barrier, s: &State<Barrier>) -> bool {
-    let waiting = |u: &User| matches!(u.phase, Phase::LeaveList | Phase::LeaveWait);
+    let waiting = |u: &User| matches!(u.phase, Phase::Delete | Phase::LeaveList | Phase::LeaveWait);
     let later = |u: &User, ready: Zxid| match u.first {
         Some(first) => first > ready,
         None => u.ready >= ready,
