@@ -1,5 +1,5 @@
 # The two commands of the README. Both install what is missing (see scripts/ensure-deps.sh).
-.PHONY: demo test deps deps-demo deny examples compat bench-instructions
+.PHONY: demo test deps deps-demo deny examples compat bench-instructions model-check
 
 deps:
 	@scripts/ensure-deps.sh
@@ -44,6 +44,12 @@ COMPAT_CURATOR = 5.9.0
 
 compat:
 	scripts/compat.sh --curator $(COMPAT_CURATOR) $(COMPAT_RELEASES)
+
+# The model checker's deeper configurations (crates/zkr-model, issue 45): every interleaving of
+# each recipe's steps on a model of ZooKeeper, in release, one at a time; prints each one's state
+# count, depth and time (docs/reliability.md, "Model checking"). `make test` runs the smaller ones.
+model-check:
+	cargo test --release -p zkr-model -- --include-ignored --nocapture --test-threads 1
 
 # Every recipe's example, run against its own embedded ZooKeeper.
 examples:

@@ -243,7 +243,10 @@ impl Recipe for Barrier {
                     ghost.first_unknown |= user.first.is_none();
                     user.first = user.first.or(Some(stat.czxid));
                 }
-                Reply::Err(ZkError::NodeExists) => user.remake = false,
+                Reply::Err(ZkError::NodeExists) => {
+                    user.remake = false;
+                    ghost.first_unknown |= user.first.is_none();
+                }
                 _ => {}
             }
             return;

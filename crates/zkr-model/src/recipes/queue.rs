@@ -78,6 +78,8 @@ pub struct User {
     pub sid: Sid,
     /// Items found locked by others in this look (a bit each).
     pub skip: u8,
+    /// A watched change came since the look began: look again rather than wait.
+    pub woke: bool,
 }
 
 /// What the properties look at.
@@ -110,6 +112,11 @@ impl Queue {
         user.phase = match ready {
             Some(k) => Phase::Lock(k),
             None if items.is_empty() => Phase::Done,
+            None if user.woke => {
+                user.woke = false;
+                user.skip = 0;
+                Phase::List
+            }
             None => Phase::Wait,
         };
     }
@@ -148,7 +155,7 @@ impl Recipe for Queue {
         let clients = self.users.iter().copied().max().map_or(0, |c| c + 1);
         let mut nodes = vec![(QUEUE, Mode::Persistent, 0), (LOCKS, Mode::Persistent, 0)];
         nodes.extend((0..self.items).map(|k| (item(k), Mode::Persistent, u32::from(k))));
-        let user = User { phase: Phase::List, sid: 0, skip: 0 };
+        let user = User { phase: Phase::List, sid: 0, skip: 0, woke: false };
         Setup { nodes, clients, users: self.users.iter().map(|c| (*c, user)).collect() }
     }
 
@@ -159,7 +166,11 @@ impl Recipe for Queue {
     fn step(&self, me: Me, user: &mut User, _ghost: &mut Ghost) -> Step {
         let pin = Some(user.sid);
         match user.phase {
-            Phase::List => Step::Send(Request::Children { path: QUEUE, watch: false }, None),
+            // core.rs, `take_by`: the items view (a cache of the queue, watched).
+            Phase::List => {
+                user.woke = false;
+                Step::Send(Request::Children { path: QUEUE, watch: true }, None)
+            }
             Phase::Wait | Phase::Done => Step::Blocked,
             // The work is done: ack.
             Phase::Work(k) => {
@@ -227,9 +238,12 @@ impl Recipe for Queue {
 
     fn on_event(&self, _me: Me, user: &mut User, event: Option<Event>, _ghost: &mut Ghost) {
         // core.rs, `take_by`: a busy lock changed, or the views follow a new session.
-        if user.phase == Phase::Wait || (event.is_none() && user.phase == Phase::List) {
+        if user.phase == Phase::Wait {
             user.skip = 0;
             user.phase = Phase::List;
+        } else {
+            let _ = event;
+            user.woke = true;
         }
     }
 
