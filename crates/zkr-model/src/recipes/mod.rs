@@ -3,5 +3,6 @@
 pub mod barrier;
 pub mod counter;
 pub mod ids;
+pub mod latch;
 pub mod mutex;
 pub mod queue;
