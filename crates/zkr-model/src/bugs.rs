@@ -10,6 +10,12 @@ pub enum Bug {
     /// Mutex: a hold is lost only when the session ends, not when the connection drops
     /// (Curator's `SessionConnectionStateErrorPolicy`; zkr's standard policy counts the drop).
     MutexSessionOnlyPolicy,
+    /// Read-write lock: a reader looks only at the node just ahead of it for a writer
+    /// (`read_write.rs`, `ReadLockDriver::gets_the_lock` looks at every node ahead).
+    RwReaderLooksOnlyJustAhead,
+    /// Read-write lock: kazoo 2.8's reader rule (python-zk/kazoo#649): writers queued behind
+    /// the reader count, and it watches the last writer listed.
+    RwReaderCountsLaterWriters,
     /// Lock-safe queue: an item lock found existing is taken as ours when its node is of our
     /// session, whatever its token (`queues/item.rs`, `create_or_watch` checks both).
     QueueLockBySessionOnly,

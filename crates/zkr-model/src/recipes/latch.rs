@@ -25,8 +25,8 @@ impl Latch {
 
 /// Leaders that do not know their leadership lost, whose session lives (`alive`) or not.
 fn leaders(s: &State<Latch>, alive: bool) -> usize {
-    let live = |u: &User| s.server.alive(u.node.map_or(0, |n| n.1));
-    s.users.iter().filter(|u| u.user.holds && (!alive || live(&u.user))).count()
+    let live = |u: &User| s.server.alive(u.lock.sid());
+    s.users.iter().filter(|u| u.user.lock.holds && (!alive || live(&u.user))).count()
 }
 
 impl Recipe for Latch {

@@ -3,6 +3,8 @@
 pub mod barrier;
 pub mod counter;
 pub mod ids;
+pub mod internals;
 pub mod latch;
 pub mod mutex;
 pub mod queue;
+pub mod rwlock;
