@@ -16,6 +16,9 @@ pub enum Bug {
     /// Read-write lock: kazoo 2.8's reader rule (python-zk/kazoo#649): writers queued behind
     /// the reader count, and it watches the last writer listed.
     RwReaderCountsLaterWriters,
+    /// Semaphore V2: the acquirers' mutex released once the lease node is made, before the
+    /// wait for room (`locks/semaphore.rs`, `acquire_until` releases it after the wait).
+    SemaphoreMutexReleasedEarly,
     /// Lock-safe queue: an item lock found existing is taken as ours when its node is of our
     /// session, whatever its token (`queues/item.rs`, `create_or_watch` checks both).
     QueueLockBySessionOnly,
@@ -38,3 +41,15 @@ pub enum Bug {
 
 /// The bugs a model has: none, or one.
 pub type Bugs = Option<Bug>;
+
+/// A change to a recipe's code that the model can be told to make (proposed, not made in
+/// `crates/zkr-recipes`): a test checks the window it closes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fix {
+    /// Semaphore V2: the lease node is created on the acquirers' mutex's session (pinned), and an
+    /// acquire whose mutex's session ended starts again, so no lease is made without the mutex.
+    SemaphoreLeaseOnMutexSession,
+}
+
+/// The fixes a model has: none, or one.
+pub type Fixes = Option<Fix>;

@@ -8,3 +8,4 @@ pub mod latch;
 pub mod mutex;
 pub mod queue;
 pub mod rwlock;
+pub mod semaphore;
