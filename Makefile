@@ -13,14 +13,15 @@ demo: deps-demo
 
 # The workspace clippy and test runs build every optional feature (tls, backon, metrics, the
 # codecs: the tests crate enables them), the prometheus example included; the clippy line after
-# them lints the libraries and the CLI without any (the CLI's zkr-testing has no tls feature).
+# them lints the libraries and the CLI without any (the CLI's zkr-testing has no tls feature). The
+# CLI's Kerberos client (feature `kerberos`) is in both workspace runs (scripts/run-tests.py).
 test: deps
 	cargo fmt --all --check
 	python3 scripts/check-rust-version.py
 	$(MAKE) --no-print-directory deny
 	@# `cargo install zkr-cli` must not build test-only crates (its embedded server needs neither).
 	@! cargo tree -p zkr-cli -e normal --prefix none | grep -E '^(rcgen|ring) ' || { echo "zkr-cli depends on rcgen/ring"; exit 1; }
-	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy --workspace --all-targets --features zkr-cli/kerberos -- -D warnings
 	cargo clippy -p zkr-connection -p zkr-recipes -p zkr-cli -- -D warnings
 	@# What a library user builds: the two libraries alone, without features the CLI unifies in.
 	cargo check --quiet -p zkr-connection -p zkr-recipes
