@@ -19,6 +19,10 @@ pub enum Bug {
     /// Semaphore V2: the acquirers' mutex released once the lease node is made, before the
     /// wait for room (`locks/semaphore.rs`, `acquire_until` releases it after the wait).
     SemaphoreMutexReleasedEarly,
+    /// kazoo's lease: the holder node replaced without the lock's check on the lock's session
+    /// (`kazoo/lease.rs`, `under_lock` commits through `guard.transaction()`); the delete at
+    /// the version read is kept.
+    LeaseTxnUnguarded,
     /// Lock-safe queue: an item lock found existing is taken as ours when its node is of our
     /// session, whatever its token (`queues/item.rs`, `create_or_watch` checks both).
     QueueLockBySessionOnly,

@@ -5,6 +5,7 @@ pub mod counter;
 pub mod ids;
 pub mod internals;
 pub mod latch;
+pub mod lease;
 pub mod mutex;
 pub mod queue;
 pub mod rwlock;
