@@ -307,7 +307,8 @@ async fn kazoo_and_zkr_leases_exclude_renew_and_expire() {
 /// Issue 44, item 2: the directories zkr makes for kazoo's layouts are persistent, as kazoo's
 /// `ensure_path` makes them, never containers, which the server deletes once empty (a kazoo
 /// `Lock`, `Party` or `Election` checks its path once and then fails with `NoNodeError`
-/// forever). On a server that looks for empty containers every 100 ms, each recipe is used
+/// forever). On a server that looks for empty containers every 100 ms, each recipe (the locking
+/// queue, the barrier and the double barrier too) is used
 /// once and left empty; none of its directories goes within 3 s (30 looks). Before, every one
 /// went in the first.
 #[tokio::test]
@@ -325,9 +326,22 @@ async fn the_directories_of_kazoo_layouts_stay_when_empty() {
     let party = Party::new(&zk, &format!("{root}/party/workers"), "rust").unwrap();
     party.join().await.unwrap();
     party.leave().await;
+    let queue = zkr_recipes::kazoo::LockingQueue::new(&zk, &format!("{root}/queue/jobs")).unwrap();
+    queue.put(b"job").await.unwrap();
+    queue.get().await.unwrap().ack().await.unwrap();
+    let barrier =
+        zkr_recipes::barriers::DistributedBarrier::kazoo(&zk, &format!("{root}/barrier/freeze")).unwrap();
+    barrier.set_barrier().await.unwrap();
+    barrier.remove_barrier().await.unwrap();
+    let mut double =
+        zkr_recipes::barriers::DistributedDoubleBarrier::kazoo(&zk, &format!("{root}/double/b"), 1, "rust")
+            .unwrap();
+    double.enter().await.unwrap();
+    double.leave().await.unwrap();
     let observer = zkr_integration_tests::raw(&cs).await;
     let mut gone = Vec::new();
-    for dir in ["lock/nightly", "rw/data", "party/workers"] {
+    let dirs = ["queue/jobs/entries", "queue/jobs/taken", "queue/jobs", "barrier", "double/b"];
+    for dir in ["lock/nightly", "rw/data", "party/workers"].into_iter().chain(dirs) {
         let at = format!("{root}/{dir}");
         let (stat, watcher) = observer.check_and_watch_stat(&at).await.unwrap();
         assert!(stat.is_some(), "{at} went already");

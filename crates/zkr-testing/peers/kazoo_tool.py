@@ -35,6 +35,23 @@ processes on one machine). Commands:
                                        priority 100): RESULT count=N
     queue-get CONNECT PATH N           Queue.get until N items came (polling an empty queue every
                                        20 ms): ITEM <value> per item; RESULT count=N
+    locking-put CONNECT PATH PRIORITY VALUE...
+                                       LockingQueue.put of each VALUE (UTF-8) at PRIORITY:
+                                       RESULT count=<values>
+    locking-get CONNECT PATH N TIMEOUT_MS
+                                       LockingQueue.get(TIMEOUT) then consume(), up to N times:
+                                       ITEM <value> per item (NONE when a get timed out, then
+                                       stops); RESULT count=<consumed>
+    locking-hold CONNECT PATH TIMEOUT_MS
+                                       LockingQueue.get(TIMEOUT): ITEM <value> | NONE; then on stdin
+                                       `consume`: CONSUMED True|False; `release` or EOF:
+                                       RELEASED True|False
+    barrier CONNECT PATH create|remove|wait TIMEOUT_MS
+                                       Barrier.create(): CREATED; remove(): REMOVED True|False;
+                                       wait(TIMEOUT): CLEARED | NOT_CLEARED
+    double-barrier CONNECT PATH N ID   DoubleBarrier(PATH, N, ID).enter(): ENTERED | NOT_ENTERED
+                                       (kazoo swallows its errors); on stdin `leave` or EOF:
+                                       leave(): LEFT
 
 Exit status: 0 success, 1 error (message on stderr), 2 bad arguments, 3 the parent process went
 away. Session timeout: kazoo's default (10 s), or $ZKR_PEER_SESSION_MS.
@@ -59,7 +76,10 @@ USAGE = ("usage: kazoo_tool.py lock CONNECT PATH ROUNDS HOLD_MS | hold CONNECT P
          " | semaphore-hold CONNECT PATH ID MAX | semaphore-try CONNECT PATH ID MAX TIMEOUT_MS"
          " | semaphore-holders CONNECT PATH MAX | counter CONNECT PATH FORMAT DELTA N"
          " | party CONNECT PATH ID deep|shallow | elect CONNECT PATH ID | contenders CONNECT PATH"
-         " | lease CONNECT PATH SECONDS ID | multi-lease CONNECT COUNT PATH SECONDS ID")
+         " | lease CONNECT PATH SECONDS ID | multi-lease CONNECT COUNT PATH SECONDS ID"
+         " | locking-put CONNECT PATH PRIORITY VALUE... | locking-get CONNECT PATH N TIMEOUT_MS"
+         " | locking-hold CONNECT PATH TIMEOUT_MS | barrier CONNECT PATH create|remove|wait TIMEOUT_MS"
+         " | double-barrier CONNECT PATH N ID")
 LOCK_KINDS = ("lock", "read", "write")
 
 _clients = []
@@ -238,6 +258,67 @@ def cmd_queue_get(hosts, path, n):
     out("RESULT count=%d" % n)
 
 
+def cmd_locking_put(hosts, path, priority, values):
+    queue = connect(hosts).LockingQueue(path)
+    for value in values:
+        queue.put(value.encode("utf-8"), priority=priority)
+    out("RESULT count=%d" % len(values))
+
+
+def cmd_locking_get(hosts, path, n, timeout_ms):
+    queue = connect(hosts).LockingQueue(path)
+    consumed = 0
+    while consumed < n:
+        data = queue.get(timeout_ms / 1000.0)
+        if data is None:
+            out("NONE")
+            break
+        out("ITEM %s" % data.decode("utf-8"))
+        if not queue.consume():
+            raise RuntimeError("consume() found the lock gone")
+        consumed += 1
+    out("RESULT count=%d" % consumed)
+
+
+def cmd_locking_hold(hosts, path, timeout_ms):
+    queue = connect(hosts).LockingQueue(path)
+    data = queue.get(timeout_ms / 1000.0)
+    if data is None:
+        out("NONE")
+        return
+    out("ITEM %s" % data.decode("utf-8"))
+    for line in sys.stdin:
+        word = line.strip()
+        if word == "consume":
+            out("CONSUMED %s" % queue.consume())
+            return
+        if word == "release":
+            break
+    out("RELEASED %s" % queue.release())
+
+
+def cmd_barrier(hosts, path, action, timeout_ms):
+    barrier = connect(hosts).Barrier(path)
+    if action == "create":
+        barrier.create()
+        out("CREATED")
+    elif action == "remove":
+        out("REMOVED %s" % barrier.remove())
+    elif action == "wait":
+        out("CLEARED" if barrier.wait(timeout_ms / 1000.0) else "NOT_CLEARED")
+    else:
+        raise UsageError("the barrier action is create, remove or wait, not `%s`" % action)
+
+
+def cmd_double_barrier(hosts, path, n, ident):
+    barrier = connect(hosts).DoubleBarrier(path, n, ident)
+    barrier.enter()
+    out("ENTERED" if barrier.participating else "NOT_ENTERED")
+    wait_for_stdin("leave")
+    barrier.leave()
+    out("LEFT")
+
+
 def cmd_semaphore_hold(hosts, path, ident, max_leases):
     semaphore = connect(hosts).Semaphore(path, ident, max_leases=max_leases)
     semaphore.acquire()
@@ -345,7 +426,12 @@ def run(argv):
     arity = {"lock": (4,), "hold": (2, 3), "try": (3, 4), "partition": (5,), "queue-put": (4,),
              "queue-get": (3,), "semaphore-hold": (4,), "semaphore-try": (5,), "semaphore-holders": (3,),
              "counter": (5,), "party": (4,), "elect": (3,), "contenders": (2,), "lease": (4,),
-             "multi-lease": (5,)}
+             "multi-lease": (5,), "locking-get": (4,), "locking-hold": (3,), "barrier": (4,),
+             "double-barrier": (4,)}
+    if command == "locking-put":
+        if len(args) < 4:
+            raise UsageError("`locking-put` takes CONNECT PATH PRIORITY and at least one VALUE")
+        return cmd_locking_put(args[0], args[1], non_negative_int(args[2], "PRIORITY"), args[3:])
     if command not in arity:
         raise UsageError("unknown command `%s`" % command)
     if len(args) not in arity[command]:
@@ -380,6 +466,14 @@ def run(argv):
         cmd_queue_put(args[0], args[1], args[2], non_negative_int(args[3], "N"))
     elif command == "queue-get":
         cmd_queue_get(args[0], args[1], non_negative_int(args[2], "N"))
+    elif command == "locking-get":
+        cmd_locking_get(args[0], args[1], non_negative_int(args[2], "N"), non_negative_int(args[3], "TIMEOUT_MS"))
+    elif command == "locking-hold":
+        cmd_locking_hold(args[0], args[1], non_negative_int(args[2], "TIMEOUT_MS"))
+    elif command == "barrier":
+        cmd_barrier(args[0], args[1], args[2], non_negative_int(args[3], "TIMEOUT_MS"))
+    elif command == "double-barrier":
+        cmd_double_barrier(args[0], args[1], non_negative_int(args[2], "N"), args[3])
     else:
         cmd_try(args[0], args[1], non_negative_int(args[2], "TIMEOUT_MS"), lock_kind(args, 3))
 

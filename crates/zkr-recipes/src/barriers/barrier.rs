@@ -34,6 +34,8 @@ use crate::cache::CacheMode;
 pub struct DistributedBarrier {
     zk: ZkClient,
     path: String,
+    /// kazoo's layout: the node and its missing parents are persistent (`ensure_path`).
+    kazoo: bool,
 }
 
 impl DistributedBarrier {
@@ -43,7 +45,31 @@ impl DistributedBarrier {
     /// [`BarrierError::InvalidArgument`] for a path ZooKeeper refuses, or one in `/zookeeper`.
     pub fn new(zk: &ZkClient, path: &str) -> Result<Self, BarrierError> {
         zk.validate_recipe_path(path)?;
-        Ok(DistributedBarrier { zk: zk.clone(), path: path.to_owned() })
+        Ok(DistributedBarrier { zk: zk.clone(), path: path.to_owned(), kazoo: false })
+    }
+
+    /// kazoo's `Barrier(path)`: the same node, set with its missing parents made persistent
+    /// (kazoo's `create()` is an `ensure_path`). kazoo processes share the barrier both ways:
+    /// kazoo's `create()`, `remove()` and `wait(timeout)` are
+    /// [`set_barrier`](Self::set_barrier), [`remove_barrier`](Self::remove_barrier) and
+    /// [`wait_on_barrier_timeout`](Self::wait_on_barrier_timeout). Unlike kazoo's `wait`, the
+    /// wait rides out disconnects and session expiries.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::barriers::BarrierError> {
+    /// use zkr_recipes::barriers::DistributedBarrier;
+    ///
+    /// // kazoo: zk.Barrier("/deploys/freeze").wait()
+    /// DistributedBarrier::kazoo(&zk, "/deploys/freeze")?.wait_on_barrier().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn kazoo(zk: &ZkClient, path: &str) -> Result<Self, BarrierError> {
+        Ok(DistributedBarrier { kazoo: true, ..DistributedBarrier::new(zk, path)? })
     }
 
     /// The barrier's path.
@@ -51,7 +77,8 @@ impl DistributedBarrier {
         &self.path
     }
 
-    /// Sets the barrier: creates its node (and missing parents as containers), unless it exists.
+    /// Sets the barrier: creates its node (and missing parents as containers; persistent in
+    /// [kazoo's layout](Self::kazoo)), unless it exists.
     ///
     /// # Errors
     /// [`BarrierError::Connection`] when ZooKeeper refuses or cannot be reached.
@@ -59,7 +86,10 @@ impl DistributedBarrier {
     /// # Cancel safety
     /// Cancel safe: dropped, the barrier may or may not be set.
     pub async fn set_barrier(&self) -> Result<(), BarrierError> {
-        self.zk.create_if_absent(&self.path, &[], CreateMode::Persistent).await?;
+        match self.kazoo {
+            true => crate::kazoo::ensure_path(&self.zk, &self.path, &[]).await?,
+            false => self.zk.create_if_absent(&self.path, &[], CreateMode::Persistent).await?,
+        };
         Ok(())
     }
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use zkr_connection::{path, Deadline, ErrorKind, ZkClient};
+use zkr_connection::{path, Deadline, ErrorKind, Parents, ZkClient};
 use zookeeper_client::CreateMode;
 
 use super::{cache, finished, BarrierError};
@@ -42,6 +42,10 @@ pub struct DistributedDoubleBarrier {
     path: String,
     member_qty: usize,
     member: String,
+    /// The member node's data: empty (Curator), or kazoo's identifier.
+    data: Vec<u8>,
+    /// The barrier's missing parents: containers (Curator's), or persistent (kazoo's).
+    parents: Parents,
     entered: Option<Entered>,
 }
 
@@ -79,7 +83,48 @@ impl DistributedDoubleBarrier {
             path: path.to_owned(),
             member_qty,
             member,
+            data: Vec::new(),
+            parents: Parents::Containers,
             entered: None,
+        })
+    }
+
+    /// kazoo's `DoubleBarrier(path, num_clients, identifier)`: a member node named by a UUID's
+    /// 32 hex digits holding `identifier`, the barrier's missing parents persistent, and the
+    /// same `ready` node, so kazoo processes are members of the same barrier (kazoo's `enter()`
+    /// and `leave()` are [`enter`](Self::enter) and [`leave`](Self::leave)). Unlike kazoo's, the
+    /// member keeps its node through a session expiry of its own.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new); [`BarrierError::InvalidArgument`] for an identifier ZooKeeper
+    /// cannot store.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::barriers::BarrierError> {
+    /// use zkr_recipes::barriers::DistributedDoubleBarrier;
+    ///
+    /// // kazoo: zk.DoubleBarrier("/jobs/reindex/barrier", 3, "indexer-2")
+    /// let mut barrier = DistributedDoubleBarrier::kazoo(&zk, "/jobs/reindex/barrier", 3, "indexer-2")?;
+    /// barrier.enter().await?;
+    /// barrier.leave().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn kazoo(
+        zk: &ZkClient,
+        path: &str,
+        num_clients: usize,
+        identifier: &str,
+    ) -> Result<Self, BarrierError> {
+        let barrier = DistributedDoubleBarrier::new(zk, path, num_clients)?;
+        let member = path::join(path, &crate::kazoo::uuid_hex());
+        zkr_connection::path::validate_data(&member, identifier.as_bytes())?;
+        Ok(DistributedDoubleBarrier {
+            member,
+            data: identifier.as_bytes().to_vec(),
+            parents: Parents::Persistent,
+            ..barrier
         })
     }
 
@@ -146,7 +191,10 @@ impl DistributedDoubleBarrier {
         if self.entered.is_some() {
             return Err(BarrierError::InvalidArgument("entered already: leave() first".into()));
         }
-        let node = PersistentNode::builder(&self.zk, &self.member, CreateMode::Ephemeral).build()?;
+        let node = PersistentNode::builder(&self.zk, &self.member, CreateMode::Ephemeral)
+            .data(self.data.clone())
+            .parents(self.parents)
+            .build()?;
         let Some(cache) = cache(&self.zk, &self.path, CacheMode::Children, deadline).await? else {
             return Ok(false);
         };

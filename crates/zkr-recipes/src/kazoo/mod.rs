@@ -11,6 +11,9 @@
 //! | `Election(path, identifier)` | [`Election`] |
 //! | `NonBlockingLease`, `MultiNonBlockingLease` | [`NonBlockingLease`], [`MultiNonBlockingLease`] |
 //! | `Queue` | [`SimpleDistributedQueue::kazoo`](crate::queues::SimpleDistributedQueue::kazoo) |
+//! | `LockingQueue` | [`LockingQueue`] |
+//! | `Barrier(path)` | [`DistributedBarrier::kazoo`](crate::barriers::DistributedBarrier::kazoo) |
+//! | `DoubleBarrier(path, num_clients, identifier)` | [`DistributedDoubleBarrier::kazoo`](crate::barriers::DistributedDoubleBarrier::kazoo) |
 //! | `SetPartitioner` | [`SetPartitioner`](crate::partition::SetPartitioner) |
 //!
 //! Each is built on zkr's shared machinery (the lock internals, semaphore leases, the retried
@@ -23,12 +26,14 @@ mod counter;
 mod election;
 mod lease;
 mod party;
+mod queue;
 mod semaphore;
 
 pub use counter::{Counter, KazooNumber};
 pub use election::Election;
 pub use lease::{MultiNonBlockingLease, NonBlockingLease};
 pub use party::{Party, ShallowParty};
+pub use queue::LockingQueue;
 pub use semaphore::Semaphore;
 
 use crate::locks::{InterProcessMutex, KazooLockDriver, LockError, LockInternals};

@@ -38,6 +38,9 @@ pub(crate) struct Core {
     order: Order,
     lock_path: Option<String>,
     max_items: Option<usize>,
+    /// Its own node and the lock path made with persistent parents (kazoo's `ensure_path`),
+    /// not containers.
+    persistent_parents: bool,
     ensured: OnceCell<()>,
     items: OnceCell<CuratorCache>,
     locks: OnceCell<CuratorCache>,
@@ -98,10 +101,18 @@ impl Core {
             order,
             lock_path,
             max_items,
+            persistent_parents: false,
             ensured: OnceCell::new(),
             items: OnceCell::new(),
             locks: OnceCell::new(),
         })
+    }
+
+    /// Makes the queue's node, the lock path and their missing parents persistent, as kazoo
+    /// does (its directories are never containers).
+    pub(crate) fn persistent_parents(mut self) -> Self {
+        self.persistent_parents = true;
+        self
     }
 
     pub(crate) fn is_lock_safe(&self) -> bool {
@@ -109,13 +120,18 @@ impl Core {
     }
 
     /// Creates the queue's node (and the lock path) as persistent nodes once, as Curator's
-    /// `start()` does; their parents are containers.
+    /// `start()` does; their parents are containers, unless made
+    /// [persistent](Self::persistent_parents).
     async fn ensure(&self) -> Result<(), QueueError> {
         self.ensured
             .get_or_try_init(|| async {
-                self.zk.create_if_absent(&self.path, &[], CreateMode::Persistent).await?;
-                if let Some(lock_path) = &self.lock_path {
-                    self.zk.create_if_absent(lock_path, &[], CreateMode::Persistent).await?;
+                for path in std::iter::once(&self.path).chain(&self.lock_path) {
+                    match self.persistent_parents {
+                        true => crate::kazoo::ensure_path(&self.zk, path, &[]).await.map(drop)?,
+                        false => {
+                            self.zk.create_if_absent(path, &[], CreateMode::Persistent).await.map(drop)?
+                        }
+                    }
                 }
                 Ok::<(), QueueError>(())
             })
@@ -382,6 +398,35 @@ impl Core {
         self.create(&node, data).await.map(|_| true)
     }
 
+    /// Puts one node `<prefix><infix><sequence>` per value, all in one transaction (kazoo's
+    /// `put_all`): all of them or none. Never sent again after a lost reply (as
+    /// [`create`](Self::create)). No bound applies.
+    pub(crate) async fn put_all(&self, infix: &str, values: &[&[u8]]) -> Result<(), QueueError> {
+        let node = path::join(&self.path, &format!("{}{infix}", self.prefix));
+        for data in values {
+            zkr_connection::path::validate_data(&node, data)?;
+        }
+        if values.is_empty() {
+            return Ok(());
+        }
+        self.ensure().await?;
+        let txn = values
+            .iter()
+            .fold(self.zk.transaction(), |txn, data| {
+                txn.create(&node, data, CreateMode::PersistentSequential)
+            })
+            .retry_options(any_session().no_resend());
+        txn.commit().await.map(drop).map_err(|e| self.put_failed(e))
+    }
+
+    /// A put's error: [`QueueError::Indeterminate`] when it may have been applied.
+    fn put_failed(&self, e: zkr_connection::Error) -> QueueError {
+        match e.is_ambiguous() {
+            true => QueueError::Indeterminate { path: self.path.clone(), source: e },
+            false => e.into(),
+        }
+    }
+
     /// Waits until the queue holds fewer than `max` nodes, read from ZooKeeper (the cache may
     /// not show our own latest puts yet) and waiting on the cache for a change; `false` at
     /// `deadline`.
@@ -418,13 +463,7 @@ impl Core {
                 s.client().create(node, data, &options).await
             }
         });
-        match created.await {
-            Ok(_) => Ok(()),
-            Err(e) if e.is_ambiguous() => {
-                Err(QueueError::Indeterminate { path: self.path.clone(), source: e })
-            }
-            Err(e) => Err(e.into()),
-        }
+        created.await.map(drop).map_err(|e| self.put_failed(e))
     }
 }
 

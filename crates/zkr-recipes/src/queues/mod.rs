@@ -41,7 +41,7 @@
 //! # Ok(()) }
 //! ```
 
-mod core;
+pub(crate) mod core;
 mod delay;
 mod distributed;
 mod framing;
