@@ -10,6 +10,10 @@ pub enum Bug {
     /// Mutex: a hold is lost only when the session ends, not when the connection drops
     /// (Curator's `SessionConnectionStateErrorPolicy`; zkr's standard policy counts the drop).
     MutexSessionOnlyPolicy,
+    /// Lock internals: a contender whose create's reply was lost looks for its node without a
+    /// `sync` first (zkr-connection `protected.rs`, `sync_and_find`): a lagging server's
+    /// listing may miss it.
+    MutexFindWithoutSync,
     /// Read-write lock: a reader looks only at the node just ahead of it for a writer
     /// (`read_write.rs`, `ReadLockDriver::gets_the_lock` looks at every node ahead).
     RwReaderLooksOnlyJustAhead,

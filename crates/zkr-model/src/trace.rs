@@ -57,6 +57,23 @@ fn describe<R: Recipe>(before: &State<R>, action: Action, after: &State<R>) -> S
                 after.clients[usize::from(c)].inbox.last().map(|(_, m)| message_text(m)).unwrap_or_default();
             format!("server applies u{u}'s {} on s{} -> {reply}", request_text(request), sid(c))
         }
+        Action::ServeLate(c, back) => {
+            let (u, request) = &before.clients[usize::from(c)].outbox[0];
+            let at = before.server.kept(back).unwrap_or_default();
+            let client = &after.clients[usize::from(c)];
+            let reply = client
+                .inbox
+                .iter()
+                .rev()
+                .find_map(|(_, m)| matches!(m, Message::Reply(..)).then(|| message_text(m)))
+                .unwrap_or_default();
+            format!(
+                "a server lagging at zxid {at} (now {}) answers u{u}'s {} on s{} -> {reply}",
+                before.server.zxid,
+                request_text(request),
+                sid(c)
+            )
+        }
         Action::Deliver(c) => {
             let (u, message) = &before.clients[usize::from(c)].inbox[0];
             format!(
@@ -103,6 +120,7 @@ pub fn request_text(request: &Request) -> String {
         Request::GetData { path, watch: w } => format!("getData {path}{}", watch(w)),
         Request::Exists { path, watch: w } => format!("exists {path}{}", watch(w)),
         Request::Children { path, watch: w } => format!("getChildren {path}{}", watch(w)),
+        Request::Sync(path) => format!("sync {path}"),
     }
 }
 
@@ -118,7 +136,7 @@ fn result_text(result: &OpResult) -> String {
 pub fn message_text(message: &Message) -> String {
     match message {
         Message::Event(event) => format!("event {:?} {}", event.kind, event.path),
-        Message::Reply(reply) => match reply {
+        Message::Reply(reply, _) => match reply {
             Reply::Write(result) => result_text(result),
             Reply::Multi(results) => {
                 format!("multi ok [{}]", results.iter().map(result_text).collect::<Vec<_>>().join(", "))
@@ -134,6 +152,7 @@ pub fn message_text(message: &Message) -> String {
                     children.iter().map(|(n, s)| format!("{n}(czxid {})", s.czxid)).collect();
                 format!("children [{}]", names.join(", "))
             }
+            Reply::Synced => "synced".to_string(),
             Reply::Err(error) => format!("error {error:?}"),
         },
     }

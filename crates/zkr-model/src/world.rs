@@ -8,13 +8,19 @@
 //! were (the client cannot tell which: every waiting user gets `ConnectionLoss`). Watch events
 //! survive a dropped connection (the client sets its watches again on reconnecting and the
 //! server fires what changed meanwhile) but not the session.
+//!
+//! With [`Faults::lag`], a read may be answered by a lagging server: from one of the last
+//! `lag` states, as long as that state is not older than what the client's connection has
+//! shown it (`Client::floor`: the session's last zxid seen in a reply, `Client::seen`, which a
+//! session after another starts again from 0, and the events and reads of this connection).
+//! A `sync` brings the session current.
 
 use std::fmt::Debug;
 use std::hash::Hash;
 
 use stateright::{Model, Property};
 
-use crate::zk::{Event, Fired, Mode, Path, Reply, Request, Server, Sid, ZkError};
+use crate::zk::{is_read, Event, Fired, Mode, Path, Reply, Request, Server, Sid, ZkError, Zxid};
 
 /// Which faults a run may have, and how many.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,15 +34,23 @@ pub struct Faults {
     pub expire: bool,
     /// The server restarts: every connection drops, sessions and data survive.
     pub restart: bool,
+    /// Reads may be answered from this many states before the current one (a lagging server;
+    /// not a fault, not counted).
+    pub lag: u8,
 }
 
 impl Faults {
     /// No faults.
-    pub const NONE: Faults = Faults { max: 0, drop: false, expire: false, restart: false };
+    pub const NONE: Faults = Faults { max: 0, drop: false, expire: false, restart: false, lag: 0 };
 
     /// Up to `max` faults of every kind.
     pub const fn all(max: u8) -> Faults {
-        Faults { max, drop: true, expire: true, restart: true }
+        Faults { max, drop: true, expire: true, restart: true, lag: 0 }
+    }
+
+    /// These faults, with reads answered up to `lag` states behind.
+    pub const fn lagging(self, lag: u8) -> Faults {
+        Faults { lag, ..self }
     }
 }
 
@@ -125,13 +139,18 @@ pub struct Client {
     pub outbox: Vec<(u8, Request)>,
     /// Applied replies and fired events not read yet: (user, message).
     pub inbox: Vec<(u8, Message)>,
+    /// The last zxid a reply to the session showed (its `lastZxid`; only with lagging reads).
+    pub seen: Zxid,
+    /// No read on this connection may be answered from a state older than this (only with
+    /// lagging reads).
+    pub floor: Zxid,
 }
 
 /// What the server sends a session.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Message {
-    /// A reply.
-    Reply(Reply),
+    /// A reply, and the zxid its header carries (0 without lagging reads).
+    Reply(Reply, Zxid),
     /// A watch event.
     Event(Event),
 }
@@ -215,6 +234,8 @@ pub enum Action {
     Step(u8),
     /// The server applies the oldest request of a client's session.
     Serve(u8),
+    /// A lagging server answers a client's oldest request, a read, from this many states back.
+    ServeLate(u8, u8),
     /// A client reads the oldest reply or event.
     Deliver(u8),
     /// A client's connection drops (fault).
@@ -309,22 +330,61 @@ impl<R: Recipe> Checked<R> {
         *state = next;
     }
 
-    fn serve(&self, state: &mut State<R>, c: u8) {
+    fn serve(&self, state: &mut State<R>, c: u8, back: u8) {
         let client = &mut state.clients[usize::from(c)];
         let (u, request) = client.outbox.remove(0);
         let sid = client.sid;
         let before = state.server.clone();
-        let (reply, fired) = state.server.apply(sid, u, &request);
+        let (reply, fired, at) = match back {
+            0 => {
+                let (reply, fired) = state.server.apply(sid, u, &request);
+                (reply, fired, state.server.zxid)
+            }
+            _ => {
+                let at = state.server.kept(back).unwrap_or(state.server.zxid);
+                let (reply, fired) = state.server.read_at(back, sid, u, &request);
+                (reply, fired, at)
+            }
+        };
         self.0.on_apply(u, &request, &reply, &before, &mut state.ghost);
-        Self::route(state, fired);
-        state.clients[usize::from(c)].inbox.push((u, Message::Reply(reply)));
+        // The reply's zxid: the state read, or (a write, a sync) the current one. The
+        // connection's server is at least that fresh; the session's last zxid follows when the
+        // client reads the reply.
+        let at = if self.0.faults().lag > 0 { at } else { 0 };
+        let client = &mut state.clients[usize::from(c)];
+        client.floor = client.floor.max(at);
+        let (now, late): (Vec<Fired>, Vec<Fired>) = match back {
+            0 => (fired, Vec::new()),
+            _ => (Vec::new(), fired),
+        };
+        Self::route(state, now);
+        state.clients[usize::from(c)].inbox.push((u, Message::Reply(reply, at)));
+        // A watch a late read left on what changed since fires after its reply.
+        Self::route(state, late);
+    }
+
+    /// The states `back` a lagging server may answer client `c`'s next request from.
+    fn late(&self, state: &State<R>, c: u8) -> Vec<u8> {
+        let client = &state.clients[usize::from(c)];
+        match client.outbox.first() {
+            Some((_, request)) if is_read(request) => (1..=self.0.faults().lag)
+                .filter(|back| state.server.kept(*back).is_some_and(|z| z >= client.floor))
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// Puts fired events in their sessions' inboxes.
     fn route(state: &mut State<R>, fired: Vec<Fired>) {
+        let zxid = state.server.zxid;
+        let lagging = state.server.keep > 0;
         for (sid, user, event) in fired {
             if let Some(client) = state.clients.iter_mut().find(|c| c.sid == sid) {
                 client.inbox.push((user, Message::Event(event)));
+                // The server that fired it has applied the change.
+                if lagging {
+                    client.floor = client.floor.max(zxid);
+                }
             }
         }
     }
@@ -334,7 +394,9 @@ impl<R: Recipe> Checked<R> {
         let me = Self::me(state, u);
         let slot = &mut state.users[usize::from(u)];
         match message {
-            Message::Reply(reply) => {
+            Message::Reply(reply, at) => {
+                let client = &mut state.clients[usize::from(c)];
+                client.seen = client.seen.max(at);
                 slot.waiting = false;
                 self.0.on_reply(me, &mut slot.user, reply, &mut state.ghost);
             }
@@ -375,7 +437,12 @@ impl<R: Recipe> Checked<R> {
     /// opens a new one (what zkr's connection manager does).
     fn reconnect(&self, state: &mut State<R>, c: u8) {
         let sid = state.clients[usize::from(c)].sid;
-        state.clients[usize::from(c)].up = true;
+        let client = &mut state.clients[usize::from(c)];
+        client.up = true;
+        // Another server, no older than the session's last zxid (or the events still to read).
+        if !client.inbox.iter().any(|(_, m)| matches!(m, Message::Event(_))) {
+            client.floor = client.seen;
+        }
         if state.server.alive(sid) {
             return;
         }
@@ -383,6 +450,9 @@ impl<R: Recipe> Checked<R> {
         let client = &mut state.clients[usize::from(c)];
         client.sid = new;
         client.inbox.clear();
+        // A new session starts from zxid 0 (zkr opens a new handle).
+        client.seen = 0;
+        client.floor = 0;
         for u in 0..state.users.len() as u8 {
             if state.users[usize::from(u)].client == c {
                 let me = Self::me(state, u);
@@ -400,8 +470,16 @@ impl<R: Recipe> Model for Checked<R> {
     fn init_states(&self) -> Vec<State<R>> {
         let setup = self.0.setup();
         let mut server = Server::new(&setup.nodes);
+        server.keep = self.0.faults().lag;
         let clients = (0..setup.clients)
-            .map(|_| Client { sid: server.open_session(), up: true, outbox: Vec::new(), inbox: Vec::new() })
+            .map(|_| Client {
+                sid: server.open_session(),
+                up: true,
+                outbox: Vec::new(),
+                inbox: Vec::new(),
+                seen: 0,
+                floor: 0,
+            })
             .collect();
         let users =
             setup.users.into_iter().map(|(client, user)| Slot { client, waiting: false, user }).collect();
@@ -413,6 +491,9 @@ impl<R: Recipe> Model for Checked<R> {
         for (c, client) in state.clients.iter().enumerate() {
             if client.up && !client.outbox.is_empty() {
                 actions.push(Action::Serve(c as u8));
+                actions.extend(
+                    self.late(state, c as u8).into_iter().map(|back| Action::ServeLate(c as u8, back)),
+                );
             }
             if client.up && !client.inbox.is_empty() {
                 actions.push(Action::Deliver(c as u8));
@@ -429,7 +510,8 @@ impl<R: Recipe> Model for Checked<R> {
         let mut state = last.clone();
         match action {
             Action::Step(u) => self.step_user(&mut state, u),
-            Action::Serve(c) => self.serve(&mut state, c),
+            Action::Serve(c) => self.serve(&mut state, c, 0),
+            Action::ServeLate(c, back) => self.serve(&mut state, c, back),
             Action::Deliver(c) => self.deliver(&mut state, c),
             Action::Reconnect(c) => self.reconnect(&mut state, c),
             Action::Reap(path) => {

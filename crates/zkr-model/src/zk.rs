@@ -5,7 +5,9 @@
 //! creation zxid, the parent's `cversion` as the sequence suffix (it counts child creations
 //! and deletions, as ZooKeeper's does), `multi` (all or nothing, the index of the failed
 //! operation), data and child watches that fire once, ephemerals deleted when their session
-//! ends. What is not: ACLs, quotas, TTL nodes, data beyond one number, persistent watches.
+//! ends. Reads may be served by a lagging server: the last few states are kept
+//! ([`Server::keep`]), and [`Server::read_at`] answers from one of them. What is not: ACLs,
+//! quotas, TTL nodes, data beyond one number, persistent watches.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -206,6 +208,8 @@ pub enum Request {
         /// Leave a data watch.
         watch: bool,
     },
+    /// `sync`: the session's server catches up with the leader before the next read.
+    Sync(Path),
     /// The children, each with its stat (the model reads them in one step, as a cache's
     /// listing and reads would see them with no change between); with `watch`, a child watch.
     Children {
@@ -257,6 +261,8 @@ pub enum Reply {
     Exists(Option<Stat>),
     /// A node's children with their stats.
     Children(Vec<(Name, Stat)>),
+    /// A `sync` done.
+    Synced,
     /// The request failed.
     Err(ZkError),
 }
@@ -305,13 +311,58 @@ pub struct Server {
     /// Is session `i + 1` alive?
     pub sessions: Vec<bool>,
     watches: Vec<Watch>,
+    /// How many states before the current one a lagging server may still be at.
+    pub keep: u8,
+    /// Those states, oldest first: each the tree as of a zxid.
+    pub history: Vec<(Zxid, Tree)>,
+}
+
+/// The nodes, by path.
+pub type Tree = BTreeMap<Path, Node>;
+
+/// The children of `dir` in `nodes`, in name order.
+fn children_in(nodes: &Tree, dir: Path) -> impl Iterator<Item = (&Path, &Node)> {
+    nodes.iter().filter(move |(p, _)| p.is_child_of(dir))
+}
+
+/// A read's reply from `nodes`, and the watch it leaves (path, child) if it asked for one.
+fn read(nodes: &Tree, request: &Request) -> (Reply, Option<(Path, bool)>) {
+    let watch = |on: bool, path: Path, child: bool| on.then_some((path, child));
+    match request {
+        Request::GetData { path, watch: w } => match nodes.get(path) {
+            None => (Reply::Err(ZkError::NoNode), None),
+            Some(node) => (Reply::Data(node.data, node.stat()), watch(*w, *path, false)),
+        },
+        Request::Exists { path, watch: w } => {
+            (Reply::Exists(nodes.get(path).map(Node::stat)), watch(*w, *path, false))
+        }
+        Request::Children { path, watch: w } => match nodes.contains_key(path) {
+            false => (Reply::Err(ZkError::NoNode), None),
+            true => {
+                let listing = children_in(nodes, *path).map(|(p, n)| (p.name, n.stat())).collect();
+                (Reply::Children(listing), watch(*w, *path, true))
+            }
+        },
+        _ => (Reply::Err(ZkError::NoNode), None),
+    }
+}
+
+/// Is this request a read a lagging server may answer?
+pub fn is_read(request: &Request) -> bool {
+    matches!(request, Request::GetData { .. } | Request::Exists { .. } | Request::Children { .. })
 }
 
 impl Server {
     /// A server holding `nodes` (created at zxid 0), with no session.
     pub fn new(nodes: &[(Path, Mode, u32)]) -> Self {
-        let mut server =
-            Server { nodes: BTreeMap::new(), zxid: 0, sessions: Vec::new(), watches: Vec::new() };
+        let mut server = Server {
+            nodes: BTreeMap::new(),
+            zxid: 0,
+            sessions: Vec::new(),
+            watches: Vec::new(),
+            keep: 0,
+            history: Vec::new(),
+        };
         for (path, mode, data) in nodes {
             let node = Node {
                 data: *data,
@@ -346,6 +397,9 @@ impl Server {
         self.watches.retain(|w| w.sid != sid);
         let owned: Vec<Path> =
             self.nodes.iter().filter(|(_, n)| n.owner == Some(sid)).map(|(p, _)| *p).collect();
+        if !owned.is_empty() {
+            self.remember();
+        }
         let mut fired = Vec::new();
         for path in owned {
             self.zxid += 1;
@@ -366,6 +420,7 @@ impl Server {
     /// The container reaper deletes `path`.
     pub fn reap(&mut self, path: Path) -> Vec<Fired> {
         let mut fired = Vec::new();
+        self.remember();
         self.zxid += 1;
         self.remove(path, &mut fired);
         fired
@@ -378,6 +433,7 @@ impl Server {
             Request::Write(op) => match self.check(std::slice::from_ref(op), sid) {
                 Err((_, e)) => Reply::Err(e),
                 Ok(()) => {
+                    self.remember();
                     self.zxid += 1;
                     Reply::Write(self.write(*op, sid, &mut fired))
                 }
@@ -385,39 +441,74 @@ impl Server {
             Request::Multi(ops) => match self.check(ops, sid) {
                 Err((i, e)) => Reply::MultiFailed(i, e),
                 Ok(()) => {
+                    self.remember();
                     self.zxid += 1;
                     Reply::Multi(ops.iter().map(|op| self.write(*op, sid, &mut fired)).collect())
                 }
             },
-            Request::GetData { path, watch } => match self.nodes.get(path) {
-                None => Reply::Err(ZkError::NoNode),
-                Some(node) => {
-                    let reply = Reply::Data(node.data, node.stat());
-                    self.watch(*watch, *path, false, sid, user);
-                    reply
+            Request::Sync(_) => Reply::Synced,
+            _ => {
+                let (reply, watch) = read(&self.nodes, request);
+                if let Some((path, child)) = watch {
+                    self.watch(true, path, child, sid, user);
                 }
-            },
-            Request::Exists { path, watch } => {
-                let reply = Reply::Exists(self.nodes.get(path).map(Node::stat));
-                self.watch(*watch, *path, false, sid, user);
                 reply
             }
-            Request::Children { path, watch } => match self.nodes.contains_key(path) {
-                false => Reply::Err(ZkError::NoNode),
-                true => {
-                    let reply =
-                        Reply::Children(self.children(*path).map(|(p, n)| (p.name, n.stat())).collect());
-                    self.watch(*watch, *path, true, sid, user);
-                    reply
-                }
-            },
         };
         (reply, fired)
     }
 
     /// The children of `dir`, in name order.
     pub fn children(&self, dir: Path) -> impl Iterator<Item = (&Path, &Node)> {
-        self.nodes.iter().filter(move |(p, _)| p.is_child_of(dir))
+        children_in(&self.nodes, dir)
+    }
+
+    /// Keeps the current state for lagging reads (the `keep` newest).
+    fn remember(&mut self) {
+        if self.keep == 0 {
+            return;
+        }
+        self.history.push((self.zxid, self.nodes.clone()));
+        if self.history.len() > usize::from(self.keep) {
+            self.history.remove(0);
+        }
+    }
+
+    /// The zxid of the state `back` states before the current one, if kept.
+    pub fn kept(&self, back: u8) -> Option<Zxid> {
+        let i = self.history.len().checked_sub(usize::from(back))?;
+        self.history.get(i).map(|(zxid, _)| *zxid)
+    }
+
+    /// Answers the read `request` of user `user` of session `sid` from the state `back` states
+    /// before the current one, as a lagging server would: the reply and the events. A watch it
+    /// leaves fires at once when what it watches changed since that state (that server fires
+    /// it when it applies the change, after this reply).
+    pub fn read_at(&mut self, back: u8, sid: Sid, user: u8, request: &Request) -> (Reply, Vec<Fired>) {
+        let i = self.history.len() - usize::from(back);
+        let (reply, watch) = read(&self.history[i].1, request);
+        let mut fired = Vec::new();
+        if let Some((path, child)) = watch {
+            let then = self.history[i].1.get(&path).copied();
+            match Self::changed(then.as_ref(), self.nodes.get(&path), child) {
+                Some(kind) => fired.push((sid, user, Event { path, kind })),
+                None => self.watch(true, path, child, sid, user),
+            }
+        }
+        (reply, fired)
+    }
+
+    /// The first change a watch on a node (`then`, `now`) would have seen.
+    fn changed(then: Option<&Node>, now: Option<&Node>, child: bool) -> Option<EventKind> {
+        match (then, now) {
+            (None, None) => None,
+            (None, Some(_)) => (!child).then_some(EventKind::Created),
+            (Some(_), None) => Some(EventKind::Deleted),
+            (Some(t), Some(n)) if t.czxid != n.czxid => Some(EventKind::Deleted),
+            (Some(t), Some(n)) if child && t.cversion != n.cversion => Some(EventKind::ChildrenChanged),
+            (Some(t), Some(n)) if !child && t.version != n.version => Some(EventKind::DataChanged),
+            _ => None,
+        }
     }
 
     fn has_children(&self, dir: Path) -> bool {

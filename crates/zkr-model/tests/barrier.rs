@@ -5,8 +5,8 @@ use zkr_model::check::{contrast, run};
 use zkr_model::recipes::barrier::Barrier;
 use zkr_model::world::{Checked, Faults};
 
-const DROPS: Faults = Faults { max: 2, drop: true, expire: false, restart: true };
-const EXPIRY: Faults = Faults { max: 1, drop: false, expire: true, restart: false };
+const DROPS: Faults = Faults { max: 2, drop: true, expire: false, restart: true, lag: 0 };
+const EXPIRY: Faults = Faults { max: 1, drop: false, expire: true, restart: false, lag: 0 };
 
 #[test]
 fn two_members_two_rounds_two_drops_or_restarts_the_reentry_window_aside() {

@@ -23,7 +23,7 @@ fn three_clients_one_increment_one_fault() {
 
 #[test]
 fn a_lost_reply_reported_not_applied_is_found() {
-    let faults = Faults { max: 1, drop: true, expire: false, restart: false };
+    let faults = Faults { max: 1, drop: true, expire: false, restart: false, lag: 0 };
     let model = Counter { users: vec![0, 1], ops: 1, faults, bug: Some(Bug::CounterLostReplyNotApplied) };
     let clean = Counter { bug: None, ..model.clone() };
     let trace = contrast(model, clean, "reported applied").expect("an increment applied twice");

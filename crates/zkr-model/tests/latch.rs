@@ -6,7 +6,7 @@ use zkr_model::world::{Checked, Faults};
 
 #[test]
 fn three_participants_one_term_one_expiry() {
-    let faults = Faults { max: 1, drop: false, expire: true, restart: false };
+    let faults = Faults { max: 1, drop: false, expire: true, restart: false, lag: 0 };
     let model = Latch::new(vec![0, 1, 2], 1, faults);
     let outcome = run(model.clone(), 1);
     println!("leader latch, 3 participants x 1 term, 1 expiry: {}", outcome.summary());

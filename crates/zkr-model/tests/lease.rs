@@ -5,7 +5,7 @@ use zkr_model::check::{contrast, run};
 use zkr_model::recipes::lease::Lease;
 use zkr_model::world::{Checked, Faults};
 
-const EXPIRE_ONLY: Faults = Faults { max: 1, drop: false, expire: true, restart: false };
+const EXPIRE_ONLY: Faults = Faults { max: 1, drop: false, expire: true, restart: false, lag: 0 };
 
 fn lease(users: Vec<u8>, count: u8, ticks: u8, faults: Faults) -> Lease {
     Lease { users, count, duration: 1, ticks, stale: true, skew: false, faults, bug: None }

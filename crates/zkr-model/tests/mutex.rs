@@ -5,7 +5,7 @@ use zkr_model::check::{contrast, run};
 use zkr_model::recipes::mutex::Mutex;
 use zkr_model::world::{Checked, Faults};
 
-const EXPIRE_ONLY: Faults = Faults { max: 1, drop: false, expire: true, restart: false };
+const EXPIRE_ONLY: Faults = Faults { max: 1, drop: false, expire: true, restart: false, lag: 0 };
 
 #[test]
 fn two_clients_two_rounds_two_faults() {

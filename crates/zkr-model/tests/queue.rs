@@ -24,7 +24,7 @@ fn an_item_lock_told_apart_by_session_only_is_found() {
 
 #[test]
 fn an_ack_committed_on_the_next_session_is_found() {
-    let faults = Faults { max: 1, drop: false, expire: true, restart: false };
+    let faults = Faults { max: 1, drop: false, expire: true, restart: false, lag: 0 };
     let model = Queue { users: vec![0, 0], items: 1, faults, bug: Some(Bug::QueueAckUnpinned) };
     let clean = Queue { bug: None, ..model.clone() };
     let trace = contrast(model, clean, "own lock").expect("an ack on another's lock");

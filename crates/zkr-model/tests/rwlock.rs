@@ -6,7 +6,7 @@ use zkr_model::recipes::internals::Kind::{Reader, Writer};
 use zkr_model::recipes::rwlock::RwLock;
 use zkr_model::world::{Checked, Faults};
 
-const EXPIRE_ONLY: Faults = Faults { max: 1, drop: false, expire: true, restart: false };
+const EXPIRE_ONLY: Faults = Faults { max: 1, drop: false, expire: true, restart: false, lag: 0 };
 
 fn check(model: RwLock, what: &str) {
     let outcome = run(model.clone(), 1);

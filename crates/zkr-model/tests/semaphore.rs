@@ -6,7 +6,7 @@ use zkr_model::check::{contrast, run};
 use zkr_model::recipes::semaphore::Semaphore;
 use zkr_model::world::{Checked, Faults};
 
-const EXPIRE_ONLY: Faults = Faults { max: 1, drop: false, expire: true, restart: false };
+const EXPIRE_ONLY: Faults = Faults { max: 1, drop: false, expire: true, restart: false, lag: 0 };
 
 fn semaphore(users: Vec<u8>, max: u8, rounds: u8, faults: Faults) -> Semaphore {
     Semaphore { users, max, rounds, faults, bug: None, fix: None, excuse: true, strict: false }

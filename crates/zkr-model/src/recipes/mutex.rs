@@ -67,7 +67,7 @@ pub fn write_out_of_turn(dir: Path, request: &Request, reply: &Reply, before: &S
 
 impl Mutex {
     fn lock(&self) -> Lock {
-        Lock { dir: DIR, container: true, bug: self.bug }
+        Lock { dir: DIR, container: true, bug: self.bug, sync: self.faults.lag > 0 }
     }
 
     /// A release just completed: the next round, or done.

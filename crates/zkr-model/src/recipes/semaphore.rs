@@ -66,6 +66,8 @@ pub enum Phase {
     Mutex,
     /// `create_protected_ext`: create the lease node.
     Create,
+    /// The create's reply was lost: sync (with lagging reads), then find the node.
+    Sync,
     /// The create's reply was lost: find the node by its protected name.
     Find,
     /// `leases/` was reaped: make it again (a container).
@@ -114,7 +116,7 @@ impl Semaphore {
     }
 
     fn mutex(&self) -> Lock {
-        Lock { dir: LOCKS, container: true, bug: None }
+        Lock { dir: LOCKS, container: true, bug: None, sync: self.faults.lag > 0 }
     }
 
     /// The lease node exists: wait for room, having released the mutex first with the bug.
@@ -233,6 +235,7 @@ impl Recipe for Semaphore {
                     guarded,
                 )
             }
+            Phase::Sync => Step::Send(Request::Sync(LEASES), guarded),
             Phase::Find => Step::Send(Request::Children { path: LEASES, watch: false }, guarded),
             Phase::Parent => Step::Send(
                 Request::Write(Op::Create { path: LEASES, mode: Mode::Container, data: 0 }),
@@ -272,12 +275,16 @@ impl Recipe for Semaphore {
             (Phase::Create, Reply::Write(OpResult::Created(path, _))) => {
                 self.created(user, (path, me.sid), ghost)
             }
-            (Phase::Create, Reply::Err(ZkError::ConnectionLoss)) => user.phase = Phase::Find,
+            (Phase::Create, Reply::Err(ZkError::ConnectionLoss)) => {
+                user.phase = if self.faults.lag > 0 { Phase::Sync } else { Phase::Find }
+            }
+            (Phase::Sync, Reply::Synced | Reply::Err(ZkError::NoNode)) => user.phase = Phase::Find,
             (Phase::Create, Reply::Err(ZkError::NoNode)) => user.phase = Phase::Parent,
             // The fix: the mutex's session ended before the lease was made: start again.
-            (Phase::Create | Phase::Find | Phase::Parent, Reply::Err(ZkError::SessionExpired)) => {
-                self.room_decided(user, false)
-            }
+            (
+                Phase::Create | Phase::Sync | Phase::Find | Phase::Parent,
+                Reply::Err(ZkError::SessionExpired),
+            ) => self.room_decided(user, false),
             (Phase::Parent, _) => user.phase = Phase::Create,
             (Phase::Find, Reply::Children(listing)) => {
                 match find_ours(me, &listing, LEASES, NAMES[usize::from(me.user)]) {
