@@ -17,6 +17,7 @@ mod driver;
 mod error;
 mod internals;
 mod layout;
+mod lease;
 mod multi;
 mod mutex;
 mod owner;

@@ -5,16 +5,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zkr_connection::protected::ProtectedCreate;
-use zkr_connection::{path, within, Deadline, RetryOptions, ZkClient};
+use zkr_connection::{path, within, Deadline, RetryOptions, Session, ZkClient};
 use zookeeper_client::CreateMode;
 
-use super::internals::{node_gone, TIMEOUT_CLEANUP_GRACE};
+use super::internals::TIMEOUT_CLEANUP_GRACE;
+pub use super::lease::Lease;
 use super::{
-    wait_for_children, InterProcessMutex, LockError, LockInternalsDriver, LostReason,
-    StandardLockInternalsDriver,
+    wait_for_children, InterProcessMutex, LockError, LockInternalsDriver, StandardLockInternalsDriver,
 };
 use crate::fence::SessionFence;
-use crate::owned::Owned;
 
 /// Curator's lease node name: `_c_<uuid>-lease-<seq>` under `<path>/leases`.
 pub const LEASE_NAME: &str = "lease-";
@@ -65,138 +64,6 @@ pub struct InterProcessSemaphoreV2 {
     node_data: Vec<u8>,
     /// Set once a listing showed the path free of another layout's contenders.
     layout_checked: Arc<tokio::sync::OnceCell<()>>,
-}
-
-/// One lease of a semaphore: hold it to keep your place; [`release`](Self::release) it (or
-/// drop it) to give it back.
-#[derive(Debug)]
-#[must_use = "dropping a Lease returns it at once"]
-pub struct Lease {
-    zk: ZkClient,
-    /// The lease node, reachable only through the session that created it.
-    node: Owned,
-    /// Not released yet: a drop deletes the node.
-    armed: bool,
-    fencing_token: i64,
-}
-
-impl Lease {
-    /// The lease of `node` on `fence`'s session, before its node is created: from here on a
-    /// drop deletes the node (if it came to exist) in the background.
-    pub(crate) fn pending(zk: &ZkClient, node: String, fence: SessionFence) -> Lease {
-        Lease { zk: zk.clone(), node: Owned::created(node, fence), armed: true, fencing_token: 0 }
-    }
-
-    /// The lease node was created with `czxid`.
-    pub(crate) fn created(&mut self, czxid: i64) {
-        self.fencing_token = czxid;
-    }
-
-    /// The lease node's path.
-    pub fn node_path(&self) -> &str {
-        self.node.path()
-    }
-
-    /// What the lease node holds (Curator's `Lease.getData()`): the data the semaphore was given
-    /// with [`with_node_data`](InterProcessSemaphoreV2::with_node_data).
-    ///
-    /// # Errors
-    /// As [`ZkClient::get_data`]; `NoNode` (as [`LockError::Connection`]) when the lease is gone.
-    ///
-    /// # Cancel safety
-    /// Cancel safe (a read).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn f(lease: zkr_recipes::locks::Lease) -> Result<(), zkr_recipes::locks::LockError> {
-    /// let holder = lease.data().await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn data(&self) -> Result<Vec<u8>, LockError> {
-        // As stored: the client's compression is for the framework calls, not recipe nodes.
-        let node = self.node_path();
-        Ok(self.node.retry(&self.zk, |client| async move { client.get_data(node).await }).await?.0)
-    }
-
-    /// The lease node's creation zxid: grows with every new lease.
-    pub fn fencing_token(&self) -> i64 {
-        self.fencing_token
-    }
-
-    /// Has the lease's session ended (and the lease node with it)?
-    pub fn is_lost(&self) -> bool {
-        self.node.fence().session_ended(&self.zk)
-    }
-
-    /// Completes when the lease is lost: its session ends or its node is deleted by someone
-    /// else. Connection losses the session survives do not count (a lease rides them out).
-    /// Select on it beside the work the lease protects.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn f(lease: zkr_recipes::locks::Lease) {
-    /// tokio::select! {
-    ///     reason = lease.lost() => eprintln!("lease lost: {reason}"),
-    ///     () = tokio::time::sleep(std::time::Duration::from_secs(5)) => {}
-    /// }
-    /// # }
-    /// ```
-    ///
-    /// # Cancel safety
-    /// Cancel safe.
-    pub async fn lost(&self) -> LostReason {
-        match self.armed {
-            true => node_gone(&self.zk, self.node.session(), self.node.path()).await,
-            false => LostReason::NodeDeleted,
-        }
-    }
-
-    /// Returns the lease.
-    ///
-    /// The delete is awaited while connected. Without a connection (now, or when it drops
-    /// while deleting) this returns at once and the delete goes on in the background while
-    /// the session lives, as a lock guard's release does: a dead server never holds the
-    /// caller. (A lease rides out connection trouble, so that is not a loss.)
-    ///
-    /// # Errors
-    /// [`LockError::Lost`] when the lease's session had ended, or ends while deleting.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: the delete runs in a task of its own from the first poll, so a dropped
-    /// release still returns the lease.
-    pub async fn release(mut self) -> Result<(), LockError> {
-        if !std::mem::take(&mut self.armed) {
-            return Ok(());
-        }
-        let path = self.node.path().to_owned();
-        if self.is_lost() {
-            return Err(LockError::Lost { path, reason: LostReason::SessionEnded });
-        }
-        // The delete runs in a task of its own (a guaranteed delete) from here on.
-        let done = self.node.guaranteed_delete(&self.zk);
-        tokio::select! {
-            _ = done.wait() => Ok(()),
-            () = self.zk.session_replaced(self.node.fence().generation()) => {
-                Err(LockError::Lost { path, reason: LostReason::SessionEnded })
-            }
-            // No server to answer now: the lease is given back; the delete goes on in the
-            // background while the session lives (and the node goes with it if it ends).
-            () = crate::fence::disconnected(&self.zk) => Ok(()),
-        }
-    }
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        if std::mem::take(&mut self.armed) {
-            let (zk, node) = (self.zk.clone(), self.node.clone());
-            zkr_connection::spawn_cleanup("a dropped semaphore lease", async move {
-                node.guaranteed_delete(&zk).wait().await;
-            });
-        }
-    }
 }
 
 /// Reads a shared count node: 4 bytes, big-endian.
@@ -313,9 +180,10 @@ impl InterProcessSemaphoreV2 {
     /// ```
     pub async fn try_acquire(&self) -> Result<Option<Lease>, LockError> {
         let Some(guard) = self.mutex.try_acquire().await? else { return Ok(None) };
-        let lease = self.lease_under_mutex_as(None, Look::Once).await;
+        let lease = self.lease_under_mutex_as(guard.session(), None, Look::Once).await;
         let _ = guard.release().await;
-        lease
+        // The mutex went with its session before the lease was made: not taken.
+        lease.or_else(|e| if mutex_lost(&e) { Ok(None) } else { Err(e) })
     }
 
     /// Takes `qty` leases (Curator's `acquire(qty)`), queueing once for the acquirers' mutex as
@@ -381,13 +249,31 @@ impl InterProcessSemaphoreV2 {
         // process or another zkr one takes a lease in between, so callers whose quantities
         // together exceed the maximum cannot each hold part and wait for the rest forever
         // (Curator's `acquire(qty)` releases it between leases, and can).
-        let Some(guard) = self.mutex.acquire_until(deadline).await? else { return Ok(None) };
+        loop {
+            let Some(guard) = self.mutex.acquire_until(deadline).await? else { return Ok(None) };
+            let leases = self.leases_under_mutex(guard.session(), qty, deadline).await;
+            let _ = guard.release().await;
+            match leases {
+                // All or none: what we took is given back; queue again.
+                Err(e) if mutex_lost(&e) => continue,
+                leases => return leases,
+            }
+        }
+    }
+
+    /// `qty` leases with the acquirers' mutex held on `mutex`; on an error or the deadline,
+    /// the ones taken are given back.
+    async fn leases_under_mutex(
+        &self,
+        mutex: &Session,
+        qty: usize,
+        deadline: Option<Deadline>,
+    ) -> Result<Option<Vec<Lease>>, LockError> {
         let mut leases = Vec::with_capacity(qty);
         while leases.len() < qty {
-            match self.lease_under_mutex(deadline).await {
+            match self.lease_under_mutex(mutex, deadline).await {
                 Ok(Some(lease)) => leases.push(lease),
                 other => {
-                    let _ = guard.release().await;
                     for lease in leases {
                         let _ = lease.release().await;
                     }
@@ -395,7 +281,6 @@ impl InterProcessSemaphoreV2 {
                 }
             }
         }
-        let _ = guard.release().await;
         Ok(Some(leases))
     }
 
@@ -440,28 +325,45 @@ impl InterProcessSemaphoreV2 {
 
     async fn acquire_until(&self, deadline: Option<Deadline>) -> Result<Option<Lease>, LockError> {
         // Queue for the acquirers' mutex first (Curator's `lock`), then create our lease.
-        let Some(guard) = self.mutex.acquire_until(deadline).await? else { return Ok(None) };
-        let lease = self.lease_under_mutex(deadline).await;
-        let _ = guard.release().await;
-        lease
+        loop {
+            let Some(guard) = self.mutex.acquire_until(deadline).await? else { return Ok(None) };
+            let lease = self.lease_under_mutex(guard.session(), deadline).await;
+            let _ = guard.release().await;
+            match lease {
+                Err(e) if mutex_lost(&e) => continue,
+                lease => return lease,
+            }
+        }
     }
 
-    /// Creates a lease node and waits for room, with the acquirers' mutex held by the caller:
-    /// the lease, or `None` (and no node) at the deadline.
-    async fn lease_under_mutex(&self, deadline: Option<Deadline>) -> Result<Option<Lease>, LockError> {
-        self.lease_under_mutex_as(deadline, Look::Wait).await
+    /// Creates a lease node and waits for room, with the acquirers' mutex held by the caller
+    /// on `mutex`: the lease, or `None` (and no node) at the deadline.
+    async fn lease_under_mutex(
+        &self,
+        mutex: &Session,
+        deadline: Option<Deadline>,
+    ) -> Result<Option<Lease>, LockError> {
+        self.lease_under_mutex_as(mutex, deadline, Look::Wait).await
     }
 
     /// As [`lease_under_mutex`](Self::lease_under_mutex), looking for room once or waiting.
+    ///
+    /// The lease is created on the mutex's session only. Made on a later session, it would be
+    /// made without the mutex (which went with the earlier one), beside another acquirer that
+    /// took the mutex meanwhile: two waiters over the maximum, each waiting for the other to
+    /// go (the model checker's lost-mutex window, `crates/zkr-model`, Curator's steps too).
+    /// Once that session is given up the create is not sent: [`mutex_lost`], and the caller
+    /// queues for the mutex again.
     async fn lease_under_mutex_as(
         &self,
+        mutex: &Session,
         deadline: Option<Deadline>,
         look: Look,
     ) -> Result<Option<Lease>, LockError> {
         self.layout_checked.get_or_try_init(|| self.check_layout()).await?;
         let request = ProtectedCreate::new(&self.leases_path, LEASE_NAME, CreateMode::EphemeralSequential)
             .data(&self.node_data)
-            .retry_options(RetryOptions::default().deadline(deadline));
+            .retry_options(RetryOptions::default().deadline(deadline).on_session(mutex));
         let created = match self.zk.create_protected_ext(request).await {
             Ok(created) => created,
             Err(zkr_connection::Error::DeadlineExceeded { .. }) => return Ok(None),
@@ -534,6 +436,12 @@ impl InterProcessSemaphoreV2 {
         // Only lease nodes count: anything else planted under leases/ is ignored.
         Ok(children.iter().filter(|c| is_lease_node(c)).count() <= max)
     }
+}
+
+/// Did a lease's create fail because the acquirers' mutex went with its session (the create,
+/// pinned to that session, was not sent or not applied)?
+fn mutex_lost(error: &LockError) -> bool {
+    matches!(error, LockError::Connection(zkr_connection::Error::SessionExpired { .. }))
 }
 
 /// How a lease looks for room: waits for it, or looks once.
