@@ -36,7 +36,6 @@ const READY: &str = "ready";
 /// barrier.leave().await?;
 /// # Ok(()) }
 /// ```
-#[derive(Debug)]
 pub struct DistributedDoubleBarrier {
     zk: ZkClient,
     path: String,
@@ -49,8 +48,19 @@ pub struct DistributedDoubleBarrier {
     entered: Option<Entered>,
 }
 
+/// What a log line needs: the barrier, this member's node, the quota, whether it entered.
+impl std::fmt::Debug for DistributedDoubleBarrier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DistributedDoubleBarrier")
+            .field("path", &self.path)
+            .field("member", &self.member)
+            .field("member_qty", &self.member_qty)
+            .field("entered", &self.entered.is_some())
+            .finish()
+    }
+}
+
 /// An entered member: its node and the cache the waits follow.
-#[derive(Debug)]
 struct Entered {
     node: PersistentNode,
     cache: CuratorCache,
@@ -336,4 +346,28 @@ impl DistributedDoubleBarrier {
 /// The members in `snapshot`: the barrier's children but `ready`, by name.
 fn members(snapshot: &CacheSnapshot, path: &str) -> Vec<String> {
     snapshot.children(path).map(|(name, _)| name).filter(|name| *name != READY).map(str::to_owned).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    /// A member prints the barrier and its node in one short line, not its machinery.
+    #[tokio::test]
+    async fn a_member_prints_its_node_not_its_machinery() {
+        let zk = zkr_connection::ZkClient::builder("127.0.0.1:1").build().unwrap();
+        let member = super::DistributedDoubleBarrier::kazoo(&zk, "/jobs/b", 3, "worker-1").unwrap();
+        let printed = format!("{member:?}");
+        let expected = format!(
+            "DistributedDoubleBarrier {{ path: \"/jobs/b\", member: {:?}, member_qty: 3, entered: false }}",
+            member.member_path()
+        );
+        assert_eq!(printed, expected);
+        let node =
+            crate::nodes::PersistentNode::builder(&zk, "/jobs/n", zookeeper_client::CreateMode::Ephemeral)
+                .build()
+                .unwrap();
+        assert_eq!(
+            format!("{node:?}"),
+            "PersistentNode { path: \"/jobs/n\", mode: Ephemeral, node: None, creates: 0 }"
+        );
+    }
 }

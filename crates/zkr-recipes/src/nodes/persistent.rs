@@ -144,7 +144,6 @@ impl PersistentNodeBuilder {
 /// }
 /// # Ok(()) }
 /// ```
-#[derive(Debug)]
 pub struct PersistentNode {
     shared: Arc<Shared>,
     paths: watch::Receiver<Option<String>>,
@@ -152,6 +151,19 @@ pub struct PersistentNode {
     stage: Mutex<Stage>,
     delete_on_close: bool,
     compressed: bool,
+}
+
+/// What a log line needs (the path asked for, the node there now, how often it was made), not
+/// the node's machinery.
+impl std::fmt::Debug for PersistentNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PersistentNode")
+            .field("path", &self.shared.spec.path)
+            .field("mode", &self.shared.spec.mode)
+            .field("node", &self.actual_path())
+            .field("creates", &self.creates())
+            .finish()
+    }
 }
 
 /// Where a [`PersistentNode`] is in its life.
