@@ -403,3 +403,81 @@ async fn a_model_with_a_ttl_is_deleted_by_the_server_once_it_expires() {
     assert!(sessions.resolved(&["s1"]).unwrap().read().await.unwrap().is_none());
     zk.close().await;
 }
+
+/// Issue 49, item 4: a real curator-x-async 5.9 process (Maven Central) and zkr share typed
+/// models at one template both ways: each reads, caches and updates what the other wrote
+/// (Curator's `JacksonModelSerializer` and zkr's `Json`), and versioned updates refuse a stale
+/// version on either side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_x_async_and_zkr_share_models_both_ways_with_versions() {
+    use zkr_testing::peers::CuratorTool;
+    let (zk, _, cs) = connected().await;
+    let root = unique_root("models-curator");
+    let template = format!("{root}/people/{{id}}");
+    let curator = CuratorTool::for_release("5.9.0").expect("Curator 5.9.0 from Maven Central");
+    let says = |args: Vec<String>| {
+        let curator = curator.clone();
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            curator.spawn(&args).unwrap().next_line().await.unwrap().expect("a line from CuratorTool")
+        }
+    };
+    let person = |name: &str, age: u32| json!({ "name": name, "age": age });
+    let args = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+    let people = ModeledFramework::new(
+        &zk,
+        ModelSpec::builder(ZPath::parse(&template).unwrap(), Json).build().unwrap(),
+    );
+    let cached = people.cached().await.unwrap();
+    let mut events = cached.events();
+
+    // Curator writes alice; zkr reads her at her version, and its cache sees her come.
+    let set = says(args(&["modeled-set", &cs, &template, "alice", "Alice", "30"])).await;
+    assert_eq!(set, format!("SET {root}/people/alice"));
+    let alice = people.resolved(&["alice"]).unwrap();
+    let read = alice.read_versioned().await.unwrap().expect("Curator's model");
+    assert_eq!((read.model, read.version), (person("Alice", 30), 0));
+    let seen = next_event(&mut events).await;
+    assert_eq!(seen, "created alice Alice");
+
+    // zkr updates at version 0; Curator reads zkr's model at version 1.
+    assert_eq!(alice.update_versioned(&person("Alice", 31), 0).await.unwrap().version, 1);
+    let read = says(args(&["modeled-read", &cs, &template, "alice"])).await;
+    assert_eq!(read, "MODEL name=Alice age=31 version=1");
+    // Curator's versioned update at a stale version is refused, at the current one it lands;
+    // then zkr's at the stale one is refused in turn.
+    let stale = says(args(&["modeled-update", &cs, &template, "alice", "Alice", "32", "0"])).await;
+    assert_eq!(stale, "BAD_VERSION");
+    let landed = says(args(&["modeled-update", &cs, &template, "alice", "Alice", "32", "1"])).await;
+    assert_eq!(landed, "UPDATED version=2");
+    let refused = alice.update_versioned(&person("Alice", 99), 1).await;
+    assert!(matches!(refused, Err(ModelError::VersionConflict { .. })), "{refused:?}");
+    let read = alice.read_versioned().await.unwrap().unwrap();
+    assert_eq!((read.model, read.version), (person("Alice", 32), 2));
+
+    // zkr writes bob; Curator's cache loads alice and bob, then sees zkr's update of bob.
+    let bob = people.resolved(&["bob"]).unwrap();
+    bob.set(&person("Bob", 40)).await.unwrap();
+    let mut watching = curator.spawn(&["modeled-cached", &cs, &template]).unwrap();
+    let mut loaded = Vec::new();
+    loop {
+        let line = watching.next_line().await.unwrap().expect("a cache event from Curator");
+        if line == "INITIALIZED" {
+            break;
+        }
+        loaded.push(line);
+    }
+    loaded.sort();
+    assert_eq!(
+        loaded,
+        [
+            "EVENT NODE_ADDED alice name=Alice age=32 version=2",
+            "EVENT NODE_ADDED bob name=Bob age=40 version=0"
+        ]
+    );
+    bob.update(&person("Bob", 41)).await.unwrap();
+    assert_eq!(
+        watching.next_line().await.unwrap().as_deref(),
+        Some("EVENT NODE_UPDATED bob name=Bob age=41 version=1")
+    );
+}

@@ -121,7 +121,8 @@ public final class CuratorTool {
                 + " | bench-ids CONNECT PATH SECONDS | bench-leader-failover CONNECT PATH"
                 + " | latch-leader CONNECT PATH"
                 + " | atomic-ids CONNECT PATH N" + CacheCommands.USAGE + DiscoveryCommands.USAGE
-                + BarrierCommands.USAGE + CounterCommands.USAGE + QueueCommands.USAGE + WideCommands.USAGE;
+                + BarrierCommands.USAGE + CounterCommands.USAGE + QueueCommands.USAGE + WideCommands.USAGE
+                + " | modeled-set, modeled-read, modeled-update, modeled-cached (Maven releases: ModeledCommands.java)";
     }
 
     private static int run(String[] args) throws Exception {
@@ -200,10 +201,33 @@ public final class CuratorTool {
                 // Commands in the other files: CacheCommands.java, DiscoveryCommands.java,
                 // BarrierCommands.java, CounterCommands.java, QueueCommands.java, WideCommands.java.
                 if (CacheCommands.run(args) || DiscoveryCommands.run(args) || BarrierCommands.run(args)
-                        || CounterCommands.run(args) || QueueCommands.run(args) || WideCommands.run(args)) {
+                        || CounterCommands.run(args) || QueueCommands.run(args) || WideCommands.run(args)
+                        || optional("ModeledCommands", args)) {
                     return 0;
                 }
                 throw new Peer.UsageException("unknown command `" + command + "`");
+        }
+    }
+
+    /**
+     * Runs `args` with a command file compiled only against some Curator releases
+     * (ModeledCommands.java: curator-x-async, from Maven Central only), found by name; false
+     * when that file is not compiled in or the command is not one of its.
+     */
+    private static boolean optional(String className, String[] args) throws Exception {
+        Class<?> commands;
+        try {
+            commands = Class.forName(className);
+        } catch (ClassNotFoundException e) {
+            return false;
+        }
+        try {
+            return (Boolean) commands.getMethod("run", String[].class).invoke(null, (Object) args);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            if (e.getCause() instanceof Exception) {
+                throw (Exception) e.getCause();
+            }
+            throw e;
         }
     }
 

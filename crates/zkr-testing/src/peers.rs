@@ -93,6 +93,10 @@ const CURATOR_SOURCES: &[(&str, &str)] = &[
     ("QueueCommands.java", include_str!("../java/QueueCommands.java")),
     ("WideCommands.java", include_str!("../java/WideCommands.java")),
 ];
+/// Sources compiled only against a Curator release from Maven Central: Debian packages no
+/// curator-x-async (typed models, `ModeledFramework`).
+const MAVEN_ONLY_SOURCES: &[(&str, &str)] =
+    &[("ModeledCommands.java", include_str!("../java/ModeledCommands.java"))];
 const KAZOO_SOURCE: &str = include_str!("../peers/kazoo_tool.py");
 /// Debian's jars (`libcurator-recipes-java`, `libcurator-discovery-java` and what they depend
 /// on). curator-x-discovery needs Jackson (databind, core, annotations) and Guava at run time;
@@ -228,14 +232,16 @@ impl CuratorTool {
             .classpath()?
         };
         let javac = find_javac(&java)?;
+        let sources = sources(release);
         let mut parts: Vec<&[u8]> = Vec::new();
-        for (name, text) in CURATOR_SOURCES {
+        for (name, text) in &sources {
             parts.extend([name.as_bytes(), text.as_bytes()]);
         }
         parts.extend([javac.as_os_str().as_encoded_bytes(), jars.as_bytes()]);
         let key = fnv1a(&parts);
-        let classes =
-            materialize("zkr-curator-tool", key, "CuratorTool.class", |out| compile(&javac, &jars, out))?;
+        let classes = materialize("zkr-curator-tool", key, "CuratorTool.class", |out| {
+            compile(&javac, &jars, &sources, out)
+        })?;
         let classpath = format!("{}:{jars}", classes.display());
         tracing::debug!(classes = %classes.display(), release, "CuratorTool ready");
         Ok(CuratorTool { java, classpath, release: release.to_owned() })
@@ -262,14 +268,23 @@ impl CuratorTool {
     }
 }
 
-/// Compiles the peer's sources against `jars` into `out`.
-fn compile(javac: &Path, jars: &str, out: &Path) -> Result<()> {
-    let mut sources = Vec::new();
-    for (name, text) in CURATOR_SOURCES {
-        let source = out.join(name);
-        std::fs::write(&source, text).map_err(|e| Error::io(format!("writing {}", source.display()), e))?;
-        sources.push(source);
-    }
+/// The peer's sources for Curator `release`: the Maven-only ones too unless it is Debian's.
+fn sources(release: &str) -> Vec<(&'static str, &'static str)> {
+    let maven_only = if release == "debian" { &[][..] } else { MAVEN_ONLY_SOURCES };
+    CURATOR_SOURCES.iter().chain(maven_only).copied().collect()
+}
+
+/// Compiles `sources` against `jars` into `out`.
+fn compile(javac: &Path, jars: &str, sources: &[(&str, &str)], out: &Path) -> Result<()> {
+    let sources: Vec<PathBuf> = sources
+        .iter()
+        .map(|(name, text)| {
+            let source = out.join(name);
+            std::fs::write(&source, text)
+                .map_err(|e| Error::io(format!("writing {}", source.display()), e))?;
+            Ok(source)
+        })
+        .collect::<Result<_>>()?;
     let output = Command::new(javac)
         .args(["-Xlint:none", "-encoding", "UTF-8", "-cp", jars, "-d"])
         .arg(out)

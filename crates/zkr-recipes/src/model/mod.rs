@@ -23,7 +23,9 @@
 //!
 //! The data is the codec's, nothing more: [`Json`](crate::codec::Json) stores the model's JSON,
 //! as Curator's `JacksonModelSerializer` does, so each side reads the other's nodes when their
-//! types have the same fields (no test runs curator-x-async against zkr's models).
+//! types have the same fields: `tests/tests/models.rs` runs a curator-x-async 5.9 process
+//! (Maven Central) against zkr at one template, each reading, caching and updating (versioned)
+//! what the other wrote.
 //!
 //! Absent nodes are `None` (Curator throws `NoNodeException`); a version that does not match
 //! is [`ModelError::VersionConflict`], as in [`config`](crate::config); every call on a
