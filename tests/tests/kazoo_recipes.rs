@@ -239,11 +239,24 @@ impl Member {
     }
 }
 
+/// The next leader's id a [`LeaderObserver`](zkr_recipes::leader::LeaderObserver) reports.
+async fn next_leader(
+    leaders: &mut (impl futures::Stream<Item = Option<zkr_recipes::leader::Participant>> + Unpin),
+) -> Option<String> {
+    let next = tokio::time::timeout(timing().wait(), futures::StreamExt::next(leaders)).await;
+    next.expect("a leader change in time").expect("the stream goes on").map(|l| l.id)
+}
+
 #[tokio::test]
 async fn kazoo_and_zkr_take_turns_in_one_election() {
     let (zk, cs, path) = setup("kazoo-election").await;
     let mut python = kazoo(&["elect", &cs, &path, "python"]);
     python.expect_line("LEADING").await.unwrap();
+    // An onlooker follows kazoo's election too (LeaderObserver: every election layout).
+    let observer = zkr_recipes::leader::LeaderObserver::start(&zk, &path).await.unwrap();
+    let mut leaders = observer.changes();
+    assert_eq!(next_leader(&mut leaders).await.as_deref(), Some("python"));
+    assert_eq!(observer.layout(), Some(zkr_recipes::locks::LockLayout::Kazoo));
     let election = Election::new(&zk, &path, "rust").unwrap();
     let (led_tx, led_rx) = tokio::sync::oneshot::channel();
     let (resign_tx, resign_rx) = tokio::sync::oneshot::channel::<()>();
@@ -266,6 +279,8 @@ async fn kazoo_and_zkr_take_turns_in_one_election() {
     python.expect_line("RESIGNED").await.unwrap();
     tokio::time::timeout(timing().wait(), led_rx).await.expect("zkr leads after kazoo").unwrap();
     assert_eq!(kazoo_says(&["contenders", &cs, &path]).await, "CONTENDERS rust");
+    assert_eq!(next_leader(&mut leaders).await.as_deref(), Some("rust"), "the onlooker saw zkr take over");
+    assert!(observer.strangers().is_empty(), "{:?}", observer.strangers());
     // kazoo queues behind zkr now, and leads once zkr's work is done.
     let mut python = kazoo(&["elect", &cs, &path, "python"]);
     let behind = || async { election.contenders().await.unwrap() == ["rust", "python"] };

@@ -277,6 +277,13 @@ async fn selectors_take_turns_running_the_work_one_at_a_time() {
     .await;
     let participants = selectors[0].participants().await.unwrap();
     assert!(participants.len() >= 2, "{participants:?}");
+    // An onlooker follows a selector's election too (LeaderObserver: every election layout).
+    let onlooker = LeaderObserver::start(&clients[0], &path).await.unwrap();
+    eventually("the onlooker to see a selector lead", || async {
+        onlooker.leader().is_some_and(|l| ["s0", "s1", "s2"].contains(&l.id.as_str()))
+    })
+    .await;
+    assert_eq!(onlooker.layout(), Some(zkr_recipes::locks::LockLayout::CuratorMutex));
     for s in &selectors {
         s.close().await;
     }

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use serde_json::json;
 use zkr_connection::ZkClient;
-use zkr_recipes::cache::{CacheMode, CuratorCache};
-use zkr_recipes::leader::LeaderLatch;
+use zkr_recipes::leader::{LeaderLatch, LeaderObserver, Participant};
+use zkr_recipes::locks::LockLayout;
 
 use crate::child::Child;
 use crate::config::output::print_line;
@@ -16,7 +16,7 @@ use crate::exit::{Code, Exit, Failure};
 use crate::lock::held::Held;
 use crate::lock::{supervise, with_session, OnSuspend, Policy};
 use crate::signals::{status_after, Signals};
-use crate::ui::at::{self, At, Contender, Kind};
+use crate::ui::at::{self, printable, At, Kind};
 
 const ELECT_LONG_HELP: &str = "\
 Every `zkr elect` (and every Curator LeaderLatch) at PATH joins one election; the first in the
@@ -121,16 +121,17 @@ async fn lead(
     supervise(zk, held, child, &policy, signals).await
 }
 
-/// Prints the leader now and on every change of the election's nodes, until a signal. The
-/// election is recognised as `zkr ui` recognises it: Curator's `LeaderLatch`, or a lock whose
-/// holder leads (kazoo's `Election`, Curator's `LeaderSelector`).
+/// Prints the leader now and on every change of it, until a signal: the library's
+/// [`LeaderObserver`], which follows Curator's `LeaderLatch` and `LeaderSelector` and kazoo's
+/// `Election`. What else the path holds is recognised as `zkr ui` recognises it, so that a
+/// path that is no election is refused, never shown as one without a leader.
 ///
 /// # Errors
 /// Exit 5 when the path does not exist; exit 6 when it holds another recipe or children no
 /// election layout explains (never "(no leader)" for what it does not understand).
 async fn observe(zk: &ZkClient, args: &ElectArgs, signals: &mut Signals) -> anyhow::Result<Code> {
-    let cache = CuratorCache::builder(zk, &args.path).mode(CacheMode::Children).start().await?;
-    let mut snapshots = cache.snapshots();
+    let observer = LeaderObserver::start(zk, &args.path).await?;
+    let mut snapshots = observer.cache().snapshots();
     let mut last: Option<String> = None;
     let mut seen = false;
     loop {
@@ -142,9 +143,10 @@ async fn observe(zk: &ZkClient, args: &ElectArgs, signals: &mut Signals) -> anyh
             ));
         }
         seen = true;
+        refuse_what_is_no_election(&args.path, found)?;
         let line = match args.json {
-            true => election(&args.path, found)?.json(&args.path).to_string(),
-            false => election(&args.path, found)?.leader_id(),
+            true => election_json(&observer).to_string(),
+            false => observer.leader().map_or_else(|| "(no leader)".to_owned(), |leader| shown_id(&leader)),
         };
         if last.as_ref() != Some(&line) {
             print_line(&line)?;
@@ -157,56 +159,41 @@ async fn observe(zk: &ZkClient, args: &ElectArgs, signals: &mut Signals) -> anyh
     }
 }
 
-/// An election's participants, the leader first (when there is one).
-struct Election {
-    layout: Option<&'static str>,
-    leads: bool,
-    participants: Vec<Contender>,
+/// A participant's id when it is a short printable text, else its node's name.
+fn shown_id(participant: &Participant) -> String {
+    printable(participant.id.as_bytes())
+        .unwrap_or_else(|| format!("(node {:?})", zkr_connection::path::node_name(&participant.node)))
 }
 
-impl Election {
-    /// The leader's id (its node's name when its data is no printable id), or "(no leader)".
-    fn leader_id(&self) -> String {
-        match self.participants.first().filter(|_| self.leads) {
-            Some(leader) => leader.id.clone().unwrap_or_else(|| format!("(node {:?})", leader.node)),
-            None => "(no leader)".to_owned(),
-        }
-    }
-
-    fn json(&self, path: &str) -> serde_json::Value {
-        let node = |c: &Contender| format!("{path}/{}", c.node);
-        let leader = self.participants.first().filter(|_| self.leads);
-        let all: Vec<_> = self.participants.iter().map(|p| json!({"id": p.id, "node": node(p)})).collect();
-        json!({
-            "leader": leader.map(|p| &p.id),
-            "node": leader.map(node),
-            "participants": all,
-            "layout": self.layout,
-        })
-    }
+/// The leader, its node, every participant and the layout, as one JSON object.
+fn election_json(observer: &LeaderObserver) -> serde_json::Value {
+    let participants = observer.participants();
+    let leader = participants.first();
+    let all: Vec<_> =
+        participants.iter().map(|p| json!({"id": printable(p.id.as_bytes()), "node": p.node})).collect();
+    json!({
+        "leader": leader.map(|p| printable(p.id.as_bytes())),
+        "node": leader.map(|p| &p.node),
+        "participants": all,
+        "layout": observer.layout().map(|l| if l == LockLayout::Kazoo { "kazoo" } else { "curator" }),
+    })
 }
 
-/// The election `found` at `path` is, or why it is none (exit 6).
-fn election(path: &str, found: At) -> anyhow::Result<Election> {
-    let none = Election { layout: None, leads: false, participants: Vec::new() };
+/// Refuses (exit 6) a path whose children are another recipe's, or that no layout explains.
+fn refuse_what_is_no_election(path: &str, found: At) -> anyhow::Result<()> {
     match found {
         // A directory emptied while observed may be removed (a container): no leader.
-        At::Missing | At::Empty => Ok(none),
+        At::Missing | At::Empty => Ok(()),
         At::Recipe { recipe, others } => {
             if !others.is_empty() {
                 tracing::warn!(%path, others = %at::list(&others), "nodes no election layout explains");
             }
-            let what = at::describe(&recipe);
             match recipe.kind {
-                Kind::Leader { leader, participants } => {
-                    Ok(Election { layout: Some(recipe.layout), leads: leader.is_some(), participants })
-                }
-                Kind::Lock { read_write: false, holders, waiters } => Ok(Election {
-                    layout: Some(recipe.layout),
-                    leads: !holders.is_empty(),
-                    participants: holders.into_iter().chain(waiters).collect(),
-                }),
-                _ => Err(Failure::error(Exit::Conflict, format!("{path} holds {what}, not an election"))),
+                Kind::Leader { .. } | Kind::Lock { read_write: false, .. } => Ok(()),
+                _ => Err(Failure::error(
+                    Exit::Conflict,
+                    format!("{path} holds {}, not an election", at::describe(&recipe)),
+                )),
             }
         }
         At::Unexplained(names) => Err(Failure::error(

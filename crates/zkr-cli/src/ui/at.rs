@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use zkr_connection::ZkClient;
 use zkr_recipes::cache::{CacheSnapshot, CachedNode};
 
+pub(crate) use super::recognize::printable;
 use super::recognize::{join, recognise, Tree};
 pub(crate) use super::view::{Contender, Kind, Recipe};
 
