@@ -249,16 +249,11 @@ impl InterProcessSemaphoreV2 {
         // process or another zkr one takes a lease in between, so callers whose quantities
         // together exceed the maximum cannot each hold part and wait for the rest forever
         // (Curator's `acquire(qty)` releases it between leases, and can).
-        loop {
-            let Some(guard) = self.mutex.acquire_until(deadline).await? else { return Ok(None) };
-            let leases = self.leases_under_mutex(guard.session(), qty, deadline).await;
-            let _ = guard.release().await;
-            match leases {
-                // All or none: what we took is given back; queue again.
-                Err(e) if mutex_lost(&e) => continue,
-                leases => return leases,
-            }
-        }
+        self.under_mutex(
+            deadline,
+            |mutex| async move { self.leases_under_mutex(&mutex, qty, deadline).await },
+        )
+        .await
     }
 
     /// `qty` leases with the acquirers' mutex held on `mutex`; on an error or the deadline,
@@ -325,13 +320,30 @@ impl InterProcessSemaphoreV2 {
 
     async fn acquire_until(&self, deadline: Option<Deadline>) -> Result<Option<Lease>, LockError> {
         // Queue for the acquirers' mutex first (Curator's `lock`), then create our lease.
+        self.under_mutex(deadline, |mutex| async move { self.lease_under_mutex(&mutex, deadline).await })
+            .await
+    }
+
+    /// Runs `leases` with the acquirers' mutex held (on the session `leases` is given), then
+    /// lets the mutex go; queues for the mutex again when it went with its session before
+    /// the leases were made ([`mutex_lost`]: what was taken is given back). `None` when the
+    /// mutex is not ours by `deadline`.
+    async fn under_mutex<T, F, Fut>(
+        &self,
+        deadline: Option<Deadline>,
+        leases: F,
+    ) -> Result<Option<T>, LockError>
+    where
+        F: Fn(Session) -> Fut,
+        Fut: std::future::Future<Output = Result<Option<T>, LockError>>,
+    {
         loop {
             let Some(guard) = self.mutex.acquire_until(deadline).await? else { return Ok(None) };
-            let lease = self.lease_under_mutex(guard.session(), deadline).await;
+            let taken = leases(guard.session().clone()).await;
             let _ = guard.release().await;
-            match lease {
+            match taken {
                 Err(e) if mutex_lost(&e) => continue,
-                lease => return lease,
+                taken => return taken,
             }
         }
     }
