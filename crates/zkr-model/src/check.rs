@@ -70,6 +70,14 @@ pub fn run<R: Recipe + Clone>(recipe: R, threads: usize) -> Outcome<R> {
     let started = Instant::now();
     let checker = model.clone().checker().threads(threads).spawn_bfs().join();
     let took = started.elapsed();
+    outcome(&model, &checker, took)
+}
+
+fn outcome<R: Recipe + Clone>(
+    model: &Checked<R>,
+    checker: &impl Checker<Checked<R>>,
+    took: Duration,
+) -> Outcome<R> {
     let mut failed = Vec::new();
     for property in model.properties() {
         let found = checker.discovery(property.name);
@@ -84,6 +92,18 @@ pub fn run<R: Recipe + Clone>(recipe: R, threads: usize) -> Outcome<R> {
     Outcome { states: checker.unique_state_count(), depth: checker.max_depth(), took, failed }
 }
 
+/// Checks `recipe` exhaustively, depth first on one thread, one state of each class of states
+/// that differ only by a permutation of interchangeable users (stateright 0.31 reduces by
+/// symmetry only depth first). The depth is that of the search, not of the shortest path.
+pub fn run_symmetric<R: Recipe + Clone + crate::symmetry::Symmetric>(recipe: R) -> Outcome<R> {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let model = Checked(recipe);
+    let started = Instant::now();
+    let checker = model.clone().checker().symmetry().spawn_dfs().join();
+    let took = started.elapsed();
+    outcome(&model, &checker, took)
+}
+
 /// Checks `with` (a bug switched on) and `without` (the same world, switched off): the trace of
 /// the counterexample to the property whose name contains `property`; an error when `with`
 /// has none or `without` fails anything.
@@ -92,6 +112,29 @@ pub fn run<R: Recipe + Clone>(recipe: R, threads: usize) -> Outcome<R> {
 /// What went wrong, with the failures of `without` when it had any.
 pub fn contrast<R: Recipe + Clone>(with: R, without: R, property: &str) -> Result<String, String> {
     let clean = run(without.clone(), 1);
+    counterexample(clean, with, without, property)
+}
+
+/// As [`contrast`], the world without the bug checked with symmetry reduction (the one with
+/// it breadth first, for the shortest trace).
+///
+/// # Errors
+/// As [`contrast`].
+pub fn contrast_symmetric<R: Recipe + Clone + crate::symmetry::Symmetric>(
+    with: R,
+    without: R,
+    property: &str,
+) -> Result<String, String> {
+    let clean = run_symmetric(without.clone());
+    counterexample(clean, with, without, property)
+}
+
+fn counterexample<R: Recipe + Clone>(
+    clean: Outcome<R>,
+    with: R,
+    without: R,
+    property: &str,
+) -> Result<String, String> {
     if !clean.failed.is_empty() {
         return Err(format!("the model without the bug fails:\n{}", clean.report(&Checked(without))));
     }

@@ -10,6 +10,7 @@
 pub mod bugs;
 pub mod check;
 pub mod recipes;
+pub mod symmetry;
 pub mod trace;
 pub mod world;
 pub mod zk;

@@ -283,7 +283,9 @@ impl<R: Recipe> Checked<R> {
             if slot.waiting {
                 continue;
             }
-            let (step, _) = self.peek(state, u as u8);
+            // The step alone: a copy of the user and the observations, not of the world.
+            let me = Self::me(state, u as u8);
+            let step = self.0.step(me, &mut slot.user.clone(), &mut state.ghost.clone());
             let up = state.clients[usize::from(slot.client)].up;
             let enabled = match step {
                 Step::Blocked => false,

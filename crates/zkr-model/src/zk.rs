@@ -291,11 +291,11 @@ pub struct Event {
 
 /// A one-shot watch a session's user left.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-struct Watch {
-    path: Path,
-    child: bool,
-    sid: Sid,
-    user: u8,
+pub(crate) struct Watch {
+    pub(crate) path: Path,
+    pub(crate) child: bool,
+    pub(crate) sid: Sid,
+    pub(crate) user: u8,
 }
 
 /// An event for one session's user.
@@ -310,7 +310,7 @@ pub struct Server {
     pub zxid: Zxid,
     /// Is session `i + 1` alive?
     pub sessions: Vec<bool>,
-    watches: Vec<Watch>,
+    pub(crate) watches: Vec<Watch>,
     /// How many states before the current one a lagging server may still be at.
     pub keep: u8,
     /// Those states, oldest first: each the tree as of a zxid.
@@ -525,7 +525,15 @@ impl Server {
 
     /// Can every op apply, in order? The index and error of the first that cannot.
     fn check(&self, ops: &[Op], sid: Sid) -> Result<(), (u8, ZkError)> {
-        let mut scratch = self.clone();
+        // The tree alone: watches and history play no part in whether an op applies.
+        let mut scratch = Server {
+            nodes: self.nodes.clone(),
+            zxid: self.zxid,
+            sessions: Vec::new(),
+            watches: Vec::new(),
+            keep: 0,
+            history: Vec::new(),
+        };
         for (i, op) in ops.iter().enumerate() {
             let index = i as u8;
             scratch.precondition(op).map_err(|e| (index, e))?;

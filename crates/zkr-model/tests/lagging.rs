@@ -14,7 +14,7 @@ use zkr_model::recipes::rwlock::RwLock;
 use zkr_model::recipes::semaphore::Semaphore;
 use zkr_model::world::{Checked, Faults, Recipe};
 
-fn check<R: Recipe + Clone + std::fmt::Debug>(model: R, what: &str) {
+fn check<R: Recipe + Clone>(model: R, what: &str) {
     let outcome = run(model.clone(), 1);
     println!("lagging reads, {what}: {}", outcome.summary());
     assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));

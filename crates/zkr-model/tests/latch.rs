@@ -1,6 +1,6 @@
 //! The leader latch's model (the lock internals' steps, leadership terms).
 
-use zkr_model::check::run;
+use zkr_model::check::{run, run_symmetric};
 use zkr_model::recipes::latch::Latch;
 use zkr_model::world::{Checked, Faults};
 
@@ -8,8 +8,8 @@ use zkr_model::world::{Checked, Faults};
 fn three_participants_one_term_one_expiry() {
     let faults = Faults { max: 1, drop: false, expire: true, restart: false, lag: 0 };
     let model = Latch::new(vec![0, 1, 2], 1, faults);
-    let outcome = run(model.clone(), 1);
-    println!("leader latch, 3 participants x 1 term, 1 expiry: {}", outcome.summary());
+    let outcome = run_symmetric(model.clone());
+    println!("leader latch, 3 participants x 1 term, 1 expiry, symmetric: {}", outcome.summary());
     assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
 }
 

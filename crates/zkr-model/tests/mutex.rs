@@ -1,7 +1,7 @@
 //! The mutex's model: checked clean, and each of its bug switches found.
 
 use zkr_model::bugs::Bug;
-use zkr_model::check::{contrast, run};
+use zkr_model::check::{contrast, run, run_symmetric};
 use zkr_model::recipes::mutex::Mutex;
 use zkr_model::world::{Checked, Faults};
 
@@ -10,16 +10,16 @@ const EXPIRE_ONLY: Faults = Faults { max: 1, drop: false, expire: true, restart:
 #[test]
 fn two_clients_two_rounds_two_faults() {
     let model = Mutex { users: vec![0, 1], rounds: 2, faults: Faults::all(2), bug: None };
-    let outcome = run(model.clone(), 1);
-    println!("mutex, 2 clients x 2 rounds, 2 faults: {}", outcome.summary());
+    let outcome = run_symmetric(model.clone());
+    println!("mutex, 2 clients x 2 rounds, 2 faults, symmetric: {}", outcome.summary());
     assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
 }
 
 #[test]
 fn three_clients_one_round_one_expiry() {
     let model = Mutex { users: vec![0, 1, 2], rounds: 1, faults: EXPIRE_ONLY, bug: None };
-    let outcome = run(model.clone(), 1);
-    println!("mutex, 3 clients x 1 round, 1 expiry: {}", outcome.summary());
+    let outcome = run_symmetric(model.clone());
+    println!("mutex, 3 clients x 1 round, 1 expiry, symmetric: {}", outcome.summary());
     assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
 }
 

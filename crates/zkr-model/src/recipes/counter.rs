@@ -176,3 +176,21 @@ impl Counter {
         self.bug == Some(Bug::CounterLostReplyNotApplied)
     }
 }
+
+impl crate::symmetry::Symmetric for Counter {
+    fn user(user: &User, _map: &crate::symmetry::Map) -> User {
+        *user
+    }
+
+    /// The per-user counts move with their users.
+    fn ghost(ghost: &Ghost, map: &crate::symmetry::Map) -> Ghost {
+        let mut moved = ghost.clone();
+        for u in 0..3u8 {
+            let to = usize::from(map.user(u)).min(2);
+            moved.applied[to] = ghost.applied[usize::from(u)];
+            moved.reported[to] = ghost.reported[usize::from(u)];
+            moved.unknown[to] = ghost.unknown[usize::from(u)];
+        }
+        moved
+    }
+}

@@ -286,3 +286,14 @@ impl Recipe for Ids {
         ]
     }
 }
+
+impl crate::symmetry::Symmetric for Ids {
+    /// The administrator (nothing to hand out, no epoch) apart from the generators.
+    fn class(user: &User) -> u8 {
+        u8::from(user.left == 0 && user.epoch.is_none())
+    }
+
+    fn user(user: &User, _map: &crate::symmetry::Map) -> User {
+        *user
+    }
+}

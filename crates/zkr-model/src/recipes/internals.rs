@@ -26,10 +26,12 @@ pub enum Kind {
 }
 
 /// Contender name prefixes per user (the uuid stands as the user's number).
-const STANDARD: [&str; 4] = ["_c_u0-lock-", "_c_u1-lock-", "_c_u2-lock-", "_c_u3-lock-"];
-const KAZOO: [&str; 4] = ["u0__lock__", "u1__lock__", "u2__lock__", "u3__lock__"];
-const WRITERS: [&str; 4] = ["_c_u0-__WRIT__", "_c_u1-__WRIT__", "_c_u2-__WRIT__", "_c_u3-__WRIT__"];
-const READERS: [&str; 4] = ["_c_u0-__READ__", "_c_u1-__READ__", "_c_u2-__READ__", "_c_u3-__READ__"];
+pub(crate) const STANDARD: [&str; 4] = ["_c_u0-lock-", "_c_u1-lock-", "_c_u2-lock-", "_c_u3-lock-"];
+pub(crate) const KAZOO: [&str; 4] = ["u0__lock__", "u1__lock__", "u2__lock__", "u3__lock__"];
+pub(crate) const WRITERS: [&str; 4] =
+    ["_c_u0-__WRIT__", "_c_u1-__WRIT__", "_c_u2-__WRIT__", "_c_u3-__WRIT__"];
+pub(crate) const READERS: [&str; 4] =
+    ["_c_u0-__READ__", "_c_u1-__READ__", "_c_u2-__READ__", "_c_u3-__READ__"];
 
 /// Is this contender a write node (`Layout::is_writer`)?
 pub fn is_writer(name: Name) -> bool {

@@ -82,3 +82,13 @@ impl Recipe for Latch {
         ]
     }
 }
+
+impl crate::symmetry::Symmetric for Latch {
+    fn user(user: &User, map: &crate::symmetry::Map) -> User {
+        <Mutex as crate::symmetry::Symmetric>::user(user, map)
+    }
+
+    fn data(path: crate::zk::Path, data: u32, map: &crate::symmetry::Map) -> u32 {
+        <Mutex as crate::symmetry::Symmetric>::data(path, data, map)
+    }
+}

@@ -315,3 +315,22 @@ impl Recipe for Lease {
         properties
     }
 }
+
+impl crate::symmetry::Symmetric for Lease {
+    /// The clock apart from the users.
+    fn class(user: &User) -> u8 {
+        u8::from(user.phase == Phase::Clock)
+    }
+
+    fn user(user: &User, map: &crate::symmetry::Map) -> User {
+        User { lock: crate::symmetry::contender(&user.lock, map), ..*user }
+    }
+
+    /// A holder node names its holder (user + 1).
+    fn data(path: Path, data: u32, map: &crate::symmetry::Map) -> u32 {
+        match (path.name == HOLDER, data / 16) {
+            (true, id @ 1..=4) => encode(u32::from(map.user(id as u8 - 1)) + 1, (data % 16) as u8),
+            _ => data,
+        }
+    }
+}

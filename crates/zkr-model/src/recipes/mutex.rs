@@ -166,3 +166,17 @@ impl Recipe for Mutex {
         ]
     }
 }
+
+impl crate::symmetry::Symmetric for Mutex {
+    fn user(user: &User, map: &crate::symmetry::Map) -> User {
+        User { left: user.left, lock: crate::symmetry::contender(&user.lock, map) }
+    }
+
+    /// The guarded writes write their writer's number plus one.
+    fn data(path: Path, data: u32, map: &crate::symmetry::Map) -> u32 {
+        match (path == RESOURCE, data) {
+            (true, 1..=4) => u32::from(map.user(data as u8 - 1)) + 1,
+            _ => data,
+        }
+    }
+}

@@ -177,3 +177,18 @@ impl Recipe for RwLock {
         properties
     }
 }
+
+impl crate::symmetry::Symmetric for RwLock {
+    /// Readers with readers, writers with writers.
+    fn class(user: &User) -> u8 {
+        u8::from(user.kind == Kind::Writer)
+    }
+
+    fn user(user: &User, map: &crate::symmetry::Map) -> User {
+        User { lock: crate::symmetry::contender(&user.lock, map), ..*user }
+    }
+
+    fn data(path: Path, data: u32, map: &crate::symmetry::Map) -> u32 {
+        <crate::recipes::mutex::Mutex as crate::symmetry::Symmetric>::data(path, data, map)
+    }
+}

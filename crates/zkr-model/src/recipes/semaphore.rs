@@ -22,7 +22,7 @@ pub const LOCKS: Path = Path::top("locks");
 /// The lease nodes' directory.
 pub const LEASES: Path = Path::top("leases");
 /// Lease node prefixes per user (Curator's `_c_<uuid>-lease-`).
-const NAMES: [&str; 4] = ["_c_u0-lease-", "_c_u1-lease-", "_c_u2-lease-", "_c_u3-lease-"];
+pub(crate) const NAMES: [&str; 4] = ["_c_u0-lease-", "_c_u1-lease-", "_c_u2-lease-", "_c_u3-lease-"];
 
 /// The semaphore checked with these users and faults.
 #[derive(Clone, Debug)]
@@ -359,4 +359,14 @@ impl Recipe for Semaphore {
 /// Users holding a lease whose session lives.
 fn live_holders(s: &State<Semaphore>) -> usize {
     s.users.iter().filter(|u| u.user.holds && s.server.alive(u.user.lease.map_or(0, |l| l.1))).count()
+}
+
+impl crate::symmetry::Symmetric for Semaphore {
+    fn user(user: &User, map: &crate::symmetry::Map) -> User {
+        User {
+            mutex: crate::symmetry::contender(&user.mutex, map),
+            lease: user.lease.map(|(p, s)| (map.path(p), map.sid(s))),
+            ..*user
+        }
+    }
 }
