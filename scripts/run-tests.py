@@ -35,7 +35,8 @@ CHECKERS = ["checker", "checker_ids", "checker_config"]
 # enables it, so this adds no build of its own.
 FEATURES = ["--features", "zkr-cli/kerberos"]
 
-LOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target")
+# Where each binary's output is kept while it runs: cargo's target directory.
+LOGS = os.environ.get("CARGO_TARGET_DIR") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target")
 print_lock = threading.Lock()
 failed = []
 
@@ -76,6 +77,17 @@ def run(label, command, cwd, env=None):
                 failed.append(label)
 
 
+def guarded(label, target, *args):
+    """Runs `target(*args)` in a thread; a failure of the lane itself (not of a test binary)
+    fails the run, naming the lane, instead of leaving its binaries unrun and unreported."""
+    try:
+        target(*args)
+    except BaseException as e:  # noqa: BLE001 (every failure of a lane is reported)
+        with print_lock:
+            print(f"lane {label} failed: {e!r}", file=sys.stderr, flush=True)
+            failed.append(f"lane {label}")
+
+
 def lane(binaries, then=None):
     for name, kind, directory, executable in binaries:
         env = dict(os.environ, CARGO_MANIFEST_DIR=directory)
@@ -100,8 +112,11 @@ def main():
     checkers = sorted((b for b in binaries if b[0] in CHECKERS and b[1] == "test"), key=lambda b: CHECKERS.index(b[0]))
     rest = [b for b in binaries if b not in checkers]
     doc_tests = lambda: run("doc tests (cargo test --workspace --doc)", ["cargo", "test", "--workspace", *FEATURES, "--doc"], None)
-    lanes = [threading.Thread(target=lane, args=(checkers,)), threading.Thread(target=lane, args=(rest, doc_tests))]
-    lanes += [threading.Thread(target=run, args=(command, ["bash", "-c", command], None)) for command in args.also]
+    os.makedirs(LOGS, exist_ok=True)
+    lanes = [threading.Thread(target=guarded, args=("checkers", lane, checkers)),
+             threading.Thread(target=guarded, args=("tests", lane, rest, doc_tests))]
+    lanes += [threading.Thread(target=guarded, args=(command, run, command, ["bash", "-c", command], None))
+              for command in args.also]
     for t in lanes:
         t.start()
     for t in lanes:
