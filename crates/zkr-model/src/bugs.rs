@@ -57,6 +57,11 @@ pub enum Fix {
     /// Semaphore V2: the lease node is created on the acquirers' mutex's session (pinned), and an
     /// acquire whose mutex's session ended starts again, so no lease is made without the mutex.
     SemaphoreLeaseOnMutexSession,
+    /// Double barrier: `ready` holds the member nodes the create-ready transaction counted (its
+    /// data, which Curator and kazoo never read); an entering member passes by a `ready` that
+    /// names it and is newer than the last it passed (window 4), and counts no member a stale
+    /// `ready` names (window 5).
+    BarrierReadyNamesMembers,
 }
 
 /// The fixes a model has: none, or one.

@@ -92,6 +92,17 @@ fn outcome<R: Recipe + Clone>(
     Outcome { states: checker.unique_state_count(), depth: checker.max_depth(), took, failed }
 }
 
+/// Checks `recipe` exhaustively, depth first on one thread (less memory than breadth first;
+/// its traces are not the shortest).
+pub fn run_dfs<R: Recipe + Clone>(recipe: R) -> Outcome<R> {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let model = Checked(recipe);
+    let started = Instant::now();
+    let checker = model.clone().checker().spawn_dfs().join();
+    let took = started.elapsed();
+    outcome(&model, &checker, took)
+}
+
 /// Checks `recipe` exhaustively, depth first on one thread, one state of each class of states
 /// that differ only by a permutation of interchangeable users (stateright 0.31 reduces by
 /// symmetry only depth first). The depth is that of the search, not of the shortest path.

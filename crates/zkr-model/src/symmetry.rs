@@ -103,6 +103,9 @@ fn request<R: Symmetric>(request: &Request, map: &Map) -> Request {
         Request::Exists { path, watch } => Request::Exists { path: map.path(*path), watch: *watch },
         Request::Children { path, watch } => Request::Children { path: map.path(*path), watch: *watch },
         Request::Sync(path) => Request::Sync(map.path(*path)),
+        Request::ChildrenData { path, watch } => {
+            Request::ChildrenData { path: map.path(*path), watch: *watch }
+        }
     }
 }
 
@@ -124,6 +127,12 @@ fn reply(reply: &Reply, map: &Map) -> Reply {
                 listing.iter().map(|(n, s)| (map.name(*n), map.stat(*s))).collect();
             listing.sort_by_key(|(n, _)| *n);
             Reply::Children(listing)
+        }
+        Reply::ChildrenData(listing) => {
+            let mut listing: Vec<(Name, Stat, u32)> =
+                listing.iter().map(|(n, s, d)| (map.name(*n), map.stat(*s), *d)).collect();
+            listing.sort_by_key(|(n, ..)| *n);
+            Reply::ChildrenData(listing)
         }
         other => other.clone(),
     }

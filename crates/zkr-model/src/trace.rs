@@ -121,6 +121,7 @@ pub fn request_text(request: &Request) -> String {
         Request::Exists { path, watch: w } => format!("exists {path}{}", watch(w)),
         Request::Children { path, watch: w } => format!("getChildren {path}{}", watch(w)),
         Request::Sync(path) => format!("sync {path}"),
+        Request::ChildrenData { path, watch: w } => format!("getChildren+data {path}{}", watch(w)),
     }
 }
 
@@ -150,6 +151,11 @@ pub fn message_text(message: &Message) -> String {
             Reply::Children(children) => {
                 let names: Vec<String> =
                     children.iter().map(|(n, s)| format!("{n}(czxid {})", s.czxid)).collect();
+                format!("children [{}]", names.join(", "))
+            }
+            Reply::ChildrenData(children) => {
+                let names: Vec<String> =
+                    children.iter().map(|(n, s, d)| format!("{n}(czxid {}, data {d})", s.czxid)).collect();
                 format!("children [{}]", names.join(", "))
             }
             Reply::Synced => "synced".to_string(),

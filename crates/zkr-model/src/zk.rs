@@ -210,6 +210,14 @@ pub enum Request {
     },
     /// `sync`: the session's server catches up with the leader before the next read.
     Sync(Path),
+    /// The children with their stats and data, with a child watch: what a children cache
+    /// (`CacheMode::Children`) holds after its reads, in one step.
+    ChildrenData {
+        /// The path.
+        path: Path,
+        /// Leave a child watch.
+        watch: bool,
+    },
     /// The children, each with its stat (the model reads them in one step, as a cache's
     /// listing and reads would see them with no change between); with `watch`, a child watch.
     Children {
@@ -261,6 +269,8 @@ pub enum Reply {
     Exists(Option<Stat>),
     /// A node's children with their stats.
     Children(Vec<(Name, Stat)>),
+    /// A node's children with their stats and data.
+    ChildrenData(Vec<(Name, Stat, u32)>),
     /// A `sync` done.
     Synced,
     /// The request failed.
@@ -343,13 +353,26 @@ pub(crate) fn read(nodes: &Tree, request: &Request) -> (Reply, Option<(Path, boo
                 (Reply::Children(listing), watch(*w, *path, true))
             }
         },
+        Request::ChildrenData { path, watch: w } => match nodes.contains_key(path) {
+            false => (Reply::Err(ZkError::NoNode), None),
+            true => {
+                let listing = children_in(nodes, *path).map(|(p, n)| (p.name, n.stat(), n.data)).collect();
+                (Reply::ChildrenData(listing), watch(*w, *path, true))
+            }
+        },
         _ => (Reply::Err(ZkError::NoNode), None),
     }
 }
 
 /// Is this request a read a lagging server may answer?
 pub fn is_read(request: &Request) -> bool {
-    matches!(request, Request::GetData { .. } | Request::Exists { .. } | Request::Children { .. })
+    matches!(
+        request,
+        Request::GetData { .. }
+            | Request::Exists { .. }
+            | Request::Children { .. }
+            | Request::ChildrenData { .. }
+    )
 }
 
 impl Server {

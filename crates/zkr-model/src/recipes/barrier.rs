@@ -8,7 +8,7 @@
 
 use stateright::Property;
 
-use crate::bugs::{Bug, Bugs};
+use crate::bugs::{Bug, Bugs, Fix, Fixes};
 use crate::world::{Checked, Faults, Me, Recipe, Setup, State, Step};
 use crate::zk::{Event, Mode, Name, Op, OpResult, Path, Reply, Request, Server, Stat, ZkError, Zxid};
 
@@ -37,6 +37,8 @@ pub struct Barrier {
     /// Check that no member waits forever (off for a configuration whose rounds need not pair
     /// up: more members than the quota, so one can be left without a partner).
     pub liveness: bool,
+    /// A fix to make (proposed for `barriers/double.rs`, not made there).
+    pub fix: Fixes,
 }
 
 /// Where a member is.
@@ -108,6 +110,14 @@ pub struct Ghost {
     pub foreign_delete: bool,
     /// Passes so far.
     pub passes: u8,
+    /// Members that passed and have not deleted their node yet (a bit each).
+    pub passed: u8,
+    /// A `ready` was made counting a member that had passed an earlier one and not left.
+    pub stale_counted: bool,
+    /// The czxid of the last `ready` made and the members it counted (a bit each).
+    pub counted: (Zxid, u8),
+    /// A member that the `ready` it saw had counted did not pass by it.
+    pub missed_ready: bool,
 }
 
 impl Barrier {
@@ -116,7 +126,7 @@ impl Barrier {
     }
 
     /// double.rs, `step`: what a snapshot tells an entering member.
-    fn on_listing(&self, me: Me, user: &mut User, listing: &[(Name, Stat)], ghost: &mut Ghost) {
+    fn on_listing(&self, me: Me, user: &mut User, listing: &[(Name, Stat)], named: u8, ghost: &mut Ghost) {
         let find = |name: Name| listing.iter().find(|(n, _)| *n == name).map(|(_, s)| *s);
         let Some(ours) = find(member(me.user).name) else {
             user.phase = Phase::Wait;
@@ -134,9 +144,21 @@ impl Barrier {
                     _ => 0,
                 }
             });
+        let ready = find(READY.name);
+        // The fix: a `ready` that names our node, newer than the last we passed, is ours
+        // (window 4); the members a stale `ready` names have not left its round and do not
+        // count for this one (window 5).
+        let fixed = self.fix == Some(Fix::BarrierReadyNamesMembers);
+        let names_us = fixed && named & (1 << me.user) != 0 && ready.is_some_and(|r| r.czxid > user.ready);
+        let members = if fixed && ready.is_some() && !names_us { members & !named } else { members };
         let quota = members.count_ones() >= u32::from(self.qty);
-        user.phase = match find(READY.name) {
-            Some(ready) if ready.czxid > entered_at => return Self::pass(user, ready.czxid, ghost),
+        let counted_us = ready.is_some_and(|r| {
+            ghost.counted.0 == r.czxid && ghost.counted.1 & (1 << me.user) != 0 && r.czxid > user.ready
+        });
+        let passes = ready.is_some_and(|r| r.czxid > entered_at || names_us);
+        ghost.missed_ready |= counted_us && !passes;
+        user.phase = match ready {
+            Some(ready) if passes => return Self::pass(user, ready.czxid, ghost),
             Some(stale) if quota => Phase::Ready(members, Some(stale.version)),
             None if quota => Phase::Ready(members, None),
             _ => Phase::Wait,
@@ -149,7 +171,7 @@ impl Barrier {
         user.phase = Phase::Delete;
     }
 
-    fn ready_ops(members: u8, stale: Option<u8>) -> Vec<Op> {
+    fn ready_ops(&self, members: u8, stale: Option<u8>) -> Vec<Op> {
         let mut ops: Vec<Op> = (0..8)
             .filter(|i| members & (1 << i) != 0)
             .map(|i| Op::Check { path: member(i), version: None })
@@ -157,7 +179,9 @@ impl Barrier {
         if let Some(version) = stale {
             ops.push(Op::Delete { path: READY, version: Some(version) });
         }
-        ops.push(Op::Create { path: READY, mode: Mode::Persistent, data: 0 });
+        // The fix: `ready` holds the members it counted (Curator and kazoo never read it).
+        let data = if self.fix == Some(Fix::BarrierReadyNamesMembers) { u32::from(members) } else { 0 };
+        ops.push(Op::Create { path: READY, mode: Mode::Persistent, data });
         ops
     }
 
@@ -217,9 +241,13 @@ impl Recipe for Barrier {
                 user.entered = true;
                 Step::Send(create, None)
             }
+            // The fix reads the cache's data too (`CacheMode::Children` holds it).
+            Phase::List if self.fix == Some(Fix::BarrierReadyNamesMembers) => {
+                Step::Send(Request::ChildrenData { path: DIR, watch: true }, None)
+            }
             Phase::List | Phase::LeaveList => Step::Send(Request::Children { path: DIR, watch: true }, None),
             Phase::Wait | Phase::LeaveWait | Phase::Done => Step::Blocked,
-            Phase::Ready(members, stale) => Step::Send(Request::Multi(Self::ready_ops(members, stale)), None),
+            Phase::Ready(members, stale) => Step::Send(Request::Multi(self.ready_ops(members, stale)), None),
             Phase::Delete => {
                 user.entered = false;
                 Step::Send(Request::Write(Op::Delete { path: member(me.user), version: None }), None)
@@ -257,7 +285,12 @@ impl Recipe for Barrier {
                 user.phase = Phase::List;
             }
             (Phase::Create, Reply::Err(ZkError::NodeExists)) => user.phase = Phase::List,
-            (Phase::List, Reply::Children(listing)) => self.on_listing(me, user, &listing, ghost),
+            (Phase::List, Reply::Children(listing)) => self.on_listing(me, user, &listing, 0, ghost),
+            (Phase::List, Reply::ChildrenData(listing)) => {
+                let named = listing.iter().find(|(n, ..)| *n == READY.name).map_or(0, |(_, _, d)| *d as u8);
+                let listing: Vec<(Name, Stat)> = listing.iter().map(|(n, s, _)| (*n, *s)).collect();
+                self.on_listing(me, user, &listing, named, ghost)
+            }
             (Phase::Ready(..), Reply::Multi(results)) => {
                 let made = results.iter().find_map(|r| match r {
                     OpResult::Created(_, stat) => Some(stat.czxid),
@@ -310,6 +343,26 @@ impl Recipe for Barrier {
                 let members =
                     before.children(DIR).filter(|(p, _)| matches!(p.name, Name::Indexed(..))).count();
                 ghost.early_ready |= members < usize::from(self.qty);
+                let counted = |op: &Op| match op {
+                    Op::Check { path: Path { name: Name::Indexed(_, i), .. }, .. } => {
+                        ghost.passed & (1 << i) != 0
+                    }
+                    _ => false,
+                };
+                // Not after a `ready` version reuse (window 3), whose consequences are its own.
+                ghost.stale_counted |= !ghost.version_reuse && ops.iter().any(counted);
+                let members = ops.iter().fold(0u8, |bits, op| match op {
+                    Op::Check { path: Path { name: Name::Indexed(_, i), .. }, .. } => bits | 1 << i,
+                    _ => bits,
+                });
+                let made = match reply {
+                    Reply::Multi(results) => results.iter().find_map(|r| match r {
+                        OpResult::Created(_, stat) => Some(stat.czxid),
+                        OpResult::Done(_) => None,
+                    }),
+                    _ => None,
+                };
+                ghost.counted = (made.unwrap_or(0), members);
             }
             (Request::Write(Op::Delete { path, version }), Reply::Write(_)) if *path == READY => {
                 let read = ghost.read_ready[usize::from(user)];
@@ -324,6 +377,12 @@ impl Recipe for Barrier {
     }
 
     fn observe(&self, state: &mut State<Self>) {
+        state.ghost.passed = state
+            .users
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| u.user.phase == Phase::Delete)
+            .fold(0, |bits, (i, _)| bits | 1 << i);
         if !no_early_leave(self, state) {
             state.ghost.early_leave = true;
         }
@@ -370,6 +429,14 @@ impl Recipe for Barrier {
             properties.push(Property::always(
                 "no member that passed makes its node again",
                 |_, s: &State<Self>| !s.ghost.stale_member,
+            ));
+            properties.push(Property::always(
+                "a member that a ready counted passes by it when it sees it",
+                |_, s: &State<Self>| !s.ghost.missed_ready,
+            ));
+            properties.push(Property::always(
+                "no ready counts a member that passed another and has not left",
+                |_, s: &State<Self>| !s.ghost.stale_counted,
             ));
             properties.push(Property::always(
                 "a leaver deletes only its own round's ready",
