@@ -23,6 +23,10 @@ pub enum Bug {
     /// Semaphore V2: the acquirers' mutex released once the lease node is made, before the
     /// wait for room (`locks/semaphore.rs`, `acquire_until` releases it after the wait).
     SemaphoreMutexReleasedEarly,
+    /// Semaphore V2: the lease node created on the client's session, not pinned to the
+    /// acquirers' mutex's (before cd298d3: after an expiry the lease was made on the next
+    /// session, without the mutex; Curator's steps are so).
+    SemaphoreLeaseOffMutexSession,
     /// kazoo's lease: the holder node replaced without the lock's check on the lock's session
     /// (`kazoo/lease.rs`, `under_lock` commits through `guard.transaction()`); the delete at
     /// the version read is kept.
@@ -54,9 +58,6 @@ pub type Bugs = Option<Bug>;
 /// `crates/zkr-recipes`): a test checks the window it closes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Fix {
-    /// Semaphore V2: the lease node is created on the acquirers' mutex's session (pinned), and an
-    /// acquire whose mutex's session ended starts again, so no lease is made without the mutex.
-    SemaphoreLeaseOnMutexSession,
     /// Double barrier: `ready` holds the member nodes the create-ready transaction counted (its
     /// data, which Curator and kazoo never read); an entering member passes by a `ready` that
     /// names it and is newer than the last it passed (window 4), and counts no member a stale

@@ -81,8 +81,6 @@ fn semaphore_two_users_one_lease_one_round_one_fault() {
         rounds: 1,
         faults: Faults::all(1).lagging(1),
         bug: None,
-        fix: None,
-        excuse: true,
         strict: false,
     };
     check(model, "semaphore, 2 users, 1 lease, 1 round, 1 fault, 1 state behind");

@@ -1,7 +1,8 @@
 //! Semaphore V2 (`locks/semaphore.rs`, `InterProcessSemaphoreV2`): an acquirer takes the
 //! acquirers' mutex (`<path>/locks`, the lock internals' steps with the standard driver),
-//! creates a protected `EPHEMERAL_SEQUENTIAL` lease node under `<path>/leases`
-//! (`lease_under_mutex_as`), lists the leases with a watch on the lease's session until there
+//! creates a protected `EPHEMERAL_SEQUENTIAL` lease node under `<path>/leases` on the mutex's
+//! session (`lease_under_mutex_as`: `on_session(mutex)`; once that session is gone the create
+//! is not sent and the acquirer queues for the mutex again, `under_mutex`, `mutex_lost`), lists the leases with a watch on the lease's session until there
 //! are no more than the maximum (`wait_for_room`, `children_wait.rs`, `has_room`), then releases
 //! the mutex; the lease is returned by deleting its node on its session (`Lease::release`).
 //! A lease rides out connection losses; it is lost when its session ends (`Lease::is_lost`).
@@ -12,7 +13,7 @@
 
 use stateright::Property;
 
-use crate::bugs::{Bug, Bugs, Fix, Fixes};
+use crate::bugs::{Bug, Bugs};
 use crate::recipes::internals::{find_ours, Contender, Kind, Lock, Phase as LockPhase};
 use crate::world::{Checked, Faults, Me, Recipe, Setup, State, Step};
 use crate::zk::{Event, Mode, Name, Op, OpResult, Path, Reply, Request, Sid, ZkError};
@@ -37,11 +38,6 @@ pub struct Semaphore {
     pub faults: Faults,
     /// A defect to re-introduce.
     pub bug: Bugs,
-    /// A fix to make.
-    pub fix: Fixes,
-    /// Excuse a hang after a lease was made without the mutex (the lost-mutex window,
-    /// `docs/reliability.md`), so that anything else still fails.
-    pub excuse: bool,
     /// Also check that at most `max` users believe they hold a lease, those whose session
     /// ended unknown to them included (not promised: a lease learns of its session's end only
     /// when its client reconnects).
@@ -106,8 +102,6 @@ pub struct User {
 pub struct Ghost {
     /// The most leases held at once by users whose lease sessions lived.
     pub most: u8,
-    /// A lease node was made on a session after its maker's mutex node's: without the mutex.
-    pub unguarded: bool,
 }
 
 impl Semaphore {
@@ -120,8 +114,7 @@ impl Semaphore {
     }
 
     /// The lease node exists: wait for room, having released the mutex first with the bug.
-    fn created(&self, user: &mut User, node: (Path, Sid), ghost: &mut Ghost) {
-        ghost.unguarded |= node.1 != user.mutex.sid();
+    fn created(&self, user: &mut User, node: (Path, Sid)) {
         user.lease = Some(node);
         user.phase = if self.on(Bug::SemaphoreMutexReleasedEarly) {
             user.mutex.let_go();
@@ -224,8 +217,9 @@ impl Recipe for Semaphore {
 
     fn step(&self, me: Me, user: &mut User, _ghost: &mut Ghost) -> Step {
         let pinned = user.lease.map(|(_, sid)| sid);
-        // The fix: the lease's requests on the mutex's session.
-        let guarded = (self.fix == Some(Fix::SemaphoreLeaseOnMutexSession)).then(|| user.mutex.sid());
+        // The lease's create (and its sync and find) on the mutex's session; with the bug, on
+        // whatever session the client has.
+        let guarded = (!self.on(Bug::SemaphoreLeaseOffMutexSession)).then(|| user.mutex.sid());
         match user.phase {
             Phase::Mutex | Phase::Unlock(_) => self.mutex_step(me, user),
             Phase::Create => {
@@ -265,22 +259,20 @@ impl Recipe for Semaphore {
         }
     }
 
-    fn on_reply(&self, me: Me, user: &mut User, reply: Reply, ghost: &mut Ghost) {
+    fn on_reply(&self, me: Me, user: &mut User, reply: Reply, _ghost: &mut Ghost) {
         match (user.phase, reply) {
             (Phase::Mutex | Phase::Unlock(_), reply) => {
                 let was = user.mutex.phase;
                 self.mutex().on_reply(me, Kind::Standard, &mut user.mutex, reply);
                 self.after_mutex(was, user);
             }
-            (Phase::Create, Reply::Write(OpResult::Created(path, _))) => {
-                self.created(user, (path, me.sid), ghost)
-            }
+            (Phase::Create, Reply::Write(OpResult::Created(path, _))) => self.created(user, (path, me.sid)),
             (Phase::Create, Reply::Err(ZkError::ConnectionLoss)) => {
                 user.phase = if self.faults.lag > 0 { Phase::Sync } else { Phase::Find }
             }
             (Phase::Sync, Reply::Synced | Reply::Err(ZkError::NoNode)) => user.phase = Phase::Find,
             (Phase::Create, Reply::Err(ZkError::NoNode)) => user.phase = Phase::Parent,
-            // The fix: the mutex's session ended before the lease was made: start again.
+            // `mutex_lost`: the mutex's session ended before the lease was made: queue again.
             (
                 Phase::Create | Phase::Sync | Phase::Find | Phase::Parent,
                 Reply::Err(ZkError::SessionExpired),
@@ -288,7 +280,7 @@ impl Recipe for Semaphore {
             (Phase::Parent, _) => user.phase = Phase::Create,
             (Phase::Find, Reply::Children(listing)) => {
                 match find_ours(me, &listing, LEASES, NAMES[usize::from(me.user)]) {
-                    Some(node) => self.created(user, node, ghost),
+                    Some(node) => self.created(user, node),
                     None => user.phase = Phase::Create,
                 }
             }
@@ -324,10 +316,6 @@ impl Recipe for Semaphore {
     fn observe(&self, state: &mut State<Self>) {
         let held = live_holders(state) as u8;
         state.ghost.most = state.ghost.most.max(held);
-    }
-
-    fn excuse_hang(&self, ghost: &Ghost) -> bool {
-        self.excuse && ghost.unguarded
     }
 
     fn done(&self, user: &User) -> bool {
