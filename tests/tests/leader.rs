@@ -503,6 +503,9 @@ async fn a_proclaim_after_the_term_ended_writes_nothing() {
     expire_session(session.client(), &cs).await.unwrap();
     let refused = a.proclaim("late").await;
     assert!(refused.is_err(), "the term ended: {refused:?}");
+    // The manager gave the session up: no leadership is reported on it, even before the latch's
+    // task has moved on (before, `has_leadership` and `await_leadership` said the old term).
+    assert!(!a.has_leadership(), "a term whose session ended is reported as leadership");
     tokio::time::timeout(timing().wait(), a.await_leadership()).await.unwrap().unwrap();
     let ids: Vec<_> = a.participants().await.unwrap().into_iter().map(|p| p.id).collect();
     assert_eq!(ids, ["a"], "the next term starts with the id; nothing late was written");

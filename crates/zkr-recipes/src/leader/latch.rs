@@ -166,9 +166,18 @@ impl LeaderLatch {
         &self.inner.id
     }
 
-    /// Are we the leader now?
+    /// Are we the leader now? Not once the term's session ended, or the connection entered an
+    /// error state after the term began, even before [`state`](Self::state) says so (the latch
+    /// moves on in a task of its own).
     pub fn has_leadership(&self) -> bool {
-        matches!(*self.inner.state.borrow(), LatchState::Leader(_))
+        matches!(*self.inner.state.borrow(), LatchState::Leader(_)) && self.term_holds()
+    }
+
+    /// Does the node of the current term still stand for leadership, as far as this process
+    /// can tell?
+    fn term_holds(&self) -> bool {
+        let zk = self.inner.internals.zk();
+        self.inner.leading.lock().as_ref().is_some_and(|node| node.lost_reason(zk).is_none())
     }
 
     /// Where the latch stands now.
@@ -181,7 +190,9 @@ impl LeaderLatch {
         WatchStream::new(self.inner.state.subscribe())
     }
 
-    /// Waits until we are the leader.
+    /// Waits until we are the leader. A term already lost (its session ended, or the
+    /// connection entered an error state after it began) is not reported, even while
+    /// [`state`](Self::state) still shows it: the wait goes on to the next term.
     ///
     /// # Errors
     /// [`LockError::IllegalState`] if the latch is (or gets) closed first ("the latch was
@@ -195,9 +206,9 @@ impl LeaderLatch {
         let mut states = self.inner.state.subscribe();
         loop {
             match &*states.borrow_and_update() {
-                LatchState::Leader(term) => return Ok(term.clone()),
+                LatchState::Leader(term) if self.term_holds() => return Ok(term.clone()),
                 LatchState::Closed => return Err(self.not_running("the latch was closed")),
-                LatchState::Waiting => {}
+                LatchState::Leader(_) | LatchState::Waiting => {}
             }
             if states.changed().await.is_err() {
                 return Err(self.not_running("the latch was closed"));
