@@ -59,9 +59,10 @@ pub type Bugs = Option<Bug>;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Fix {
     /// Double barrier: `ready` holds the member nodes the create-ready transaction counted (its
-    /// data, which Curator and kazoo never read); an entering member passes by a `ready` that
-    /// names it and is newer than the last it passed (window 4), and counts no member a stale
-    /// `ready` names (window 5).
+    /// data, which Curator and kazoo never read), and a member that passes marks its node's data
+    /// with that `ready`'s czxid (a node made again carries it); an entering member passes by a
+    /// `ready` that names it and is newer than the last it passed (window 4), and counts no
+    /// member that a stale `ready` names or whose node is marked (window 5).
     BarrierReadyNamesMembers,
 }
 

@@ -247,22 +247,29 @@ fn a_ready_naming_its_members_closes_the_stale_member_window() {
     assert!(!failed.iter().any(|n| n.contains("passes by it")), "{failed:?}");
 }
 
-/// `make model-check`: window 5 with its expiry (a passed member's node made again and counted
-/// by a third member), without and with the fix; depth first (breadth first outgrows memory).
+/// `make model-check`: windows 4 and 5 with an expiry (three members, quota 2), without and with
+/// the fix; depth first (breadth first outgrows memory). The fix keeps window 4 closed here; a
+/// passed member is still counted once the leave window (1) has deleted the `ready` that named
+/// it and that member, whose first create's reply was lost (4), passes late: its node, made
+/// again before it passed, is not marked yet (`docs/reliability.md`). The trace is printed.
 #[test]
 #[ignore = "deep: make model-check"]
-fn deep_the_stale_member_window_with_an_expiry_and_its_fix() {
+fn deep_windows_four_and_five_with_an_expiry_and_the_fix() {
     let users = vec![(0, 1), (1, 1), (2, 1)];
     let world =
         Barrier { users, qty: 2, faults: EXPIRY, bug: None, strict_leave: true, liveness: false, fix: None };
     let outcome = zkr_model::check::run_dfs(world.clone());
     println!("double barrier, 3 members x 1 round, quota 2, 1 expiry: {}", outcome.summary());
-    assert!(outcome.failed.iter().any(|(name, _)| name.contains("counts a member that passed")));
+    let failed: Vec<&str> = outcome.failed.iter().map(|(name, _)| *name).collect();
+    assert!(failed.iter().any(|n| n.contains("counts a member that passed")), "{failed:?}");
+    assert!(failed.iter().any(|n| n.contains("passes by it")), "{failed:?}");
     let fixed = Barrier { fix: Some(Fix::BarrierReadyNamesMembers), ..world };
-    let outcome = zkr_model::check::run_dfs(fixed);
+    let outcome = zkr_model::check::run_dfs(fixed.clone());
     println!("double barrier, the fix, 3 members x 1 round, quota 2, 1 expiry: {}", outcome.summary());
     let failed: Vec<&str> = outcome.failed.iter().map(|(name, _)| *name).collect();
-    println!("still failing (other windows): {failed:?}");
-    assert!(!failed.iter().any(|n| n.contains("counts a member that passed")), "{failed:?}");
+    println!("still failing: {failed:?}");
     assert!(!failed.iter().any(|n| n.contains("passes by it")), "{failed:?}");
+    if let Some(trace) = outcome.trace(&Checked(fixed), "counts a member that passed") {
+        println!("with the fix, windows 1 and 4 together:\n{trace}");
+    }
 }

@@ -53,6 +53,9 @@ pub enum Phase {
     /// The create-ready transaction (`create_ready`): the members counted (a bit each), the
     /// stale `ready`'s version if one is replaced.
     Ready(u8, Option<u8>),
+    /// The fix: mark our node as passed (`PersistentNode::set_data` with the `ready`'s czxid:
+    /// a node made again after an expiry carries it too).
+    Mark,
     /// Leave: delete the member node (`leave_by`, `drop(node)`).
     Delete,
     /// Leaving: list until no member is left.
@@ -83,6 +86,8 @@ pub struct User {
     pub remake: bool,
     /// The czxid of the `ready` passed by.
     pub ready: Zxid,
+    /// The fix: our node's data marks it as passed (by `ready`).
+    pub marked: bool,
 }
 
 /// What the properties look at.
@@ -126,7 +131,14 @@ impl Barrier {
     }
 
     /// double.rs, `step`: what a snapshot tells an entering member.
-    fn on_listing(&self, me: Me, user: &mut User, listing: &[(Name, Stat)], named: u8, ghost: &mut Ghost) {
+    fn on_listing(
+        &self,
+        me: Me,
+        user: &mut User,
+        listing: &[(Name, Stat)],
+        (named, marked): (u8, u8),
+        ghost: &mut Ghost,
+    ) {
         let find = |name: Name| listing.iter().find(|(n, _)| *n == name).map(|(_, s)| *s);
         let Some(ours) = find(member(me.user).name) else {
             user.phase = Phase::Wait;
@@ -146,11 +158,15 @@ impl Barrier {
             });
         let ready = find(READY.name);
         // The fix: a `ready` that names our node, newer than the last we passed, is ours
-        // (window 4); the members a stale `ready` names have not left its round and do not
-        // count for this one (window 5).
-        let fixed = self.fix == Some(Fix::BarrierReadyNamesMembers);
+        // (window 4); members that a stale `ready` names, or whose node is marked as passed,
+        // have not left an earlier round and do not count for this one (window 5).
+        let fixed = self.fixed();
         let names_us = fixed && named & (1 << me.user) != 0 && ready.is_some_and(|r| r.czxid > user.ready);
-        let members = if fixed && ready.is_some() && !names_us { members & !named } else { members };
+        let members = match (fixed, ready.is_some() && !names_us) {
+            (false, _) => members,
+            (true, true) => members & !named & !marked,
+            (true, false) => members & !marked,
+        };
         let quota = members.count_ones() >= u32::from(self.qty);
         let counted_us = ready.is_some_and(|r| {
             ghost.counted.0 == r.czxid && ghost.counted.1 & (1 << me.user) != 0 && r.czxid > user.ready
@@ -158,17 +174,24 @@ impl Barrier {
         let passes = ready.is_some_and(|r| r.czxid > entered_at || names_us);
         ghost.missed_ready |= counted_us && !passes;
         user.phase = match ready {
-            Some(ready) if passes => return Self::pass(user, ready.czxid, ghost),
+            Some(ready) if passes => return self.pass(user, ready.czxid, ghost),
             Some(stale) if quota => Phase::Ready(members, Some(stale.version)),
             None if quota => Phase::Ready(members, None),
             _ => Phase::Wait,
         };
     }
 
-    fn pass(user: &mut User, ready: Zxid, ghost: &mut Ghost) {
+    fn pass(&self, user: &mut User, ready: Zxid, ghost: &mut Ghost) {
         ghost.passes = ghost.passes.saturating_add(1);
         user.ready = ready;
-        user.phase = Phase::Delete;
+        // The fix: the mark is the node's data from here on (`PersistentNode::set_data` keeps
+        // it for a node made again), then written to the node there is.
+        user.marked = self.fixed();
+        user.phase = if self.fixed() { Phase::Mark } else { Phase::Delete };
+    }
+
+    fn fixed(&self) -> bool {
+        self.fix == Some(Fix::BarrierReadyNamesMembers)
     }
 
     fn ready_ops(&self, members: u8, stale: Option<u8>) -> Vec<Op> {
@@ -188,6 +211,7 @@ impl Barrier {
     fn round_done(user: &mut User) {
         user.left -= 1;
         user.first = None;
+        user.marked = false;
         user.phase = if user.left == 0 { Phase::Done } else { Phase::Create };
     }
 
@@ -218,6 +242,7 @@ impl Recipe for Barrier {
             entered: false,
             remake: false,
             ready: 0,
+            marked: false,
         };
         Setup {
             nodes: vec![(DIR, Mode::Persistent, 0)],
@@ -231,7 +256,8 @@ impl Recipe for Barrier {
     }
 
     fn step(&self, me: Me, user: &mut User, _ghost: &mut Ghost) -> Step {
-        let create = Request::Write(Op::Create { path: member(me.user), mode: Mode::Ephemeral, data: 0 });
+        let data = if user.marked { u32::from(user.ready) } else { 0 };
+        let create = Request::Write(Op::Create { path: member(me.user), mode: Mode::Ephemeral, data });
         // nodes/persistent.rs: the node is made again on the new session.
         if user.remake && user.entered {
             return Step::Send(create, None);
@@ -248,6 +274,10 @@ impl Recipe for Barrier {
             Phase::List | Phase::LeaveList => Step::Send(Request::Children { path: DIR, watch: true }, None),
             Phase::Wait | Phase::LeaveWait | Phase::Done => Step::Blocked,
             Phase::Ready(members, stale) => Step::Send(Request::Multi(self.ready_ops(members, stale)), None),
+            Phase::Mark => {
+                let data = u32::from(user.ready);
+                Step::Send(Request::Write(Op::SetData { path: member(me.user), data, version: None }), None)
+            }
             Phase::Delete => {
                 user.entered = false;
                 Step::Send(Request::Write(Op::Delete { path: member(me.user), version: None }), None)
@@ -267,7 +297,7 @@ impl Recipe for Barrier {
             match reply {
                 Reply::Write(OpResult::Created(_, stat)) => {
                     user.remake = false;
-                    ghost.stale_member |= user.phase == Phase::Delete;
+                    ghost.stale_member |= matches!(user.phase, Phase::Mark | Phase::Delete);
                     ghost.first_unknown |= user.first.is_none();
                     user.first = user.first.or(Some(stat.czxid));
                 }
@@ -285,11 +315,15 @@ impl Recipe for Barrier {
                 user.phase = Phase::List;
             }
             (Phase::Create, Reply::Err(ZkError::NodeExists)) => user.phase = Phase::List,
-            (Phase::List, Reply::Children(listing)) => self.on_listing(me, user, &listing, 0, ghost),
+            (Phase::List, Reply::Children(listing)) => self.on_listing(me, user, &listing, (0, 0), ghost),
             (Phase::List, Reply::ChildrenData(listing)) => {
                 let named = listing.iter().find(|(n, ..)| *n == READY.name).map_or(0, |(_, _, d)| *d as u8);
+                let marked = listing.iter().fold(0u8, |bits, (n, _, d)| match n {
+                    Name::Indexed(_, i) if *d != 0 => bits | 1 << i,
+                    _ => bits,
+                });
                 let listing: Vec<(Name, Stat)> = listing.iter().map(|(n, s, _)| (*n, *s)).collect();
-                self.on_listing(me, user, &listing, named, ghost)
+                self.on_listing(me, user, &listing, (named, marked), ghost)
             }
             (Phase::Ready(..), Reply::Multi(results)) => {
                 let made = results.iter().find_map(|r| match r {
@@ -297,12 +331,14 @@ impl Recipe for Barrier {
                     OpResult::Done(_) => None,
                 });
                 match made {
-                    Some(czxid) => Self::pass(user, czxid, ghost),
+                    Some(czxid) => self.pass(user, czxid, ghost),
                     None => user.phase = Phase::List,
                 }
             }
             // Refused, or the outcome unknown: the cache shows which next.
             (Phase::Ready(..), _) => user.phase = Phase::List,
+            // `write_latest` retries a lost write; a missing node gets the data when made again.
+            (Phase::Mark, _) if !lost => user.phase = Phase::Delete,
             (Phase::Delete, _) if !lost => user.phase = Phase::LeaveList,
             (Phase::LeaveList, Reply::Children(listing)) => {
                 let members = listing.iter().any(|(n, _)| matches!(n, Name::Indexed(..)));
@@ -381,7 +417,7 @@ impl Recipe for Barrier {
             .users
             .iter()
             .enumerate()
-            .filter(|(_, u)| u.user.phase == Phase::Delete)
+            .filter(|(_, u)| matches!(u.user.phase, Phase::Mark | Phase::Delete))
             .fold(0, |bits, (i, _)| bits | 1 << i);
         if !no_early_leave(self, state) {
             state.ghost.early_leave = true;
@@ -465,7 +501,8 @@ fn no_early_leave(_: &Barrier, s: &State<Barrier>) -> bool {
 /// known yet after passing by that one) while that member has not finished leaving (its node
 /// not deleted yet, or the barrier not seen empty).
 fn no_early_reentry(_: &Barrier, s: &State<Barrier>) -> bool {
-    let waiting = |u: &User| matches!(u.phase, Phase::Delete | Phase::LeaveList | Phase::LeaveWait);
+    let waiting =
+        |u: &User| matches!(u.phase, Phase::Mark | Phase::Delete | Phase::LeaveList | Phase::LeaveWait);
     let later = |u: &User, ready: Zxid| match u.first {
         Some(first) => first > ready,
         None => u.ready >= ready,
