@@ -2,10 +2,11 @@
 //! acquirers' mutex (`<path>/locks`, the lock internals' steps with the standard driver),
 //! creates a protected `EPHEMERAL_SEQUENTIAL` lease node under `<path>/leases` on the mutex's
 //! session (`lease_under_mutex_as`: `on_session(mutex)`; once that session is gone the create
-//! is not sent and the acquirer queues for the mutex again, `under_mutex`, `mutex_lost`), lists the leases with a watch on the lease's session until there
-//! are no more than the maximum (`wait_for_room`, `children_wait.rs`, `has_room`), then releases
-//! the mutex; the lease is returned by deleting its node on its session (`locks/lease.rs`, `Lease::release`).
-//! A lease rides out connection losses; it is lost when its session ends (`Lease::is_lost`).
+//! is not sent and the acquirer queues for the mutex again, `under_mutex`, `mutex_lost`), lists
+//! the leases with a watch on the lease's session until there are no more than the maximum
+//! (`wait_for_room`, `children_wait.rs`, `has_room`), then releases the mutex; the lease is
+//! returned by deleting its node on its session (`locks/lease.rs`, `Lease::release`). A lease
+//! rides out connection losses; it is lost when its session ends (`Lease::is_lost`).
 //!
 //! Layout: `<path>/locks` and `<path>/leases` are `/locks` and `/leases` here (the model's
 //! paths have two levels). Each user takes and returns a lease `rounds` times; an acquire that
