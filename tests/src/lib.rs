@@ -64,6 +64,18 @@ pub fn timing() -> Timing {
     Timing::from_env()
 }
 
+/// Logs to standard error when `RUST_LOG` is set (say `zkr_connection=debug`), for a test
+/// that fails only now and then: the next failure shows what the client saw.
+pub fn trace_from_env() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .try_init();
+    }
+}
+
 /// A root path no other test uses: `/t-<name>-<uuid>`.
 pub fn unique_root(name: &str) -> String {
     format!("/t-{name}-{}", uuid::Uuid::new_v4().simple())

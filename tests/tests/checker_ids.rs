@@ -336,13 +336,7 @@ async fn barrier_under_faults(cluster: &TestingCluster) {
 /// kinds of faults.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_increment_or_queue_item_is_counted_twice_or_lost_under_faults() {
-    if std::env::var_os("RUST_LOG").is_some() {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_writer(std::io::stderr)
-            .with_ansi(false)
-            .try_init();
-    }
+    zkr_integration_tests::trace_from_env();
     let cluster = faults::partitionable_cluster().await;
     kind_under_faults(&cluster, "counter").await;
     queue_under_faults(&cluster).await;
@@ -449,10 +443,7 @@ async fn sequential_step_back_repro() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "an investigation, run by hand"]
 async fn barrier_hang_repro() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .try_init();
+    zkr_integration_tests::trace_from_env();
     let cluster = faults::partitionable_cluster().await;
     let rounds: usize = std::env::var("REPRO_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(10);
     for round in 0..rounds {

@@ -2,18 +2,23 @@
 //! follows `/zookeeper/config` while servers 4 and 5 join and 1 to 3 leave and stop; its
 //! session moves to 4 or 5 after the disconnect, keeping its lock and its cache, and a new
 //! session made from the list it learned works. With the tracker off, the client stays on the
-//! hosts it was given.
+//! hosts it was given. And a connection that dies before its session is set up, the window
+//! that made the first test fail on a busy machine, is no reconnect.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use zkr_connection::{CreateMode, SessionConnectionStateErrorPolicy, ZkClient};
-use zkr_integration_tests::{builder, eventually, unique_root};
+use futures::StreamExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use zkr_connection::{ConnectionState, CreateMode, SessionConnectionStateErrorPolicy, ZkClient};
+use zkr_integration_tests::{builder, eventually, timing, trace_from_env, unique_root};
 use zkr_recipes::cache::CuratorCache;
 use zkr_recipes::locks::InterProcessMutex;
 use zkr_testing::{ServerOptions, TestingCluster};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_of_the_old_servers_follows_a_reconfiguration_with_its_lock_and_cache() {
+    trace_from_env();
     let mut cluster =
         TestingCluster::with_options(3, ServerOptions::default().reconfigurable()).await.unwrap();
     let old = cluster.connect_string();
@@ -97,4 +102,79 @@ async fn dialed_by_name_stays_on_its_handle(cluster: &TestingCluster) {
         "a second handle took the session"
     );
     named.close().await;
+}
+
+/// The cause of this binary's failure on a busy machine: the leaving server that the handle
+/// reconnected to sent its connect reply and was stopped before the session was set up, and
+/// the other dialed servers refused connections. `zookeeper-client` 0.11 then reports
+/// `SyncConnected` and nothing more until it gives the session up at 1.4 times its timeout: zkr
+/// said RECONNECTED, dropped its lost timer and its move to the new servers, and the session
+/// expired. Here a port in front of the server relays a session, then answers the reconnect's
+/// connect request and closes, and refuses connections from then on: the client must stay
+/// SUSPENDED, say LOST before the server can expire the session, and its lock holder must know.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_dies_before_its_session_is_set_up_is_no_reconnect() {
+    trace_from_env();
+    let server = zkr_testing::shared_server().await.unwrap();
+    let timeout = timing().multiple(Duration::from_secs(4));
+    let (port, cut) = dies_in_the_next_handshake(server.connect_string()).await;
+    let zk = builder(&port).session_timeout(timeout).ensemble_tracker(false).connect().await.unwrap();
+    let lock = format!("{}/lock", unique_root("handshake"));
+    let guard = InterProcessMutex::new(&zk, &lock).unwrap().acquire().await.unwrap();
+    let mut states = zk.state_changes();
+    let cut_at = Instant::now();
+    cut.send(()).unwrap();
+    let mut seen = Vec::new();
+    while seen.last() != Some(&ConnectionState::Lost) {
+        let next = tokio::time::timeout(2 * timeout, states.next()).await;
+        seen.push(next.unwrap_or_else(|_| panic!("no LOST in {:?}: {seen:?}", 2 * timeout)).unwrap());
+    }
+    assert_eq!(seen, [ConnectionState::Suspended, ConnectionState::Lost], "a dead connection counted");
+    assert!(
+        cut_at.elapsed() < timeout,
+        "LOST {:?} after the cut: the server may have expired it",
+        cut_at.elapsed()
+    );
+    assert!(guard.is_lost(), "the holder goes on");
+    // The server expires the session: the lock is another's.
+    let other = builder(&server.connect_string()).connect().await.unwrap();
+    let mutex = InterProcessMutex::new(&other, &lock).unwrap();
+    assert!(mutex.acquire_timeout(3 * timeout).await.unwrap().is_some(), "the expired holder's node stayed");
+    drop(guard);
+    for client in [zk, other] {
+        client.close().await;
+    }
+}
+
+/// A port in front of `server`: its first connection is relayed whole until `cut` is sent;
+/// the second gets the server's reply to its connect request and is closed, and the port with
+/// it (later connections are refused), as a server stopped while a client re-attached.
+async fn dies_in_the_next_handshake(server: String) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().to_string();
+    let (cut, cutting) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (mut client, _) = listener.accept().await.unwrap();
+        let mut upstream = TcpStream::connect(&server).await.unwrap();
+        tokio::select! {
+            _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => panic!("the relay ended early"),
+            _ = cutting => {}
+        }
+        drop((client, upstream));
+        let (mut client, _) = listener.accept().await.unwrap();
+        drop(listener);
+        let mut upstream = TcpStream::connect(&server).await.unwrap();
+        relay_frame(&mut client, &mut upstream).await;
+        relay_frame(&mut upstream, &mut client).await;
+    });
+    (port, cut)
+}
+
+/// Relays one length-prefixed frame of ZooKeeper's protocol from `from` to `to`.
+async fn relay_frame(from: &mut TcpStream, to: &mut TcpStream) {
+    let length = from.read_u32().await.unwrap();
+    let mut frame = vec![0; length as usize];
+    from.read_exact(&mut frame).await.unwrap();
+    to.write_u32(length).await.unwrap();
+    to.write_all(&frame).await.unwrap();
 }

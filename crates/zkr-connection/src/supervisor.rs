@@ -400,6 +400,8 @@ async fn monitor(
     let mut lost_at: Option<Instant> = None;
     // While disconnected from hosts that all left the ensemble: the session on new hosts.
     let mut moving: Option<std::pin::Pin<Box<dyn std::future::Future<Output = SessionEnd> + Send>>> = None;
+    // After a disconnect, a reconnect counts once the server answered on it ([`answered`]).
+    let mut confirming: Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>> = None;
     loop {
         let lost_timer = async {
             match lost_at {
@@ -410,6 +412,12 @@ async fn monitor(
         let moved = async {
             match &mut moving {
                 Some(moving) => moving.await,
+                None => std::future::pending().await,
+            }
+        };
+        let confirmed = async {
+            match &mut confirming {
+                Some(confirming) => confirming.await,
                 None => std::future::pending().await,
             }
         };
@@ -429,8 +437,15 @@ async fn monitor(
                 return SessionEnd::Lost;
             }
             end = moved => return end,
+            () = confirmed => {
+                (lost_at, moving, confirming) = (None, None, None);
+                if matches!(shared.current(), Some(ConnectionState::Suspended | ConnectionState::ReadOnly)) {
+                    shared.post(ConnectionState::Reconnected);
+                }
+            }
             state = watcher.changed() => match state {
                 SessionState::Disconnected => {
+                    confirming = None;
                     if !matches!(shared.current(), Some(ConnectionState::Suspended | ConnectionState::Lost)) {
                         shared.post(ConnectionState::Suspended);
                     }
@@ -439,13 +454,7 @@ async fn monitor(
                         moving = Some(Box::pin(move_when_gone(shared.clone(), client.session().clone(), dialed.to_vec())));
                     }
                 }
-                SessionState::SyncConnected => {
-                    lost_at = None;
-                    moving = None;
-                    if matches!(shared.current(), Some(ConnectionState::Suspended | ConnectionState::ReadOnly)) {
-                        shared.post(ConnectionState::Reconnected);
-                    }
-                }
+                SessionState::SyncConnected => confirming = Some(Box::pin(answered(client.clone()))),
                 SessionState::ConnectedReadOnly => {
                     lost_at = None;
                     moving = None;
@@ -462,6 +471,28 @@ async fn monitor(
                     return SessionEnd::Lost;
                 }
             },
+        }
+    }
+}
+
+/// Returns once the server answers a request on `client`'s connection.
+///
+/// `zookeeper-client` 0.11 reports `SyncConnected` when the connect reply arrives; when the
+/// connection then drops before the session is set up, and the next hosts refuse connections
+/// (servers that were just stopped), it reports nothing more until it gives the session up at
+/// `1.4 T`: a handle that says it is connected while the server expires the session at `T`, and
+/// a lock holder that would go on after its lock was given to another. So after a disconnect the
+/// lost timer and a move go on until a request has gone round. A read needs no permission
+/// (`exists`); a lost connection is asked again, and an ended session never answers (the
+/// state watcher reports the end).
+async fn answered(client: Client) {
+    loop {
+        match client.check_stat("/").await {
+            Ok(_) => return,
+            Err(zookeeper_client::Error::ConnectionLoss) => {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            Err(_) => std::future::pending().await,
         }
     }
 }
