@@ -22,6 +22,8 @@
 //!   retries, per named manager, as figures of the `metrics` facade crate
 //!   (`zkr_session_state`, `zkr_requests_total`, ...; `docs/observability.md`). The spans and
 //!   events of `tracing` are always there.
+//! - `opentelemetry`: [`otel::layer`], which exports those spans (a span per recipe operation
+//!   with its requests under it) to an OpenTelemetry tracer through `tracing-opentelemetry`.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod acl;
@@ -42,6 +44,9 @@ mod kerberos;
 mod kind;
 mod namespace;
 mod ops;
+#[cfg(feature = "opentelemetry")]
+#[cfg_attr(docsrs, doc(cfg(feature = "opentelemetry")))]
+pub mod otel;
 pub mod path;
 pub mod protected;
 mod reach;

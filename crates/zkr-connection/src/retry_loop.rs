@@ -192,7 +192,12 @@ impl ZkClient {
         use tracing::Instrument as _;
         // A span around a plain async fn: `#[tracing::instrument]` would keep the arguments
         // twice in every pending operation's future.
-        self.retry_in_span(options, op).instrument(tracing::debug_span!("zk.retry"))
+        let span = tracing::debug_span!(
+            "zk.retry",
+            zk.retries = tracing::field::Empty,
+            zk.retry_wait_ms = tracing::field::Empty,
+        );
+        self.retry_in_span(options, op).instrument(span)
     }
 
     async fn retry_in_span<T, F, Fut>(&self, options: RetryOptions, mut op: F) -> Result<T>
@@ -205,6 +210,7 @@ impl ZkClient {
         let pinned = options.session.is_some();
         let mut first_session: Option<Session> = options.session.clone();
         let mut last_error: Option<zookeeper_client::Error> = None;
+        let mut waited = Duration::ZERO;
         loop {
             // The session at hand, without subscribing to the session channel; the wait for
             // one (no session yet) is boxed, off the common path.
@@ -250,6 +256,10 @@ impl ZkClient {
             let sleep = budget.next_sleep().map_err(|stop| stop.into_error(Some(error.clone())))?;
             tracing::debug!(attempt = budget.retries(), delay = ?sleep, error = %error, "retrying ZooKeeper operation");
             crate::telemetry::retry(&self.shared.config.name, "operation");
+            waited += sleep;
+            tracing::Span::current()
+                .record("zk.retries", budget.retries())
+                .record("zk.retry_wait_ms", waited.as_millis() as u64);
             last_error = Some(error);
             tokio::time::sleep(sleep).await;
         }

@@ -59,8 +59,8 @@ impl SessionClient {
         self.raw
     }
 
-    fn request(&self, op: &'static str) -> Request {
-        Request::start(&self.name, op)
+    fn request(&self, op: &'static str, path: &str) -> Request {
+        Request::start(&self.name, op, path, self.raw.session_id())
     }
 
     /// Creates a node: `zookeeper_client::Client::create`, counted (`op="create"`).
@@ -70,7 +70,7 @@ impl SessionClient {
         data: &[u8],
         options: &CreateOptions<'_>,
     ) -> impl Future<Output = Result<(Stat, CreateSequence)>> + Send + 'f {
-        self.request("create").time(self.raw.create(path, data, options))
+        self.request("create", path).time(self.raw.create(path, data, options))
     }
 
     /// Deletes a node: `zookeeper_client::Client::delete`, counted.
@@ -79,12 +79,12 @@ impl SessionClient {
         path: &str,
         expected_version: Option<i32>,
     ) -> impl Future<Output = Result<()>> + Send {
-        self.request("delete").time(self.raw.delete(path, expected_version))
+        self.request("delete", path).time(self.raw.delete(path, expected_version))
     }
 
     /// A node's data and stat: `zookeeper_client::Client::get_data`, counted.
     pub fn get_data(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send {
-        self.request("get_data").time(self.raw.get_data(path))
+        self.request("get_data", path).time(self.raw.get_data(path))
     }
 
     /// A node's data and stat with a watch: `zookeeper_client::Client::get_and_watch_data`,
@@ -93,12 +93,12 @@ impl SessionClient {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Vec<u8>, Stat, OneshotWatcher)>> + Send + '_ {
-        self.request("get_data").time(self.raw.get_and_watch_data(path))
+        self.request("get_data", path).time(self.raw.get_and_watch_data(path))
     }
 
     /// A node's stat, if it exists: `zookeeper_client::Client::check_stat`, counted as `exists`.
     pub fn check_stat(&self, path: &str) -> impl Future<Output = Result<Option<Stat>>> + Send {
-        self.request("exists").time(self.raw.check_stat(path))
+        self.request("exists", path).time(self.raw.check_stat(path))
     }
 
     /// A node's stat with a watch: `zookeeper_client::Client::check_and_watch_stat`, counted
@@ -107,7 +107,7 @@ impl SessionClient {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Option<Stat>, OneshotWatcher)>> + Send + '_ {
-        self.request("exists").time(self.raw.check_and_watch_stat(path))
+        self.request("exists", path).time(self.raw.check_and_watch_stat(path))
     }
 
     /// Sets a node's data: `zookeeper_client::Client::set_data`, counted.
@@ -117,12 +117,12 @@ impl SessionClient {
         data: &[u8],
         expected_version: Option<i32>,
     ) -> impl Future<Output = Result<Stat>> + Send {
-        self.request("set_data").time(self.raw.set_data(path, data, expected_version))
+        self.request("set_data", path).time(self.raw.set_data(path, data, expected_version))
     }
 
     /// A node's children: `zookeeper_client::Client::list_children`, counted as `get_children`.
     pub fn list_children(&self, path: &str) -> impl Future<Output = Result<Vec<String>>> + Send + '_ {
-        self.request("get_children").time(self.raw.list_children(path))
+        self.request("get_children", path).time(self.raw.list_children(path))
     }
 
     /// A node's children with a watch: `zookeeper_client::Client::list_and_watch_children`,
@@ -131,12 +131,12 @@ impl SessionClient {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Vec<String>, OneshotWatcher)>> + Send + '_ {
-        self.request("get_children").time(self.raw.list_and_watch_children(path))
+        self.request("get_children", path).time(self.raw.list_and_watch_children(path))
     }
 
     /// A node's children and stat: `zookeeper_client::Client::get_children`, counted.
     pub fn get_children(&self, path: &str) -> impl Future<Output = Result<(Vec<String>, Stat)>> + Send {
-        self.request("get_children").time(self.raw.get_children(path))
+        self.request("get_children", path).time(self.raw.get_children(path))
     }
 
     /// A node's children and stat with a watch: `zookeeper_client::Client::get_and_watch_children`,
@@ -145,18 +145,18 @@ impl SessionClient {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Vec<String>, Stat, OneshotWatcher)>> + Send + '_ {
-        self.request("get_children").time(self.raw.get_and_watch_children(path))
+        self.request("get_children", path).time(self.raw.get_and_watch_children(path))
     }
 
     /// The session's ephemeral nodes under `path` (3.6+): `zookeeper_client::Client::list_ephemerals`,
     /// counted as `get_ephemerals`.
     pub fn list_ephemerals(&self, path: &str) -> impl Future<Output = Result<Vec<String>>> + Send + '_ {
-        self.request("get_ephemerals").time(self.raw.list_ephemerals(path))
+        self.request("get_ephemerals", path).time(self.raw.list_ephemerals(path))
     }
 
     /// A node's ACL: `zookeeper_client::Client::get_acl`, counted.
     pub fn get_acl(&self, path: &str) -> impl Future<Output = Result<(Vec<Acl>, Stat)>> + Send + '_ {
-        self.request("get_acl").time(self.raw.get_acl(path))
+        self.request("get_acl", path).time(self.raw.get_acl(path))
     }
 
     /// Sets a node's ACL: `zookeeper_client::Client::set_acl`, counted.
@@ -166,7 +166,7 @@ impl SessionClient {
         acl: &[Acl],
         expected_acl_version: Option<i32>,
     ) -> impl Future<Output = Result<Stat>> + Send + '_ {
-        self.request("set_acl").time(self.raw.set_acl(path, acl, expected_acl_version))
+        self.request("set_acl", path).time(self.raw.set_acl(path, acl, expected_acl_version))
     }
 
     /// A persistent watch (3.6+): `zookeeper_client::Client::watch`, counted as `add_watch`.
@@ -175,17 +175,17 @@ impl SessionClient {
         path: &str,
         mode: AddWatchMode,
     ) -> impl Future<Output = Result<PersistentWatcher>> + Send + '_ {
-        self.request("add_watch").time(self.raw.watch(path, mode))
+        self.request("add_watch", path).time(self.raw.watch(path, mode))
     }
 
     /// Syncs the server with the leader: `zookeeper_client::Client::sync`, counted.
     pub fn sync(&self, path: &str) -> impl Future<Output = Result<()>> + Send + '_ {
-        self.request("sync").time(self.raw.sync(path))
+        self.request("sync", path).time(self.raw.sync(path))
     }
 
     /// The ensemble's configuration: `zookeeper_client::Client::get_config`, counted.
     pub fn get_config(&self) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send {
-        self.request("get_config").time(self.raw.get_config())
+        self.request("get_config", "").time(self.raw.get_config())
     }
 
     /// The ensemble's configuration with a watch: `zookeeper_client::Client::get_and_watch_config`,
@@ -193,7 +193,7 @@ impl SessionClient {
     pub fn get_and_watch_config(
         &self,
     ) -> impl Future<Output = Result<(Vec<u8>, Stat, OneshotWatcher)>> + Send {
-        self.request("get_config").time(self.raw.get_and_watch_config())
+        self.request("get_config", "").time(self.raw.get_and_watch_config())
     }
 
     /// A transaction: `zookeeper_client::Client::new_multi_writer`, its commit counted as `multi`.
@@ -245,7 +245,7 @@ impl<'a> MultiWriter<'a> {
     pub fn commit(
         &mut self,
     ) -> impl Future<Output = std::result::Result<Vec<MultiWriteResult>, MultiWriteError>> + Send + 'a {
-        self.client.request("multi").time(self.raw.commit())
+        self.client.request("multi", "").time(self.raw.commit())
     }
 }
 
@@ -290,7 +290,7 @@ impl std::fmt::Debug for MultiReader<'_> {
 impl<'a> MultiReader<'a> {
     /// Sends the reads: `zookeeper_client::MultiReader::commit`, counted.
     pub fn commit(&mut self) -> impl Future<Output = Result<Vec<MultiReadResult>>> + Send + 'a {
-        self.client.request("multi_read").time(self.raw.commit())
+        self.client.request("multi_read", "").time(self.raw.commit())
     }
 }
 

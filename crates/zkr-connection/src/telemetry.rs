@@ -82,10 +82,12 @@ pub(crate) fn build_info() {
     metrics::gauge!("zkr_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
 }
 
-/// One request on a session's client, from when it is sent to its reply: counted by operation
-/// and result (`zkr_requests_total`) and timed (`zkr_request_duration_seconds`). A request
-/// whose reply is not awaited (the caller dropped it) is not counted.
+/// One request on a session's client, from when it is sent to its reply: a `zk.request` span
+/// (DEBUG, `docs/observability.md`), and, with the `metrics` feature, counted by operation and
+/// result (`zkr_requests_total`) and timed (`zkr_request_duration_seconds`). A request whose
+/// reply is not awaited (the caller dropped it) is not counted.
 pub(crate) struct Request {
+    span: tracing::Span,
     #[cfg(feature = "metrics")]
     client: Arc<str>,
     #[cfg(feature = "metrics")]
@@ -95,10 +97,30 @@ pub(crate) struct Request {
 }
 
 impl Request {
-    /// A request of operation `op` sent now by manager `client`.
+    /// A request of operation `op` on `path` (empty for a multi or the configuration) sent now
+    /// by manager `client` on `session`. The span is a child of the caller's (a recipe's
+    /// operation) and named with OpenTelemetry's database conventions.
     #[inline]
-    pub(crate) fn start(client: &Arc<str>, op: &'static str) -> Self {
+    pub(crate) fn start(
+        client: &Arc<str>,
+        op: &'static str,
+        path: &str,
+        session: zookeeper_client::SessionId,
+    ) -> Self {
+        let span = tracing::debug_span!(
+            "zk.request",
+            otel.name = op,
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            db.system.name = "zookeeper",
+            db.operation.name = op,
+            db.response.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            zk.path = path,
+            zk.session_id = %session,
+        );
         Request {
+            span,
             #[cfg(feature = "metrics")]
             client: client.clone(),
             #[cfg(feature = "metrics")]
@@ -108,23 +130,36 @@ impl Request {
         }
     }
 
-    /// `reply`, counted when it completes (a written-out future holding `reply` once).
-    #[cfg(feature = "metrics")]
+    /// `reply`, in the request's span, reported when it completes (a written-out future
+    /// holding `reply` once).
     pub(crate) fn time<F>(self, reply: F) -> Timed<F> {
         Timed { reply, request: Some(self) }
     }
 
-    /// `reply` itself: without the `metrics` feature nothing is counted.
-    #[cfg(not(feature = "metrics"))]
-    #[inline]
-    pub(crate) fn time<F: Future>(self, reply: F) -> F {
-        reply
+    /// Records the reply: a ZooKeeper code on the span, `ERROR` for a failure other than the
+    /// node-state answers recipes expect (`NoNode`, `NodeExists`, `BadVersion`, `NotEmpty`),
+    /// and the figures.
+    fn finish(self, result: Result<(), &'static str>) {
+        if let Err(label) = result {
+            self.span.record("db.response.status_code", label);
+            if !matches!(label, "no_node" | "node_exists" | "bad_version" | "not_empty") {
+                self.span.record("error.type", label).record("otel.status_code", "ERROR");
+            }
+        }
+        #[cfg(feature = "metrics")]
+        {
+            let label = result.err().unwrap_or("ok");
+            let client = self.client.to_string();
+            metrics::counter!("zkr_requests_total", "client" => client.clone(), "op" => self.op, "result" => label)
+                .increment(1);
+            metrics::histogram!("zkr_request_duration_seconds", "client" => client, "op" => self.op)
+                .record(self.sent.elapsed());
+        }
     }
 }
 
-#[cfg(feature = "metrics")]
 pin_project_lite::pin_project! {
-    /// A request's reply, counted when it completes ([`Request::time`]).
+    /// A request's reply, polled in its span and reported when it completes ([`Request::time`]).
     pub(crate) struct Timed<F> {
         #[pin]
         reply: F,
@@ -132,30 +167,22 @@ pin_project_lite::pin_project! {
     }
 }
 
-#[cfg(feature = "metrics")]
 impl<T, E: ResultLabel, F: Future<Output = Result<T, E>>> Future for Timed<F> {
     type Output = F::Output;
 
     fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
         let this = self.project();
+        let entered = this.request.as_ref().map(|r| r.span.enter());
         let result = std::task::ready!(this.reply.poll(cx));
+        drop(entered);
         if let Some(request) = this.request.take() {
-            let label = match &result {
-                Ok(_) => "ok",
-                Err(e) => e.result_label(),
-            };
-            let client = request.client.to_string();
-            metrics::counter!("zkr_requests_total", "client" => client.clone(), "op" => request.op, "result" => label)
-                .increment(1);
-            metrics::histogram!("zkr_request_duration_seconds", "client" => client, "op" => request.op)
-                .record(request.sent.elapsed());
+            request.finish(result.as_ref().map(drop).map_err(ResultLabel::result_label));
         }
         std::task::Poll::Ready(result)
     }
 }
 
 /// The `result` label of a failed request: the error's ZooKeeper code in snake case.
-#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
 pub(crate) trait ResultLabel {
     fn result_label(&self) -> &'static str;
 }

@@ -300,3 +300,38 @@ pub fn describe_metrics() {
         );
     }
 }
+
+/// A recipe operation's span at INFO (`docs/observability.md`): `$name` on `$path`, with the
+/// fields [`ended`] records and `zk.node` (the node taken, acked or made). The requests the
+/// operation sends go under it.
+macro_rules! operation_span {
+    ($name:literal, $path:expr) => {
+        tracing::info_span!(
+            $name,
+            otel.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            zk.path = $path,
+            zk.node = tracing::field::Empty,
+            zk.wait_ms = tracing::field::Empty,
+            zk.outcome = tracing::field::Empty,
+        )
+    };
+}
+pub(crate) use operation_span;
+
+/// Records on an operation's `span` how it ended, `started` at: `zk.wait_ms`, and `zk.outcome`
+/// or, for an error of `kind`, `error.type` and the `ERROR` status.
+pub(crate) fn ended(
+    span: &tracing::Span,
+    started: tokio::time::Instant,
+    outcome: Result<&'static str, zkr_connection::ErrorKind>,
+) {
+    span.record("zk.wait_ms", started.elapsed().as_millis() as u64);
+    match outcome {
+        Ok(outcome) => span.record("zk.outcome", outcome),
+        Err(kind) => span
+            .record("zk.outcome", "failed")
+            .record("error.type", format!("{kind:?}").to_lowercase().as_str())
+            .record("otel.status_code", "ERROR"),
+    };
+}

@@ -7,10 +7,12 @@ use futures::Stream;
 use parking_lot::Mutex;
 use tokio::sync::{watch, Notify};
 use tokio_stream::wrappers::WatchStream;
+use tracing::Instrument as _;
 use zkr_connection::retry::SessionPause;
 use zkr_connection::ZkClient;
 
 use crate::locks::{LockError, LockInternals, LockNode, StandardLockInternalsDriver, Wait};
+use crate::telemetry;
 
 /// Curator's `LeaderLatch` node name: `_c_<uuid>-latch-<seq>`.
 pub const LATCH_NAME: &str = "latch-";
@@ -325,10 +327,14 @@ async fn participate(inner: Arc<Inner>) {
         if *inner.state.borrow() == LatchState::Closed {
             return;
         }
+        let span = telemetry::operation_span!("leader.elect", path.as_str());
+        let started = tokio::time::Instant::now();
         let attempt = tokio::select! {
-            attempt = inner.internals.attempt_lock(Wait::Forever) => attempt,
+            attempt = inner.internals.attempt_lock(Wait::Forever).instrument(span.clone()) => attempt,
             () = inner.closing.notified() => return,
         };
+        let outcome = attempt.as_ref().map(|node| if node.is_some() { "elected" } else { "not_elected" });
+        telemetry::ended(&span, started, outcome.map_err(LockError::kind));
         let node = match attempt {
             Ok(Some(node)) => node,
             Ok(None) => continue,

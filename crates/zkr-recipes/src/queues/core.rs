@@ -7,12 +7,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{watch, OnceCell};
 use tokio::time::Duration;
+use tracing::Instrument as _;
 use zkr_connection::{path, Deadline, RetryOptions, ZkClient};
 use zookeeper_client::{Acls, CreateMode};
 
 use super::item::{Busy, ItemLock};
 use super::{framing, QueueError};
 use crate::cache::{CacheMode, CacheSnapshot, CachedNode, CuratorCache};
+use crate::telemetry;
 
 /// How many ready nodes one look at the snapshot tries before looking again.
 const BATCH: usize = 16;
@@ -234,8 +236,21 @@ impl Core {
         (ready, next_due)
     }
 
-    /// Takes the first node in queue order, waiting for one until `deadline`; `None` then.
+    /// Takes the first node in queue order, waiting for one until `deadline`; `None` then. In
+    /// a `queue.take` span.
     pub(crate) async fn take_by(&self, deadline: Option<Deadline>) -> Result<Option<Taken>, QueueError> {
+        let span = telemetry::operation_span!("queue.take", self.path.as_str());
+        let started = tokio::time::Instant::now();
+        let taken = self.take_waiting(deadline).instrument(span.clone()).await;
+        if let Ok(Some(taken)) = &taken {
+            span.record("zk.node", taken.node.rsplit('/').next().unwrap_or_default());
+        }
+        let outcome = taken.as_ref().map(|t| if t.is_some() { "taken" } else { "timed_out" });
+        telemetry::ended(&span, started, outcome.map_err(QueueError::kind));
+        taken
+    }
+
+    async fn take_waiting(&self, deadline: Option<Deadline>) -> Result<Option<Taken>, QueueError> {
         let mut views = self.views().await?;
         // Nodes another consumer got first, and the locks that keep them, looked at again
         // when the views change or such a lock does.

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use tracing::Instrument as _;
 use zkr_connection::SessionClient;
 use zkr_connection::{Transaction, ZkClient};
 use zookeeper_client::{Acls, CreateMode, OneshotWatcher};
@@ -10,6 +11,7 @@ use zookeeper_client::{Acls, CreateMode, OneshotWatcher};
 use super::QueueError;
 use crate::fence::SessionFence;
 use crate::owned::{self, Owned};
+use crate::telemetry;
 
 /// One queue node taken by a consumer: its values (one, or several from a
 /// [`put_multi`](super::DistributedQueue::put_multi)) and, in lock-safe mode, the lock on it.
@@ -157,9 +159,14 @@ impl<T> QueueItem<T> {
         Ok(())
     }
 
+    /// Lock-safe mode: deletes the item with its lock (and `own`) in a `queue.ack` span.
     async fn finish(mut self, own: Option<Transaction>) -> Result<Vec<T>, QueueError> {
         if let Some(mut lock) = self.lock.take() {
-            lock.commit(&self.node, own).await?;
+            let span = telemetry::operation_span!("queue.ack", self.node.as_str());
+            let started = tokio::time::Instant::now();
+            let committed = lock.commit(&self.node, own).instrument(span.clone()).await;
+            telemetry::ended(&span, started, committed.as_ref().map(|()| "acked").map_err(QueueError::kind));
+            committed?;
         }
         Ok(std::mem::take(&mut self.values))
     }

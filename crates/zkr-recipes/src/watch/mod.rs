@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use futures::future::select_all;
 use futures::FutureExt as _;
+use tracing::Instrument as _;
 use zkr_connection::retry::SessionPause;
 use zkr_connection::SessionClient;
 use zkr_connection::{is_session_error, RetryOptions, Session, ZkClient};
@@ -203,10 +204,21 @@ impl<C: Consumer> Watch<C> {
     /// allows: for a recipe whose start must fail when ZooKeeper cannot be reached. A session
     /// that ends meanwhile is no failure (a read holds nothing): the sync starts again on the
     /// next one, as [`run`](Self::run) does after the first.
+    ///
+    /// In a `cache.load` span: every cache, configuration and shared value loads here.
     pub(crate) async fn first_sync(
         &mut self,
         timeout: Duration,
     ) -> Result<Established, zkr_connection::Error> {
+        let span = crate::telemetry::operation_span!("cache.load", self.root.as_str());
+        let started = tokio::time::Instant::now();
+        let established = self.load(timeout).instrument(span.clone()).await;
+        let outcome = established.as_ref().map(|_| "loaded").map_err(zkr_connection::Error::kind);
+        crate::telemetry::ended(&span, started, outcome);
+        established
+    }
+
+    async fn load(&mut self, timeout: Duration) -> Result<Established, zkr_connection::Error> {
         self.zk.wait_connected(timeout).await?;
         loop {
             let (session, subscription) = self

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::time::Instant;
+use tracing::Instrument as _;
 use zkr_connection::protected::{ProtectedCreate, ProtectedNode};
 use zkr_connection::retry::RetryBudget;
 use zkr_connection::{is_retryable, is_session_error, path, Deadline, RetryOptions, ZkClient};
@@ -28,6 +29,13 @@ use cleanup::NodeCleanup;
 /// A delete sent by [`LockInternals::send_release`], awaiting its reply.
 pub(crate) type Deleting =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), zookeeper_client::Error>> + Send>>;
+
+/// A release [`LockInternals::send_release`] began: its `lock.release` span (the delete went
+/// under it), and the delete sent or what became of the node.
+pub(crate) struct Release {
+    span: tracing::Span,
+    sent: Result<Deleting, &'static str>,
+}
 use heads::ReleasedHeads;
 use lister::Lister;
 pub use node::LockNode;
@@ -194,11 +202,11 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     ///
     /// # Cancel safety
     /// Cancel safe: a dropped attempt leaves no node behind.
-    #[tracing::instrument(level = "debug", name = "lock.attempt", skip_all, fields(path = %self.base_path))]
     pub async fn attempt_lock(&self, wait: Wait) -> Result<Option<LockNode>, LockError> {
+        let span = report::acquiring(&self.base_path);
         let started = Instant::now();
-        let result = self.attempt(wait).await;
-        report::attempt(&result, started.elapsed());
+        let result = self.attempt(wait).instrument(span.clone()).await;
+        report::attempt(&span, &result, started);
         result
     }
 
@@ -337,7 +345,14 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     /// acquire's create. `Err` says what became of the node when there is nothing to await
     /// (it went with its session, or the lock was lost and the delete goes on in the
     /// background).
-    pub(crate) fn send_release(&self, node: &LockNode) -> Result<Deleting, &'static str> {
+    pub(crate) fn send_release(&self, node: &LockNode) -> Release {
+        let span = report::releasing(node, &self.base_path);
+        let sent = span.in_scope(|| self.send_delete(node));
+        Release { span, sent }
+    }
+
+    /// [`send_release`](Self::send_release) in its span.
+    fn send_delete(&self, node: &LockNode) -> Result<Deleting, &'static str> {
         // Asked first, so that a loss nobody asked about is still reported.
         let lost = node.lost_reason(&self.zk);
         if !node.owned.fence().is_current(&self.zk) {
@@ -360,24 +375,18 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     ///
     /// # Errors
     /// As [`release_lock`](Self::release_lock).
-    #[tracing::instrument(level = "debug", name = "lock.release", skip_all, fields(path = %self.base_path, node = %node.name))]
-    pub(crate) async fn finish_release(
-        &self,
-        node: &LockNode,
-        sent: Result<Deleting, &'static str>,
-    ) -> Result<(), LockError> {
-        let result = match sent {
-            Ok(deleting) => self.await_delete(node, deleting).await,
-            Err(how) => Ok(how),
-        };
-        report::released(
-            node,
-            match &result {
-                Ok(how) => how,
-                Err(_) => "failed",
-            },
-        );
-        result.map(drop)
+    pub(crate) async fn finish_release(&self, node: &LockNode, release: Release) -> Result<(), LockError> {
+        let Release { span, sent } = release;
+        async move {
+            let result = match sent {
+                Ok(deleting) => self.await_delete(node, deleting).await,
+                Err(how) => Ok(how),
+            };
+            report::released(node, result.as_ref().map_or("failed", |how| how));
+            result.map(drop)
+        }
+        .instrument(span)
+        .await
     }
 
     /// The reply to our delete; `Ok` says what became of the node.
