@@ -421,6 +421,31 @@ async fn a_double_barrier_member_whose_session_expired_after_ready_passes_and_bo
     assert!(members(&observer, &path).await.is_empty());
 }
 
+/// The model checker's window 5: A and B pass and have not left when C enters. Before, C
+/// counted them with itself and passed at once, alone in its round; now members that passed
+/// an earlier round (named by its `ready`, their nodes marked) are not counted, and C passes
+/// with D. All four members are users of one client.
+#[tokio::test]
+async fn a_later_member_does_not_count_members_that_passed_an_earlier_round() {
+    let cs = shared_server().await.unwrap().connect_string();
+    let (zk, observer) = (connect(&cs).await, raw(&cs).await);
+    let path = format!("{}/b", unique_root("double-later"));
+    let member = || DistributedDoubleBarrier::new(&zk, &path, 2).unwrap();
+    let (mut a, mut b, mut c, mut d) = (member(), member(), member(), member());
+    let (entered_a, entered_b) =
+        tokio::join!(a.enter_timeout(timing().wait()), b.enter_timeout(timing().wait()));
+    assert!(entered_a.unwrap().is_some() && entered_b.unwrap().is_some());
+    let alone = c.enter_timeout(Duration::from_millis(500)).await.unwrap();
+    assert!(alone.is_none(), "C passed, counting two members of the earlier round");
+    let (entered_c, entered_d) =
+        tokio::join!(c.enter_timeout(timing().wait()), d.enter_timeout(timing().wait()));
+    assert!(entered_c.unwrap().is_some() && entered_d.unwrap().is_some(), "C and D pass together");
+    let leaves = async { tokio::join!(a.leave(), b.leave(), c.leave(), d.leave()) };
+    let left = tokio::time::timeout(timing().wait(), leaves).await.expect("all four leave");
+    assert!(left.0.is_ok() && left.1.is_ok() && left.2.is_ok() && left.3.is_ok(), "{left:?}");
+    assert!(members(&observer, &path).await.is_empty());
+}
+
 /// Issue 43, item 8: a leaver deletes only its own round's `ready`. Two members enter; the
 /// round's `ready` is replaced by the next round's (as when another leaver deleted it and the
 /// next round's quota came in before this leaver's delete); both leave: the next round's

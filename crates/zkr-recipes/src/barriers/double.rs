@@ -5,7 +5,7 @@ use std::time::Duration;
 use zkr_connection::{path, Deadline, ErrorKind, Parents, ZkClient};
 use zookeeper_client::CreateMode;
 
-use super::{cache, finished, BarrierError};
+use super::{cache, finished, rounds, BarrierError};
 use crate::cache::{CacheMode, CacheSnapshot, CuratorCache};
 use crate::nodes::PersistentNode;
 
@@ -46,6 +46,8 @@ pub struct DistributedDoubleBarrier {
     /// The barrier's missing parents: containers (Curator's), or persistent (kazoo's).
     parents: Parents,
     entered: Option<Entered>,
+    /// The czxid of the last `ready` this member passed by (0 before its first round).
+    passed: i64,
 }
 
 /// What a log line needs: the barrier, this member's node, the quota, whether it entered.
@@ -96,6 +98,7 @@ impl DistributedDoubleBarrier {
             data: Vec::new(),
             parents: Parents::Containers,
             entered: None,
+            passed: 0,
         })
     }
 
@@ -229,6 +232,13 @@ impl DistributedDoubleBarrier {
                 }
             }
         };
+        // Marked as passed, a member that has not left yet is not counted for a later round
+        // (window 5 of docs/reliability.md). Stored before anything is sent, the mark is on
+        // the node made again after an expiry too.
+        if let Err(error) = node.set_data(rounds::marked(&self.data, ready)).await {
+            tracing::debug!(member = %self.member, %error, "double barrier: the member's mark was not written yet");
+        }
+        self.passed = ready;
         self.entered = Some(Entered { node, cache, ready });
         Ok(true)
     }
@@ -238,22 +248,31 @@ impl DistributedDoubleBarrier {
     fn step(&self, snapshot: &CacheSnapshot, entered_at: Option<i64>) -> Option<Step> {
         let ours = snapshot.get(&self.member)?;
         let entered_at = entered_at.unwrap_or(ours.stat.czxid).min(ours.stat.czxid);
-        let members = members(snapshot, &self.path);
+        let name = path::node_name(&self.member);
         let ready = snapshot.get(&path::join(&self.path, READY));
-        // A `ready` created after we entered is this round's pass. An older one was left by
-        // an earlier round: with the quota met it is replaced by this round's, so that a member
-        // whose view never showed the quota (one left at once after passing) still sees its
-        // round's `ready` and passes, and leavers delete only their own round's.
-        let quota = members.len() >= self.member_qty;
+        let names = ready.and_then(|r| rounds::named(&r.data)).unwrap_or_default();
         tracing::trace!(
             member = %self.member,
-            members = members.len(),
             ready = ?ready.map(|r| (r.stat.czxid, r.stat.version)),
             entered_at,
             "double barrier: a view while entering"
         );
+        // A `ready` created after we entered is this round's pass; so is one that names our
+        // node and is newer than the last we passed (window 4: our first create's reply was
+        // lost with its session, and the node made again is newer than our round's `ready`).
+        if let Some(ready) = ready {
+            if ready.stat.czxid > entered_at || (ready.stat.czxid > self.passed && names.contains(&name)) {
+                return Some(Step::Pass(ready.stat.czxid));
+            }
+        }
+        // An older one was left by an earlier round: with the quota met it is replaced by this
+        // round's, so that a member whose view never showed the quota (one left at once after
+        // passing) still sees its round's `ready` and passes, and leavers delete only their own
+        // round's. Members that passed an earlier round and have not left (named by that
+        // `ready`, or marked) are not this round's.
+        let members = counted(snapshot, &self.path, name, &names);
+        let quota = members.len() >= self.member_qty;
         match ready {
-            Some(ready) if ready.stat.czxid > entered_at => Some(Step::Pass(ready.stat.czxid)),
             Some(stale) if quota => Some(Step::CreateReady(members, Some(stale.stat.version))),
             None if quota => Some(Step::CreateReady(members, None)),
             _ => None,
@@ -276,7 +295,7 @@ impl DistributedDoubleBarrier {
         if let Some(version) = stale {
             txn = txn.delete(&ready, Some(version));
         }
-        match txn.create(&ready, &[], CreateMode::Persistent).commit().await {
+        match txn.create(&ready, &rounds::ready_naming(members), CreateMode::Persistent).commit().await {
             Ok(results) => Ok(results.into_iter().find_map(|result| match result {
                 zookeeper_client::MultiWriteResult::Create { stat, .. } if !stat.is_invalid() => {
                     Some(stat.czxid)
@@ -348,8 +367,110 @@ fn members(snapshot: &CacheSnapshot, path: &str) -> Vec<String> {
     snapshot.children(path).map(|(name, _)| name).filter(|name| *name != READY).map(str::to_owned).collect()
 }
 
+/// The members an entering member `ours` counts in `snapshot`: itself, and those neither named
+/// by the earlier round's `ready` (`stale`) nor marked as passed.
+fn counted(snapshot: &CacheSnapshot, path: &str, ours: &str, stale: &[&str]) -> Vec<String> {
+    snapshot
+        .children(path)
+        .filter(|(name, _)| *name != READY)
+        .filter(|(name, node)| {
+            *name == ours || (!stale.contains(name) && rounds::passed(&node.data).is_none())
+        })
+        .map(|(name, _)| name.to_owned())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    use super::{rounds, DistributedDoubleBarrier, Step};
+    use crate::cache::{CacheSnapshot, CachedNode};
+    use zookeeper_client::Stat;
+
+    /// A node of the barrier `/b` named `name`, created at `czxid`, holding `data`.
+    fn node(name: &str, czxid: i64, data: &[u8]) -> (String, CachedNode) {
+        let stat = Stat {
+            czxid,
+            mzxid: czxid,
+            pzxid: czxid,
+            ctime: 0,
+            mtime: 0,
+            version: 0,
+            cversion: 0,
+            aversion: 0,
+            ephemeral_owner: 0,
+            data_length: data.len() as i32,
+            num_children: 0,
+        };
+        (format!("/b/{name}"), CachedNode { data: data.to_vec(), stat })
+    }
+
+    /// Member `name` of `/b` (quota 2) that last passed the `ready` of czxid `passed`.
+    fn member(name: &str, passed: i64) -> DistributedDoubleBarrier {
+        let zk = zkr_connection::ZkClient::builder("127.0.0.1:1").build().unwrap();
+        let mut member = DistributedDoubleBarrier::new(&zk, "/b", 2).unwrap();
+        member.member = format!("/b/{name}");
+        member.passed = passed;
+        member
+    }
+
+    fn names(members: &[&str]) -> Vec<u8> {
+        rounds::ready_naming(&members.iter().map(|m| m.to_string()).collect::<Vec<_>>())
+    }
+
+    fn passes(step: Option<Step>) -> Option<i64> {
+        match step {
+            Some(Step::Pass(czxid)) => Some(czxid),
+            _ => None,
+        }
+    }
+
+    /// Window 4: our first node (czxid 1) was counted by `ready` (3), but the create's reply
+    /// was lost with the session; the node made again (5) is newer than `ready`. By czxids
+    /// alone that `ready` is an earlier round's and the quota (B has left) is gone.
+    #[tokio::test]
+    async fn a_member_that_never_learnt_its_first_node_passes_by_the_ready_naming_it() {
+        let view = CacheSnapshot::of([node("ready", 3, &names(&["a", "b"])), node("a", 5, b"")]);
+        assert_eq!(passes(member("a", 0).step(&view, None)), Some(3));
+        // The same member object entering again after passing that `ready`: not its round's.
+        assert_eq!(passes(member("a", 3).step(&view, None)), None);
+        // A `ready` Curator or kazoo made names nobody: czxids decide, as before.
+        let curator = CacheSnapshot::of([node("ready", 3, b"10.0.0.7"), node("a", 5, b"")]);
+        assert!(member("a", 0).step(&curator, None).is_none());
+    }
+
+    /// Window 5: A and B passed `ready` (3) and have not left; C enters. Before, C counted them
+    /// and made its own `ready` at once, alone in its round.
+    #[tokio::test]
+    async fn a_member_does_not_count_members_that_passed_an_earlier_round() {
+        let a = node("a", 1, &rounds::marked(b"", 3));
+        let b = node("b", 2, &rounds::marked(b"", 3));
+        let view =
+            CacheSnapshot::of([node("ready", 3, &names(&["a", "b"])), a.clone(), b, node("c", 6, b"")]);
+        assert!(member("c", 0).step(&view, Some(6)).is_none(), "C counted members of an earlier round");
+        // Named by the stale `ready` though not marked yet (the mark follows the pass): not counted.
+        let unmarked =
+            CacheSnapshot::of([node("ready", 3, &names(&["a", "b"])), node("a", 1, b""), node("c", 6, b"")]);
+        assert!(member("c", 0).step(&unmarked, Some(6)).is_none());
+        // D comes: C and D are this round's, and the stale `ready` is replaced.
+        let with_d = CacheSnapshot::of([
+            node("ready", 3, &names(&["a", "b"])),
+            a,
+            node("c", 6, b""),
+            node("d", 7, b""),
+        ]);
+        match member("c", 0).step(&with_d, Some(6)) {
+            Some(Step::CreateReady(members, Some(0))) => assert_eq!(members, ["c", "d"]),
+            _ => panic!("C and D make their round's ready"),
+        }
+        // Beside Curator's members (unmarked) under Curator's `ready` (naming nobody), czxids
+        // decide as before: they are counted.
+        let curator =
+            CacheSnapshot::of([node("ready", 3, b"10.0.0.7"), node("a", 1, b""), node("c", 6, b"")]);
+        assert!(
+            matches!(member("c", 0).step(&curator, Some(6)), Some(Step::CreateReady(m, Some(0))) if m == ["a", "c"])
+        );
+    }
+
     /// A member prints the barrier and its node in one short line, not its machinery.
     #[tokio::test]
     async fn a_member_prints_its_node_not_its_machinery() {

@@ -34,6 +34,7 @@
 
 mod barrier;
 mod double;
+mod rounds;
 
 use zkr_connection::Deadline;
 

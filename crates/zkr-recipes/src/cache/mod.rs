@@ -155,6 +155,13 @@ pub struct CacheSnapshot {
 }
 
 impl CacheSnapshot {
+    /// A confirmed snapshot of `nodes`, for a recipe's unit tests.
+    #[cfg(test)]
+    pub(crate) fn of(nodes: impl IntoIterator<Item = (String, CachedNode)>) -> Self {
+        let nodes = nodes.into_iter().map(|(path, node)| (path, Arc::new(node))).collect();
+        CacheSnapshot { nodes, initialized: true, stale: false }
+    }
+
     /// The node at `path`.
     pub fn get(&self, path: &str) -> Option<&Arc<CachedNode>> {
         self.nodes.get(path)
