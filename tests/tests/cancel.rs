@@ -445,3 +445,64 @@ async fn semaphore_try_acquire_and_release() {
     done.unwrap();
     assert!(drops > 0);
 }
+
+/// kazoo's `LockingQueue`: a get dropped at any await leaves no lock in `taken` (the entry goes
+/// back to the queue); an ack (kazoo's `consume`) dropped at any await was applied whole or
+/// not at all; a `put_all` dropped at any await put all its entries or none.
+#[tokio::test]
+async fn kazoo_locking_queue_get_consume_and_put_all() {
+    let (zk, observer) = clients().await;
+    let path = unique_root("cancel-kazoo-queue");
+    let (entries, taken) = (format!("{path}/entries"), format!("{path}/taken"));
+    let queue = zkr_recipes::kazoo::LockingQueue::new(&zk, &path).unwrap();
+    queue.put(b"job").await.unwrap();
+    let cycle = || async { queue.get().await?.ack().await };
+    let after = |k| {
+        let (queue, observer, entries, taken) = (&queue, &observer, &entries, &taken);
+        async move {
+            cleaned(observer, taken, none, k).await;
+            // A dropped ack may have been applied: then the next run needs an entry.
+            if children(observer, entries).await.is_empty() {
+                queue.put(b"job").await.unwrap();
+            }
+        }
+    };
+    let (done, drops) = cancel_at_every_await(cycle, after).await;
+    println!("get and consume: dropped at {drops} awaits");
+    assert_eq!(done.unwrap(), [b"job".to_vec()]);
+    assert!(drops > 0);
+    assert!(children(&observer, &entries).await.is_empty());
+
+    let cycle = || queue.put_all(&[b"a", b"b"], 7);
+    let after = |k| {
+        let observer = &observer;
+        let entries = &entries;
+        async move {
+            let n = children(observer, entries).await.len();
+            assert_eq!(n % 2, 0, "after a drop at poll {k}: {n} entries, a transaction applied in part");
+        }
+    };
+    let (done, drops) = cancel_at_every_await(cycle, after).await;
+    println!("put_all: dropped at {drops} awaits");
+    done.unwrap();
+    assert!(children(&observer, &entries).await.len() >= 2);
+}
+
+#[tokio::test]
+async fn kazoo_double_barrier_enter_and_leave() {
+    let (zk, observer) = clients().await;
+    let path = unique_root("cancel-kazoo-barrier");
+    let cycle = || {
+        let mut barrier = DistributedDoubleBarrier::kazoo(&zk, &path, 1, "rust").unwrap();
+        async move {
+            barrier.enter().await?;
+            barrier.leave().await
+        }
+    };
+    // `ready` belongs to the barrier, not to a member: only member nodes must go.
+    let (done, drops) =
+        cancel_at_every_await(cycle, |k| cleaned(&observer, &path, |c| c == "ready", k)).await;
+    println!("dropped at {drops} awaits");
+    done.unwrap();
+    assert!(drops > 0);
+}
