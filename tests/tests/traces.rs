@@ -1,5 +1,5 @@
 //! Issue 49, item 1: zkr's spans in OpenTelemetry. A lock cycle (acquire, hold, release), a
-//! lock-safe queue's take and ack and a cache's load go through `zkr_connection::otel::layer`
+//! lock-safe queue's take and ack, a cache's load and a leader latch's join go through `zkr_connection::otel::layer`
 //! into the OpenTelemetry SDK's in-memory exporter; each test checks the span tree it exported:
 //! one trace under the caller's span, a span per recipe operation with its ZooKeeper requests
 //! under it, and the attributes named in docs/observability.md.
@@ -17,6 +17,7 @@ use tracing_subscriber::layer::SubscriberExt as _;
 use zkr_connection::ZkClient;
 use zkr_integration_tests::{connect, unique_root};
 use zkr_recipes::cache::CuratorCache;
+use zkr_recipes::leader::LeaderLatch;
 use zkr_recipes::locks::InterProcessMutex;
 use zkr_recipes::queues::{DistributedQueue, Utf8};
 use zkr_testing::shared_server;
@@ -230,5 +231,27 @@ async fn a_take_an_ack_and_a_cache_load_each_have_their_span() {
         !spans.requests_under(load, "get_children").is_empty()
             || !spans.requests_under(load, "add_watch").is_empty()
     );
+    zk.close().await;
+}
+
+/// A `LeaderLatch` joins in a task of its own: each `leader.elect` starts a trace, with the
+/// latch node's `lock.acquire` and its requests under it.
+#[tokio::test]
+async fn a_latch_joining_is_a_leader_elect_span_with_its_acquire_under_it() {
+    let zk = connect(&shared_server().await.unwrap().connect_string()).await;
+    let path = format!("{}/leader", unique_root("traces-leader"));
+    let spans = Exported::of(|| async {
+        let latch = LeaderLatch::start(&zk, &path, "node-1").await.unwrap();
+        latch.await_leadership().await.unwrap();
+        latch.close().await;
+    })
+    .await;
+    let elect = spans.one("leader.elect");
+    assert_eq!(elect.parent_span_id, SpanId::INVALID, "a trace of its own");
+    assert_attribute(elect, "zk.path", &path);
+    assert_attribute(elect, "zk.outcome", "elected");
+    let acquire = spans.one("lock.acquire");
+    assert_eq!(acquire.parent_span_id, elect.span_context.span_id());
+    assert!(!spans.requests_under(acquire, "get_children").is_empty(), "{:?}", spans.names());
     zk.close().await;
 }
