@@ -184,18 +184,29 @@ async fn lock_safe_queue_take_and_ack_with_own_operations() {
 async fn double_barrier_enter_and_leave() {
     let (zk, observer) = clients().await;
     let path = unique_root("cancel-barrier");
+    double_barrier_cycle(&observer, &path, || DistributedDoubleBarrier::new(&zk, &path, 1).unwrap()).await;
+    let path = unique_root("cancel-kazoo-barrier");
+    double_barrier_cycle(&observer, &path, || {
+        DistributedDoubleBarrier::kazoo(&zk, &path, 1, "rust").unwrap()
+    })
+    .await;
+}
+
+/// A member made by `member` (of a barrier of one at `path`) enters and leaves, dropped at
+/// every await.
+async fn double_barrier_cycle(observer: &Client, path: &str, member: impl Fn() -> DistributedDoubleBarrier) {
     let cycle = || {
-        let mut barrier = DistributedDoubleBarrier::new(&zk, &path, 1).unwrap();
+        let mut barrier = member();
         async move {
             barrier.enter().await?;
             barrier.leave().await
         }
     };
     // `ready` belongs to the barrier, not to a member: only member nodes must go.
-    let (done, drops) =
-        cancel_at_every_await(cycle, |k| cleaned(&observer, &path, |c| c == "ready", k)).await;
-    println!("dropped at {drops} awaits");
+    let (done, drops) = cancel_at_every_await(cycle, |k| cleaned(observer, path, |c| c == "ready", k)).await;
+    println!("{path}: dropped at {drops} awaits");
     done.unwrap();
+    assert!(drops > 0);
 }
 
 #[tokio::test]
@@ -486,23 +497,4 @@ async fn kazoo_locking_queue_get_consume_and_put_all() {
     println!("put_all: dropped at {drops} awaits");
     done.unwrap();
     assert!(children(&observer, &entries).await.len() >= 2);
-}
-
-#[tokio::test]
-async fn kazoo_double_barrier_enter_and_leave() {
-    let (zk, observer) = clients().await;
-    let path = unique_root("cancel-kazoo-barrier");
-    let cycle = || {
-        let mut barrier = DistributedDoubleBarrier::kazoo(&zk, &path, 1, "rust").unwrap();
-        async move {
-            barrier.enter().await?;
-            barrier.leave().await
-        }
-    };
-    // `ready` belongs to the barrier, not to a member: only member nodes must go.
-    let (done, drops) =
-        cancel_at_every_await(cycle, |k| cleaned(&observer, &path, |c| c == "ready", k)).await;
-    println!("dropped at {drops} awaits");
-    done.unwrap();
-    assert!(drops > 0);
 }

@@ -384,24 +384,10 @@ fn counted(snapshot: &CacheSnapshot, path: &str, ours: &str, stale: &[&str]) -> 
 mod tests {
     use super::{rounds, DistributedDoubleBarrier, Step};
     use crate::cache::{CacheSnapshot, CachedNode};
-    use zookeeper_client::Stat;
 
     /// A node of the barrier `/b` named `name`, created at `czxid`, holding `data`.
     fn node(name: &str, czxid: i64, data: &[u8]) -> (String, CachedNode) {
-        let stat = Stat {
-            czxid,
-            mzxid: czxid,
-            pzxid: czxid,
-            ctime: 0,
-            mtime: 0,
-            version: 0,
-            cversion: 0,
-            aversion: 0,
-            ephemeral_owner: 0,
-            data_length: data.len() as i32,
-            num_children: 0,
-        };
-        (format!("/b/{name}"), CachedNode { data: data.to_vec(), stat })
+        (format!("/b/{name}"), CachedNode::made(czxid, czxid, data))
     }
 
     /// Member `name` of `/b` (quota 2) that last passed the `ready` of czxid `passed`.

@@ -83,6 +83,26 @@ pub struct CachedNode {
 }
 
 impl CachedNode {
+    /// A node created at `czxid`, last written at `mzxid` (version 0), holding `data`: for the
+    /// recipes' unit tests.
+    #[cfg(test)]
+    pub(crate) fn made(czxid: i64, mzxid: i64, data: &[u8]) -> Self {
+        let stat = Stat {
+            czxid,
+            mzxid,
+            pzxid: mzxid,
+            ctime: 0,
+            mtime: 0,
+            version: 0,
+            cversion: 0,
+            aversion: 0,
+            ephemeral_owner: 0,
+            data_length: data.len() as i32,
+            num_children: 0,
+        };
+        CachedNode { data: data.to_vec(), stat }
+    }
+
     /// The data decoded by `codec` (for example [`Json`](crate::config::Json)).
     ///
     /// # Errors

@@ -304,20 +304,7 @@ mod tests {
     }
 
     fn node(czxid: i64, mzxid: i64, data: &str) -> CachedNode {
-        let stat = Stat {
-            czxid,
-            mzxid,
-            pzxid: mzxid,
-            ctime: 0,
-            mtime: 0,
-            version: 0,
-            cversion: 0,
-            aversion: 0,
-            ephemeral_owner: 0,
-            data_length: 0,
-            num_children: 0,
-        };
-        CachedNode { data: data.as_bytes().to_vec(), stat }
+        CachedNode::made(czxid, mzxid, data.as_bytes())
     }
 
     fn kinds(receiver: &mut broadcast::Receiver<CacheEvent>) -> Vec<String> {

@@ -388,20 +388,7 @@ mod tests {
     }
 
     fn node(mzxid: i64, data: &str) -> CachedNode {
-        let stat = Stat {
-            czxid: 1,
-            mzxid,
-            pzxid: mzxid,
-            ctime: 0,
-            mtime: 0,
-            version: 0,
-            cversion: 0,
-            aversion: 0,
-            ephemeral_owner: 0,
-            data_length: 0,
-            num_children: 0,
-        };
-        CachedNode { data: data.as_bytes().to_vec(), stat }
+        CachedNode::made(1, mzxid, data.as_bytes())
     }
 
     fn describe(event: Option<ModelEvent<u32>>) -> String {
