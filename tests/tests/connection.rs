@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use zkr_connection::Classify as _;
 use zkr_connection::{ConnectionState::*, Error, RetryOptions, ZkClient};
 use zkr_integration_tests::{
     builder, connect, connect_with_session, eventually, expect_no_state, expect_states, raw, timing,

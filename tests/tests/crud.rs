@@ -10,6 +10,7 @@ use zkr_connection::zookeeper_client::{AuthId, Permission};
 use zkr_connection::{Acl, CreateMode, Error, Parents, ReadOp, ReadResult};
 use zkr_integration_tests::{builder, children, eventually, timing, unique_root};
 
+use zkr_connection::Classify as _;
 use zkr_recipes::cache::CuratorCache;
 use zkr_recipes::config::{ConfigWatcher, Gzip, Utf8};
 use zkr_recipes::counters::SharedCount;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rand::RngExt;
+use zkr_connection::Classify as _;
 use zkr_connection::ZkClient;
 use zkr_integration_tests::{
     builder, children, connect, connect_with_session, eventually, mntr_counter, raw, timing, unique_root,

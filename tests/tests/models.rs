@@ -11,6 +11,7 @@ use std::time::Duration;
 use futures::{Stream, StreamExt as _};
 use serde_json::{json, Value};
 use zkr_connection::zookeeper_client::{AuthId, Permission};
+use zkr_connection::Classify as _;
 use zkr_connection::{Acl, CreateMode, Parents, ZkClient};
 use zkr_integration_tests::{children, connect, raw, timing, unique_root};
 use zkr_recipes::codec::{Codec, CodecError, Json};

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use zkr_connection::retry::RetryNTimes;
+use zkr_connection::Classify as _;
 use zkr_connection::ZkClient;
 use zkr_integration_tests::{builder, children, connect_with_session, eventually, raw, timing, unique_root};
 use zkr_recipes::barriers::DistributedDoubleBarrier;

@@ -6,6 +6,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use futures::StreamExt;
+use zkr_connection::Classify as _;
 use zkr_connection::ZkClient;
 use zkr_integration_tests::{builder, children, eventually, timing, unique_root};
 use zkr_recipes::leader::{LatchState, LeaderLatch, LeaderSelector};

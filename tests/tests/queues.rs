@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
+use zkr_connection::Classify as _;
 use zkr_connection::ZkClient;
 use zkr_integration_tests::{builder, children, connect_with_session, eventually, raw, timing, unique_root};
 use zkr_recipes::queues::{

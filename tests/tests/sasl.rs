@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use futures::StreamExt as _;
+use zkr_connection::Classify as _;
 use zkr_connection::{Acl, CreateMode, ZkClient};
 use zkr_integration_tests::{builder, eventually, unique_root};
 use zkr_recipes::cache::CuratorCache;

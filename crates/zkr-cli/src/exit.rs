@@ -1,9 +1,6 @@
 //! zkr's exit codes, one table for every subcommand, and how an error becomes one.
 
-use zkr_connection::{Error as ConnectionError, ErrorKind};
-use zkr_recipes::config::ConfigError;
-use zkr_recipes::id::IdError;
-use zkr_recipes::locks::LockError;
+use zkr_connection::ErrorKind;
 
 /// The exit codes of zkr's own outcomes. A command run by `zkr lock` passes its own status
 /// through instead (see [`Code::Status`]).
@@ -118,29 +115,10 @@ pub(crate) fn classify(error: &anyhow::Error) -> Exit {
     Exit::Failure
 }
 
-/// The [`ErrorKind`] of a zkr error of any family (every family answers `kind()`).
+/// The [`ErrorKind`] of a zkr error of any family, through the one classification every public
+/// zkr error answers (`zkr_recipes::classify`).
 fn kind_of(cause: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
-    use zkr_recipes::{barriers, counters, discovery, nodes, partition, queues};
-    macro_rules! first_kind {
-        ($($family:ty),*) => {
-            $(if let Some(e) = cause.downcast_ref::<$family>() {
-                return Some(e.kind());
-            })*
-        };
-    }
-    first_kind!(
-        ConnectionError,
-        LockError,
-        ConfigError,
-        IdError,
-        discovery::DiscoveryError,
-        nodes::NodeError,
-        counters::CounterError,
-        queues::QueueError,
-        barriers::BarrierError,
-        partition::PartitionError
-    );
-    None
+    zkr_recipes::classify(cause).map(|error| error.kind())
 }
 
 /// The exit code of an error kind: one table for every family.
@@ -205,6 +183,10 @@ pub(crate) fn scan_error_exit_code(args: impl IntoIterator<Item = std::ffi::OsSt
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zkr_connection::Error as ConnectionError;
+    use zkr_recipes::config::ConfigError;
+    use zkr_recipes::locks::LockError;
+    use zkr_recipes::model::{ModelError, TemplateError};
 
     fn os(args: &[&str]) -> Vec<std::ffi::OsString> {
         args.iter().map(Into::into).collect()
@@ -243,6 +225,10 @@ mod tests {
         let conflict = ConfigError::VersionConflict { path: "/x".into(), expected: 1 };
         assert_eq!(classify(&anyhow::Error::new(conflict).context("setting")), Exit::Conflict);
         assert_eq!(classify(&anyhow::anyhow!("something else")), Exit::Failure);
+        // The family the hand-written list had missed.
+        let template = TemplateError::Parameter { segment: "user-{id}".into() };
+        let model = ModelError::InvalidTemplate { template: "/u/user-{id}".into(), source: template };
+        assert_eq!(classify(&anyhow::Error::new(model).context("reading")), Exit::Usage);
     }
 
     #[test]

@@ -121,6 +121,7 @@ impl ZkClient {
 
 #[cfg(test)]
 mod tests {
+    use crate::Classify as _;
     use proptest::prelude::*;
 
     use super::*;

@@ -265,38 +265,22 @@ impl Error {
         }
     }
 
-    /// Might the failed operation have been applied all the same? True when its reply was
-    /// lost (connection loss, an operation timeout, the session ending while it was in
-    /// flight), and for a [`Transaction`](crate::Transaction) that failed on a retry after
-    /// such a loss: look at ZooKeeper to learn the outcome. [`Error::SessionExpired`] is
-    /// ambiguous too: the retry loop returns it only after an attempt that was in flight, or
-    /// whose reply was lost, when the session ended.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use zkr_connection::Error;
-    /// let lost = Error::RetriesExhausted {
-    ///     attempts: 1,
-    ///     elapsed: std::time::Duration::ZERO,
-    ///     last: zkr_connection::zookeeper_client::Error::ConnectionLoss,
-    /// };
-    /// assert!(lost.is_ambiguous(), "a lost reply may have been applied");
-    /// assert!(Error::SessionExpired { session: 7 }.is_ambiguous(), "ended in flight");
-    /// assert!(!Error::Zk(zkr_connection::zookeeper_client::Error::BadVersion).is_ambiguous(), "an answer");
-    /// ```
-    pub fn is_ambiguous(&self) -> bool {
+    /// Could the same operation succeed if tried again on the same session (connection loss,
+    /// operation timeout, session moved, throttling)?
+    pub fn is_retryable(&self) -> bool {
         match self {
-            Error::TransactionFailed { retried, .. } => *retried,
-            Error::SessionExpired { .. } => true,
-            other => other.zk().is_some_and(|z| is_retryable(z) || is_session_error(z)),
+            Error::Zk(e) => is_retryable(e),
+            Error::ConnectTimeout { .. } | Error::NoServer { .. } | Error::DeadlineExceeded { .. } => true,
+            _ => false,
         }
     }
+}
 
+impl crate::Classify for Error {
     /// What the error means to the caller ([`ErrorKind`](crate::ErrorKind)): bad input
     /// (usage), no connection in time (unreachable), ZooKeeper's answers by what they say,
     /// the session's end (lost), the manager closed.
-    pub fn kind(&self) -> crate::ErrorKind {
+    fn kind(&self) -> crate::ErrorKind {
         use crate::ErrorKind as K;
         match self {
             Error::InvalidPath { .. }
@@ -321,13 +305,31 @@ impl Error {
         }
     }
 
-    /// Could the same operation succeed if tried again on the same session (connection loss,
-    /// operation timeout, session moved, throttling)?
-    pub fn is_retryable(&self) -> bool {
+    /// Might the failed operation have been applied all the same? True when its reply was
+    /// lost (connection loss, an operation timeout, the session ending while it was in
+    /// flight), and for a [`Transaction`](crate::Transaction) that failed on a retry after
+    /// such a loss: look at ZooKeeper to learn the outcome. [`Error::SessionExpired`] is
+    /// ambiguous too: the retry loop returns it only after an attempt that was in flight, or
+    /// whose reply was lost, when the session ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zkr_connection::{Classify, Error};
+    /// let lost = Error::RetriesExhausted {
+    ///     attempts: 1,
+    ///     elapsed: std::time::Duration::ZERO,
+    ///     last: zkr_connection::zookeeper_client::Error::ConnectionLoss,
+    /// };
+    /// assert!(lost.is_ambiguous(), "a lost reply may have been applied");
+    /// assert!(Error::SessionExpired { session: 7 }.is_ambiguous(), "ended in flight");
+    /// assert!(!Error::Zk(zkr_connection::zookeeper_client::Error::BadVersion).is_ambiguous(), "an answer");
+    /// ```
+    fn is_ambiguous(&self) -> bool {
         match self {
-            Error::Zk(e) => is_retryable(e),
-            Error::ConnectTimeout { .. } | Error::NoServer { .. } | Error::DeadlineExceeded { .. } => true,
-            _ => false,
+            Error::TransactionFailed { retried, .. } => *retried,
+            Error::SessionExpired { .. } => true,
+            other => other.zk().is_some_and(|z| is_retryable(z) || is_session_error(z)),
         }
     }
 }

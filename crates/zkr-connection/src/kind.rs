@@ -1,13 +1,13 @@
-//! [`ErrorKind`]: the one classification every zkr error answers with `kind()`.
+//! [`ErrorKind`] and [`Classify`]: the one classification every public zkr error answers.
 
 /// What an error means to its caller, the same for every recipe family: each family's error
-/// (and [`Error`](crate::Error)) answers `kind()`, so that a caller, or the `zkr` CLI's exit
-/// codes, can treat every family alike.
+/// (and [`Error`](crate::Error)) answers [`Classify::kind`], so that a caller, or the `zkr`
+/// CLI's exit codes, can treat every family alike.
 ///
 /// # Examples
 ///
 /// ```
-/// use zkr_connection::{Error, ErrorKind};
+/// use zkr_connection::{Classify, Error, ErrorKind};
 ///
 /// assert_eq!(Error::Closed.kind(), ErrorKind::Closed);
 /// assert_eq!(Error::Zk(zkr_connection::zookeeper_client::Error::NoNode).kind(), ErrorKind::Absent);
@@ -52,5 +52,41 @@ impl ErrorKind {
             e if crate::is_session_error(e) => ErrorKind::Lost,
             _ => ErrorKind::Other,
         }
+    }
+}
+
+/// What every public zkr error answers, in `zkr-connection` and `zkr-recipes` alike: what it
+/// means to the caller ([`ErrorKind`]) and whether a failed write may have been applied all the
+/// same. `zkr_recipes::classify` finds it in any error's chain of sources.
+///
+/// # Examples
+///
+/// ```
+/// use zkr_connection::{Classify, ErrorKind};
+///
+/// /// Retry what could not reach ZooKeeper, report the rest: for an error of any family.
+/// fn worth_retrying(error: &dyn Classify) -> bool {
+///     error.kind() == ErrorKind::Unreachable && !error.is_ambiguous()
+/// }
+/// assert!(!worth_retrying(&zkr_connection::Error::Closed));
+/// ```
+pub trait Classify: std::error::Error + Send + Sync + 'static {
+    /// What the error means to the caller.
+    fn kind(&self) -> ErrorKind;
+
+    /// Might the failed write have been applied all the same (its reply was lost)? Look at
+    /// ZooKeeper before writing again.
+    fn is_ambiguous(&self) -> bool;
+}
+
+impl Classify for crate::error::PathError {
+    /// Always [`ErrorKind::Usage`]: nothing was sent.
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::Usage
+    }
+
+    /// Never: nothing was sent.
+    fn is_ambiguous(&self) -> bool {
+        false
     }
 }

@@ -71,7 +71,7 @@ pub use create::{CreateNode, Created};
 pub use deadline::{within, Deadline, Within};
 pub use error::{is_retryable, is_session_error, Error, Result};
 pub use guard::{run_detached, spawn_cleanup, DropGuard};
-pub use kind::ErrorKind;
+pub use kind::{Classify, ErrorKind};
 pub use ops::{validate_ttl, GuaranteedDelete, Parents};
 pub use path::MAX_DATA_LEN;
 pub use protected::{ProtectedCreate, ProtectedNode};

@@ -37,5 +37,7 @@ pub mod partition;
 pub mod queues;
 mod telemetry;
 
+pub use errors::classify;
 pub use telemetry::describe_metrics;
+pub use zkr_connection::{Classify, ErrorKind};
 pub(crate) mod watch;

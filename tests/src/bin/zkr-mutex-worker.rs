@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use rand::RngExt as _;
 use tokio::io::AsyncBufReadExt as _;
+use zkr_connection::Classify as _;
 use zkr_connection::ZkClient;
 use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard, LockError};
 

@@ -13,6 +13,7 @@ use zkr_recipes::locks::{InterProcessMutex, LockError};
 use zookeeper_client::CreateMode;
 
 use crate::connect::ConnectArgs;
+use zkr_connection::Classify as _;
 
 /// `zkr demo-seller`: one seller of the demo.
 #[derive(Debug, clap::Args)]

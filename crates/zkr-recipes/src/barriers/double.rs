@@ -8,6 +8,7 @@ use zookeeper_client::CreateMode;
 use super::{cache, finished, rounds, BarrierError};
 use crate::cache::{CacheMode, CacheSnapshot, CuratorCache};
 use crate::nodes::PersistentNode;
+use zkr_connection::Classify as _;
 
 /// The node the member that completes the quota creates (Curator's name).
 const READY: &str = "ready";

@@ -63,9 +63,9 @@ pub enum BarrierError {
 
 crate::errors::from_connection!(BarrierError);
 
-impl BarrierError {
+impl zkr_connection::Classify for BarrierError {
     /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family.
-    pub fn kind(&self) -> zkr_connection::ErrorKind {
+    fn kind(&self) -> zkr_connection::ErrorKind {
         match self {
             BarrierError::Connection(e) => e.kind(),
             BarrierError::Node(e) => e.kind(),
@@ -75,7 +75,7 @@ impl BarrierError {
 
     /// Might the failed write have been applied all the same
     /// ([`zkr_connection::Error::is_ambiguous`])?
-    pub fn is_ambiguous(&self) -> bool {
+    fn is_ambiguous(&self) -> bool {
         match self {
             BarrierError::Connection(e) => e.is_ambiguous(),
             BarrierError::Node(e) => e.is_ambiguous(),

@@ -69,9 +69,9 @@ pub enum ConfigError {
 
 crate::errors::from_connection!(ConfigError);
 
-impl ConfigError {
+impl zkr_connection::Classify for ConfigError {
     /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family.
-    pub fn kind(&self) -> zkr_connection::ErrorKind {
+    fn kind(&self) -> zkr_connection::ErrorKind {
         match self {
             ConfigError::Connection(e) => e.kind(),
             ConfigError::VersionConflict { .. } => zkr_connection::ErrorKind::Conflict,
@@ -85,7 +85,7 @@ impl ConfigError {
 
     /// Might the failed write have been applied all the same
     /// ([`zkr_connection::Error::is_ambiguous`])?
-    pub fn is_ambiguous(&self) -> bool {
+    fn is_ambiguous(&self) -> bool {
         matches!(self, ConfigError::Connection(e) if e.is_ambiguous())
     }
 }

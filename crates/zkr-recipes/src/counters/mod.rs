@@ -43,6 +43,7 @@ mod shared_count;
 mod shared_value;
 
 use std::time::Duration;
+use zkr_connection::Classify as _;
 
 pub use crate::codec::number::CounterValue;
 pub use atomic_number::{DistributedAtomicInteger, DistributedAtomicLong, DistributedAtomicNumber};
@@ -151,43 +152,6 @@ pub enum CounterError {
 crate::errors::from_connection!(CounterError);
 
 impl CounterError {
-    /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family.
-    pub fn kind(&self) -> zkr_connection::ErrorKind {
-        match self {
-            CounterError::Connection(e) => e.kind(),
-            CounterError::Lock { source, .. } => source.kind(),
-            CounterError::InvalidArgument(_) => zkr_connection::ErrorKind::Usage,
-            CounterError::CorruptValue { .. } | CounterError::NotANumber { .. } => {
-                zkr_connection::ErrorKind::Corrupt
-            }
-            CounterError::Indeterminate { .. } => zkr_connection::ErrorKind::Indeterminate,
-            CounterError::State { .. } => zkr_connection::ErrorKind::Closed,
-            CounterError::Overflow { .. } => zkr_connection::ErrorKind::Other,
-        }
-    }
-
-    /// May the failed operation have been applied? True for
-    /// [`Indeterminate`](Self::Indeterminate) (and a connection failure that leaves a write
-    /// unknown): the one rule queues, lock guards and counters share, so that a caller never
-    /// retries a write that may have counted.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use zkr_recipes::counters::CounterError;
-    /// let unknown = CounterError::Indeterminate { path: "/n".into(), source: None };
-    /// assert!(unknown.is_ambiguous());
-    /// assert!(!CounterError::InvalidArgument("bad".into()).is_ambiguous());
-    /// ```
-    pub fn is_ambiguous(&self) -> bool {
-        match self {
-            CounterError::Indeterminate { .. } => true,
-            CounterError::Lock { source, .. } => source.is_ambiguous(),
-            CounterError::Connection(e) => e.is_ambiguous(),
-            _ => false,
-        }
-    }
-
     /// A versioned write's or a create's outcome, sent `sent` times: `Some` applied, `None` a
     /// race lost for sure (another writer came first, on the first send). A race "lost" after
     /// a resend, or a fault after a send, may be our own write: [`Indeterminate`](Self::Indeterminate).
@@ -210,6 +174,46 @@ impl CounterError {
 
     fn corrupt(path: &str, wrong: crate::codec::number::WrongLength) -> Self {
         CounterError::CorruptValue { path: path.to_owned(), data: wrong.data, expected: wrong.expected }
+    }
+}
+
+impl zkr_connection::Classify for CounterError {
+    /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family.
+    fn kind(&self) -> zkr_connection::ErrorKind {
+        match self {
+            CounterError::Connection(e) => e.kind(),
+            CounterError::Lock { source, .. } => source.kind(),
+            CounterError::InvalidArgument(_) => zkr_connection::ErrorKind::Usage,
+            CounterError::CorruptValue { .. } | CounterError::NotANumber { .. } => {
+                zkr_connection::ErrorKind::Corrupt
+            }
+            CounterError::Indeterminate { .. } => zkr_connection::ErrorKind::Indeterminate,
+            CounterError::State { .. } => zkr_connection::ErrorKind::Closed,
+            CounterError::Overflow { .. } => zkr_connection::ErrorKind::Other,
+        }
+    }
+
+    /// May the failed operation have been applied? True for
+    /// [`Indeterminate`](Self::Indeterminate) (and a connection failure that leaves a write
+    /// unknown): the one rule queues, lock guards and counters share, so that a caller never
+    /// retries a write that may have counted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zkr_recipes::counters::CounterError;
+    /// use zkr_recipes::Classify;
+    /// let unknown = CounterError::Indeterminate { path: "/n".into(), source: None };
+    /// assert!(unknown.is_ambiguous());
+    /// assert!(!CounterError::InvalidArgument("bad".into()).is_ambiguous());
+    /// ```
+    fn is_ambiguous(&self) -> bool {
+        match self {
+            CounterError::Indeterminate { .. } => true,
+            CounterError::Lock { source, .. } => source.is_ambiguous(),
+            CounterError::Connection(e) => e.is_ambiguous(),
+            _ => false,
+        }
     }
 }
 

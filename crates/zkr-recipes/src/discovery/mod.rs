@@ -63,9 +63,9 @@ pub enum DiscoveryError {
 
 crate::errors::from_connection!(DiscoveryError);
 
-impl DiscoveryError {
+impl zkr_connection::Classify for DiscoveryError {
     /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family.
-    pub fn kind(&self) -> zkr_connection::ErrorKind {
+    fn kind(&self) -> zkr_connection::ErrorKind {
         match self {
             DiscoveryError::Connection(e) => e.kind(),
             DiscoveryError::Node(e) => e.kind(),
@@ -78,7 +78,7 @@ impl DiscoveryError {
 
     /// Might the failed write have been applied all the same
     /// ([`zkr_connection::Error::is_ambiguous`])?
-    pub fn is_ambiguous(&self) -> bool {
+    fn is_ambiguous(&self) -> bool {
         match self {
             DiscoveryError::Connection(e) => e.is_ambiguous(),
             DiscoveryError::Node(e) => e.is_ambiguous(),

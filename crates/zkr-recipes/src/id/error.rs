@@ -72,9 +72,9 @@ pub enum IdError {
 
 crate::errors::from_connection!(IdError);
 
-impl IdError {
+impl zkr_connection::Classify for IdError {
     /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family.
-    pub fn kind(&self) -> zkr_connection::ErrorKind {
+    fn kind(&self) -> zkr_connection::ErrorKind {
         match self {
             IdError::Connection(e) => e.kind(),
             IdError::InvalidArgument(_) => zkr_connection::ErrorKind::Usage,
@@ -90,7 +90,7 @@ impl IdError {
 
     /// Might the failed write have been applied all the same
     /// ([`zkr_connection::Error::is_ambiguous`])?
-    pub fn is_ambiguous(&self) -> bool {
+    fn is_ambiguous(&self) -> bool {
         matches!(self, IdError::Connection(e) if e.is_ambiguous())
     }
 }

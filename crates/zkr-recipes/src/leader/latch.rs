@@ -13,6 +13,7 @@ use zkr_connection::ZkClient;
 
 use crate::locks::{LockError, LockInternals, LockNode, StandardLockInternalsDriver, Wait};
 use crate::telemetry;
+use zkr_connection::Classify as _;
 
 /// Curator's `LeaderLatch` node name: `_c_<uuid>-latch-<seq>`.
 pub const LATCH_NAME: &str = "latch-";

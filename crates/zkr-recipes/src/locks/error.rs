@@ -63,8 +63,14 @@ pub enum LockError {
 crate::errors::from_connection!(LockError);
 
 impl LockError {
+    pub(crate) fn zk(error: zookeeper_client::Error) -> Self {
+        LockError::Connection(zkr_connection::Error::Zk(error))
+    }
+}
+
+impl zkr_connection::Classify for LockError {
     /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family.
-    pub fn kind(&self) -> zkr_connection::ErrorKind {
+    fn kind(&self) -> zkr_connection::ErrorKind {
         match self {
             LockError::Connection(e) => e.kind(),
             LockError::NodeVanished { .. } | LockError::NotAContender { .. } | LockError::Lost { .. } => {
@@ -76,17 +82,13 @@ impl LockError {
         }
     }
 
-    pub(crate) fn zk(error: zookeeper_client::Error) -> Self {
-        LockError::Connection(zkr_connection::Error::Zk(error))
-    }
-
     /// Might the failed operation have been applied all the same? True when its reply was lost
     /// (connection loss, a broken connection, an operation timeout, or the session ending while
     /// it was in flight, even when the retry policy then gave up), or a guarded transaction
     /// failed on its retry after such a loss ([`zkr_connection::Error::is_ambiguous`]): look at
     /// ZooKeeper to learn the outcome. False for [`Lost`](Self::Lost): a guarded write that
     /// finds the lock lost is not sent, or was refused by the server's check of the lock node.
-    pub fn is_ambiguous(&self) -> bool {
+    fn is_ambiguous(&self) -> bool {
         match self {
             LockError::Connection(e) => e.is_ambiguous(),
             _ => false,

@@ -81,6 +81,7 @@ use crate::codec::CodecError;
 /// ```no_run
 /// # async fn f(user: zkr_recipes::model::ModeledFramework<String>) {
 /// use zkr_recipes::model::ModelError;
+/// use zkr_recipes::Classify as _;
 ///
 /// match user.update_versioned(&"new".to_owned(), 3).await {
 ///     Ok(stat) => println!("now at version {}", stat.version),
@@ -186,17 +187,17 @@ fn what(parameter: &Option<String>) -> String {
     parameter.as_deref().map_or_else(|| "child".to_owned(), |p| format!("{{{p}}}"))
 }
 
-impl ModelError {
+impl zkr_connection::Classify for ModelError {
     /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for
     /// every family.
     ///
     /// ```
-    /// use zkr_connection::ErrorKind;
+    /// use zkr_connection::{Classify, ErrorKind};
     /// use zkr_recipes::model::ZPath;
     /// let error = ZPath::parse("/users/{id}").unwrap().resolve(&[]).unwrap_err();
     /// assert_eq!(error.kind(), ErrorKind::Usage);
     /// ```
-    pub fn kind(&self) -> zkr_connection::ErrorKind {
+    fn kind(&self) -> zkr_connection::ErrorKind {
         use zkr_connection::ErrorKind as K;
         match self {
             ModelError::Connection(e) => e.kind(),
@@ -217,12 +218,13 @@ impl ModelError {
     ///
     /// ```
     /// use zkr_connection::zookeeper_client::Error as ZkError;
+    /// use zkr_connection::Classify;
     /// use zkr_recipes::model::ModelError;
     /// let lost = ModelError::from(zkr_connection::Error::Zk(ZkError::ConnectionLoss));
     /// assert!(lost.is_ambiguous());
     /// assert!(!ModelError::NotFound { path: "/n".into() }.is_ambiguous());
     /// ```
-    pub fn is_ambiguous(&self) -> bool {
+    fn is_ambiguous(&self) -> bool {
         matches!(self, ModelError::Connection(e) if e.is_ambiguous())
     }
 }
@@ -304,6 +306,7 @@ impl<T: std::fmt::Debug> std::fmt::Debug for ZNode<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zkr_connection::Classify as _;
 
     #[test]
     fn messages_name_the_node_and_say_each_cause_once() {

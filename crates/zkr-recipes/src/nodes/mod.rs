@@ -66,11 +66,11 @@ pub enum NodeError {
 
 crate::errors::from_connection!(NodeError);
 
-impl NodeError {
+impl zkr_connection::Classify for NodeError {
     /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family: a node
     /// not created is a conflict while another session holds its path, else its last failure's
     /// kind (unreachable when there was none).
-    pub fn kind(&self) -> zkr_connection::ErrorKind {
+    fn kind(&self) -> zkr_connection::ErrorKind {
         match self {
             NodeError::Connection(e) => e.kind(),
             NodeError::InvalidArgument(_) => zkr_connection::ErrorKind::Usage,
@@ -83,7 +83,7 @@ impl NodeError {
 
     /// Might the failed write have been applied all the same
     /// ([`zkr_connection::Error::is_ambiguous`])?
-    pub fn is_ambiguous(&self) -> bool {
+    fn is_ambiguous(&self) -> bool {
         matches!(self, NodeError::Connection(e) if e.is_ambiguous())
     }
 }

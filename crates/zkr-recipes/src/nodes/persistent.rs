@@ -12,6 +12,7 @@ use zookeeper_client::CreateMode;
 use super::keeper::{Keeper, Shared, Spec};
 use super::NodeError;
 use crate::watch::{Sessions, Watch, WatchMode};
+use zkr_connection::Classify as _;
 
 /// Builds a [`PersistentNode`]: [`PersistentNode::builder`].
 #[derive(Debug)]

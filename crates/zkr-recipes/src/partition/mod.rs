@@ -53,9 +53,9 @@ pub enum PartitionError {
 
 crate::errors::from_connection!(PartitionError);
 
-impl PartitionError {
+impl zkr_connection::Classify for PartitionError {
     /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family.
-    pub fn kind(&self) -> zkr_connection::ErrorKind {
+    fn kind(&self) -> zkr_connection::ErrorKind {
         match self {
             PartitionError::Connection(e) => e.kind(),
             PartitionError::Node(e) => e.kind(),
@@ -66,7 +66,7 @@ impl PartitionError {
 
     /// Might the failed write have been applied all the same
     /// ([`zkr_connection::Error::is_ambiguous`])?
-    pub fn is_ambiguous(&self) -> bool {
+    fn is_ambiguous(&self) -> bool {
         match self {
             PartitionError::Connection(e) => e.is_ambiguous(),
             PartitionError::Node(e) => e.is_ambiguous(),

@@ -15,6 +15,7 @@ use super::item::{Busy, ItemLock};
 use super::{framing, QueueError};
 use crate::cache::{CacheMode, CacheSnapshot, CachedNode, CuratorCache};
 use crate::telemetry;
+use zkr_connection::Classify as _;
 
 /// How many ready nodes one look at the snapshot tries before looking again.
 const BATCH: usize = 16;

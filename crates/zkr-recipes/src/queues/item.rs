@@ -12,6 +12,7 @@ use super::QueueError;
 use crate::fence::SessionFence;
 use crate::owned::{self, Owned};
 use crate::telemetry;
+use zkr_connection::Classify as _;
 
 /// One queue node taken by a consumer: its values (one, or several from a
 /// [`put_multi`](super::DistributedQueue::put_multi)) and, in lock-safe mode, the lock on it.

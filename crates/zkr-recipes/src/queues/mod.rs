@@ -132,9 +132,9 @@ pub enum QueueError {
 
 crate::errors::from_connection!(QueueError);
 
-impl QueueError {
+impl zkr_connection::Classify for QueueError {
     /// What the error means to the caller ([`ErrorKind`](zkr_connection::ErrorKind)), as for every family.
-    pub fn kind(&self) -> zkr_connection::ErrorKind {
+    fn kind(&self) -> zkr_connection::ErrorKind {
         match self {
             QueueError::Connection(e) => e.kind(),
             QueueError::InvalidArgument(_) | QueueError::Encode { .. } => zkr_connection::ErrorKind::Usage,
@@ -148,7 +148,7 @@ impl QueueError {
     /// Might the failed write have been applied all the same? True for
     /// [`Indeterminate`](Self::Indeterminate) and for an ambiguous connection error
     /// ([`zkr_connection::Error::is_ambiguous`]).
-    pub fn is_ambiguous(&self) -> bool {
+    fn is_ambiguous(&self) -> bool {
         match self {
             QueueError::Indeterminate { .. } => true,
             QueueError::Connection(e) => e.is_ambiguous(),

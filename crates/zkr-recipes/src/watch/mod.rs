@@ -213,7 +213,7 @@ impl<C: Consumer> Watch<C> {
         let span = crate::telemetry::operation_span!("cache.load", self.root.as_str());
         let started = tokio::time::Instant::now();
         let established = self.load(timeout).instrument(span.clone()).await;
-        let outcome = established.as_ref().map(|_| "loaded").map_err(zkr_connection::Error::kind);
+        let outcome = established.as_ref().map(|_| "loaded").map_err(zkr_connection::Classify::kind);
         crate::telemetry::ended(&span, started, outcome);
         established
     }

@@ -146,6 +146,10 @@ impl Index {
                         self.member(name, method);
                     }
                 }
+                // `thiserror::Error` (or `Error` imported): the type implements `std::error::Error`.
+                if meta.path.segments.last().is_some_and(|s| s.ident == "Error") {
+                    self.traits_of.entry(name.to_owned()).or_default().insert("Error".to_owned());
+                }
                 Ok(())
             });
         }
@@ -209,6 +213,25 @@ impl Index {
     fn member(&mut self, owner: &str, name: &str) {
         self.members.entry(owner.to_owned()).or_default().insert(name.to_owned());
         self.all_members.insert(name.to_owned());
+    }
+
+    /// The public types defined in the crates `krates` (`zkr_recipes`) that implement
+    /// `std::error::Error`, sorted.
+    pub(super) fn error_types(&self, krates: &[&str]) -> Vec<String> {
+        let in_krates = |m: &String| krates.iter().any(|k| m == k || m.starts_with(&format!("{k}::")));
+        let mut found: Vec<String> = self
+            .items
+            .iter()
+            .filter(|(name, modules)| modules.iter().any(in_krates) && self.implements(name, "Error"))
+            .map(|(name, _)| name.clone())
+            .collect();
+        found.sort();
+        found
+    }
+
+    /// Does the type `name` implement (or derive) the trait `tr`?
+    pub(super) fn implements(&self, name: &str, tr: &str) -> bool {
+        self.traits_of.get(name).is_some_and(|traits| traits.contains(tr))
     }
 
     /// Is `name` an item of any module?

@@ -336,6 +336,21 @@ fn borrowed<'a>(docs: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a st
     docs.iter().map(|(n, t)| (*n, t.as_str())).collect()
 }
 
+/// Issue 48, item 2: every public error type of the libraries implements `Classify`, and
+/// `zkr_recipes::classify` (which the CLI's exit codes go through) knows it.
+#[test]
+fn every_public_error_is_classified() {
+    let index = index();
+    let errors = index.error_types(&["zkr_connection", "zkr_recipes"]);
+    assert!(errors.len() >= 14 && errors.contains(&"LockError".to_owned()), "{errors:?}");
+    let unclassified: Vec<_> = errors.iter().filter(|e| !index.implements(e, "Classify")).collect();
+    assert!(unclassified.is_empty(), "public errors that do not implement Classify: {unclassified:?}");
+    let list = std::fs::read_to_string(root().join("crates/zkr-recipes/src/errors.rs")).unwrap();
+    let listed = |e: &&String| list.contains(&format!("::{e},"));
+    let unlisted: Vec<_> = errors.iter().filter(|e| !listed(e)).collect();
+    assert!(unlisted.is_empty(), "public errors zkr_recipes::classify does not know: {unlisted:?}");
+}
+
 #[test]
 fn every_zkr_name_in_the_curator_docs_exists() {
     let docs = documents();

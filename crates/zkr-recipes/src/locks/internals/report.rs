@@ -13,6 +13,7 @@ use tracing::Span;
 use super::LockNode;
 use crate::locks::{LockError, LostReason};
 use crate::telemetry::{self, Outcome};
+use zkr_connection::Classify as _;
 
 /// A hold's report, shared by a [`LockNode`]'s clones: whether its loss has been told (once,
 /// however often it is asked about), the hold's figures (`zkr_locks_held`) and its
