@@ -64,6 +64,10 @@ impl SessionClient {
     }
 
     /// Creates a node: `zookeeper_client::Client::create`, counted (`op="create"`).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: the request is sent when this is called, and dropped before the reply it
+    /// may be applied or not, as with a lost reply (look at ZooKeeper before writing again).
     pub fn create<'a: 'f, 'b: 'f, 'f>(
         &'a self,
         path: &'b str,
@@ -74,6 +78,10 @@ impl SessionClient {
     }
 
     /// Deletes a node: `zookeeper_client::Client::delete`, counted.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: the request is sent when this is called, and dropped before the reply it
+    /// may be applied or not, as with a lost reply (look at ZooKeeper before writing again).
     pub fn delete(
         &self,
         path: &str,
@@ -83,12 +91,19 @@ impl SessionClient {
     }
 
     /// A node's data and stat: `zookeeper_client::Client::get_data`, counted.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a read. The request is sent when this is called; dropped, its reply is ignored.
     pub fn get_data(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send {
         self.request("get_data", path).time(self.raw.get_data(path))
     }
 
     /// A node's data and stat with a watch: `zookeeper_client::Client::get_and_watch_data`,
     /// counted as `get_data`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe as a read. Dropped before the reply, the watch may stay set on the server until
+    /// it fires once, its event going nowhere.
     pub fn get_and_watch_data(
         &self,
         path: &str,
@@ -97,12 +112,19 @@ impl SessionClient {
     }
 
     /// A node's stat, if it exists: `zookeeper_client::Client::check_stat`, counted as `exists`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a read. The request is sent when this is called; dropped, its reply is ignored.
     pub fn check_stat(&self, path: &str) -> impl Future<Output = Result<Option<Stat>>> + Send {
         self.request("exists", path).time(self.raw.check_stat(path))
     }
 
     /// A node's stat with a watch: `zookeeper_client::Client::check_and_watch_stat`, counted
     /// as `exists`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe as a read. Dropped before the reply, the watch may stay set on the server until
+    /// it fires once, its event going nowhere.
     pub fn check_and_watch_stat(
         &self,
         path: &str,
@@ -111,6 +133,10 @@ impl SessionClient {
     }
 
     /// Sets a node's data: `zookeeper_client::Client::set_data`, counted.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: the request is sent when this is called, and dropped before the reply it
+    /// may be applied or not, as with a lost reply (look at ZooKeeper before writing again).
     pub fn set_data(
         &self,
         path: &str,
@@ -121,12 +147,19 @@ impl SessionClient {
     }
 
     /// A node's children: `zookeeper_client::Client::list_children`, counted as `get_children`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a read. The request is sent when this is called; dropped, its reply is ignored.
     pub fn list_children(&self, path: &str) -> impl Future<Output = Result<Vec<String>>> + Send + '_ {
         self.request("get_children", path).time(self.raw.list_children(path))
     }
 
     /// A node's children with a watch: `zookeeper_client::Client::list_and_watch_children`,
     /// counted as `get_children`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe as a read. Dropped before the reply, the watch may stay set on the server until
+    /// it fires once, its event going nowhere.
     pub fn list_and_watch_children(
         &self,
         path: &str,
@@ -135,12 +168,19 @@ impl SessionClient {
     }
 
     /// A node's children and stat: `zookeeper_client::Client::get_children`, counted.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a read. The request is sent when this is called; dropped, its reply is ignored.
     pub fn get_children(&self, path: &str) -> impl Future<Output = Result<(Vec<String>, Stat)>> + Send {
         self.request("get_children", path).time(self.raw.get_children(path))
     }
 
     /// A node's children and stat with a watch: `zookeeper_client::Client::get_and_watch_children`,
     /// counted as `get_children`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe as a read. Dropped before the reply, the watch may stay set on the server until
+    /// it fires once, its event going nowhere.
     pub fn get_and_watch_children(
         &self,
         path: &str,
@@ -150,16 +190,26 @@ impl SessionClient {
 
     /// The session's ephemeral nodes under `path` (3.6+): `zookeeper_client::Client::list_ephemerals`,
     /// counted as `get_ephemerals`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a read. The request is sent when this is called; dropped, its reply is ignored.
     pub fn list_ephemerals(&self, path: &str) -> impl Future<Output = Result<Vec<String>>> + Send + '_ {
         self.request("get_ephemerals", path).time(self.raw.list_ephemerals(path))
     }
 
     /// A node's ACL: `zookeeper_client::Client::get_acl`, counted.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a read. The request is sent when this is called; dropped, its reply is ignored.
     pub fn get_acl(&self, path: &str) -> impl Future<Output = Result<(Vec<Acl>, Stat)>> + Send + '_ {
         self.request("get_acl", path).time(self.raw.get_acl(path))
     }
 
     /// Sets a node's ACL: `zookeeper_client::Client::set_acl`, counted.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: the request is sent when this is called, and dropped before the reply it
+    /// may be applied or not, as with a lost reply (look at ZooKeeper before writing again).
     pub fn set_acl(
         &self,
         path: &str,
@@ -170,6 +220,10 @@ impl SessionClient {
     }
 
     /// A persistent watch (3.6+): `zookeeper_client::Client::watch`, counted as `add_watch`.
+    ///
+    /// # Cancel safety
+    /// Dropped before the reply, the persistent watch may stay on the server, its events going
+    /// nowhere, until the session ends.
     pub fn watch(
         &self,
         path: &str,
@@ -179,17 +233,27 @@ impl SessionClient {
     }
 
     /// Syncs the server with the leader: `zookeeper_client::Client::sync`, counted.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a read. The request is sent when this is called; dropped, its reply is ignored.
     pub fn sync(&self, path: &str) -> impl Future<Output = Result<()>> + Send + '_ {
         self.request("sync", path).time(self.raw.sync(path))
     }
 
     /// The ensemble's configuration: `zookeeper_client::Client::get_config`, counted.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a read. The request is sent when this is called; dropped, its reply is ignored.
     pub fn get_config(&self) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send {
         self.request("get_config", "").time(self.raw.get_config())
     }
 
     /// The ensemble's configuration with a watch: `zookeeper_client::Client::get_and_watch_config`,
     /// counted as `get_config`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe as a read. Dropped before the reply, the watch may stay set on the server until
+    /// it fires once, its event going nowhere.
     pub fn get_and_watch_config(
         &self,
     ) -> impl Future<Output = Result<(Vec<u8>, Stat, OneshotWatcher)>> + Send {
@@ -242,6 +306,10 @@ impl std::fmt::Debug for MultiWriter<'_> {
 
 impl<'a> MultiWriter<'a> {
     /// Commits the transaction: `zookeeper_client::MultiWriter::commit`, counted.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: the request is sent when this is called, and dropped before the reply it
+    /// may be applied or not, as with a lost reply (look at ZooKeeper before writing again).
     pub fn commit(
         &mut self,
     ) -> impl Future<Output = std::result::Result<Vec<MultiWriteResult>, MultiWriteError>> + Send + 'a {
@@ -289,6 +357,9 @@ impl std::fmt::Debug for MultiReader<'_> {
 
 impl<'a> MultiReader<'a> {
     /// Sends the reads: `zookeeper_client::MultiReader::commit`, counted.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a read. The request is sent when this is called; dropped, its reply is ignored.
     pub fn commit(&mut self) -> impl Future<Output = Result<Vec<MultiReadResult>>> + Send + 'a {
         self.client.request("multi_read", "").time(self.raw.commit())
     }

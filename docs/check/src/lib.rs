@@ -73,6 +73,8 @@ mod guides {
 }
 
 #[cfg(test)]
+mod cancel_docs;
+#[cfg(test)]
 mod lint;
 #[cfg(test)]
 mod names;
