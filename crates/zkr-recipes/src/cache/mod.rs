@@ -316,20 +316,10 @@ impl CuratorCacheBuilder {
         let (snapshot, snapshots) =
             watch::channel(Arc::new(CacheSnapshot { stale: true, ..Default::default() }));
         let (events, first_events) = broadcast::channel(self.capacity);
-        let tracker = Tracker {
-            root: self.path.clone(),
-            max_depth,
-            nodes: Nodes::default(),
-            initialized: false,
-            snapshot,
-            events: events.clone(),
-            pending: Vec::new(),
-            compressed: self
-                .compressed
-                .unwrap_or(self.zk.compression_enabled())
-                .then(|| self.zk.max_decompressed_len()),
-            size: crate::telemetry::SizeGauge::cache_nodes(&self.path, self.zk.metrics_path_labels()),
-        };
+        let compressed =
+            self.compressed.unwrap_or(self.zk.compression_enabled()).then(|| self.zk.max_decompressed_len());
+        let size = crate::telemetry::SizeGauge::cache_nodes(&self.path, self.zk.metrics_path_labels());
+        let tracker = Tracker::new(&self.path, max_depth, snapshot, events.clone(), compressed, size);
         let recursive = max_depth != Some(0);
         let mut engine = Watch::new(&self.zk, &self.path, recursive, WatchMode::Auto, tracker);
         let timeout = self.initial_timeout.unwrap_or_else(|| self.zk.connection_timeout());

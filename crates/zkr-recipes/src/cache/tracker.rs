@@ -14,21 +14,21 @@ use crate::watch::{read_tree, Consumer, Flow, ZkResult};
 
 /// The cache's copy: the consumer the watch engine feeds.
 pub(super) struct Tracker {
-    pub(super) root: String,
+    root: String,
     /// How deep below the root nodes are kept (`Some(0)`: the root alone).
-    pub(super) max_depth: Option<usize>,
+    max_depth: Option<usize>,
     /// The copy; the latest snapshot shares it until the next change.
-    pub(super) nodes: super::Nodes,
-    pub(super) initialized: bool,
-    pub(super) snapshot: watch::Sender<Arc<CacheSnapshot>>,
-    pub(super) events: broadcast::Sender<CacheEvent>,
+    nodes: super::Nodes,
+    initialized: bool,
+    snapshot: watch::Sender<Arc<CacheSnapshot>>,
+    events: broadcast::Sender<CacheEvent>,
     /// The events of the burst being applied, published with its snapshot when it is done.
-    pub(super) pending: Vec<CacheEvent>,
+    pending: Vec<CacheEvent>,
     /// Whether node data is gzip to decompress (Curator's `COMPRESSED_DATA`): `Some` with the
     /// most one node may inflate to (the client's `max_decompressed_len`).
-    pub(super) compressed: Option<usize>,
+    compressed: Option<usize>,
     /// The cache's share of `zkr_cache_nodes`.
-    pub(super) size: crate::telemetry::SizeGauge,
+    size: crate::telemetry::SizeGauge,
 }
 
 /// How many levels below `root` `node` is: `Some(0)` for the root itself, `None` for a node
@@ -117,6 +117,30 @@ impl Consumer for Tracker {
 }
 
 impl Tracker {
+    /// An empty copy of the tree at `root` (down to `max_depth`), publishing its snapshots to
+    /// `snapshot` and its events to `events`; `compressed`: the inflate cap of gzip data, if
+    /// the data is to be inflated; `size`: the cache's share of `zkr_cache_nodes`.
+    pub(super) fn new(
+        root: &str,
+        max_depth: Option<usize>,
+        snapshot: watch::Sender<Arc<CacheSnapshot>>,
+        events: broadcast::Sender<CacheEvent>,
+        compressed: Option<usize>,
+        size: crate::telemetry::SizeGauge,
+    ) -> Self {
+        Tracker {
+            root: root.to_owned(),
+            max_depth,
+            nodes: super::Nodes::default(),
+            initialized: false,
+            snapshot,
+            events,
+            pending: Vec::new(),
+            compressed,
+            size,
+        }
+    }
+
     /// The node as the cache keeps it: its data decompressed when the cache is told so (kept
     /// as it is, with a warning, when it is not gzip or inflates past the cap). `zookeeper-client` hands the data back
     /// in the reply's buffer, which also held its length prefix and the `Stat` (72 bytes more
@@ -289,17 +313,8 @@ mod tests {
     fn tracker(max_depth: Option<usize>) -> (Tracker, broadcast::Receiver<CacheEvent>) {
         let (events, receiver) = broadcast::channel(64);
         let snapshot = watch::channel(Arc::new(CacheSnapshot::default())).0;
-        let tracker = Tracker {
-            root: "/r".into(),
-            max_depth,
-            nodes: crate::cache::Nodes::default(),
-            initialized: false,
-            snapshot,
-            events,
-            pending: Vec::new(),
-            compressed: None,
-            size: crate::telemetry::SizeGauge::cache_nodes("/r", false),
-        };
+        let size = crate::telemetry::SizeGauge::cache_nodes("/r", false);
+        let tracker = Tracker::new("/r", max_depth, snapshot, events, None, size);
         (tracker, receiver)
     }
 

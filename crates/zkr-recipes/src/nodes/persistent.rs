@@ -86,11 +86,14 @@ impl PersistentNodeBuilder {
     ///
     /// # Errors
     /// [`NodeError::InvalidArgument`] for an invalid or reserved path, a TTL with another mode
-    /// than the persistent ones, or a TTL out of range.
-    ///
-    /// # Panics
-    /// Outside a tokio runtime.
+    /// than the persistent ones, a TTL out of range, or a call outside a tokio runtime (the
+    /// node is kept by a task).
     pub fn build(self) -> Result<PersistentNode, NodeError> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(NodeError::InvalidArgument(
+                "a PersistentNode is kept by a task: build it inside a tokio runtime".into(),
+            ));
+        }
         crate::errors::check_node_path(&self.zk, &self.path)?;
         let data = stored(self.compressed, self.data);
         path::validate_data(&self.path, &data)?;
@@ -406,5 +409,20 @@ async fn delete_ours(shared: Arc<Shared>) {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use zookeeper_client::CreateMode;
+
+    /// Built on a thread without a runtime, the node is an error, not a panic.
+    #[tokio::test]
+    async fn outside_a_runtime_build_is_an_error() {
+        let zk = zkr_connection::ZkClient::builder("127.0.0.1:1").build().unwrap();
+        let builder = super::PersistentNode::builder(&zk, "/n", CreateMode::Ephemeral);
+        let built = std::thread::spawn(move || builder.build().map(drop)).join().expect("no panic");
+        let error = built.unwrap_err();
+        assert!(error.to_string().contains("inside a tokio runtime"), "{error}");
     }
 }

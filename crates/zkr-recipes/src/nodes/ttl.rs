@@ -45,10 +45,8 @@ impl PersistentTtlNode {
     /// Starts keeping a TTL node at `path` with `data`, touched every `ttl / 2`.
     ///
     /// # Errors
-    /// [`NodeError::InvalidArgument`] for a bad path or a TTL out of range.
-    ///
-    /// # Panics
-    /// Outside a tokio runtime.
+    /// [`NodeError::InvalidArgument`] for a bad path, a TTL out of range, or a call outside a
+    /// tokio runtime.
     pub fn new(zk: &ZkClient, path: &str, ttl: Duration, data: &[u8]) -> Result<Self, NodeError> {
         let node = PersistentNode::builder(zk, path, CreateMode::Persistent)
             .ttl(ttl)
