@@ -3,21 +3,10 @@
 //! (`-> impl Future`: `SessionClient`'s requests, sent when called). Read from the sources with
 //! `syn`: free functions, inherent methods, and the methods public traits declare.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::lint::sources;
 use syn::{Attribute, ImplItem, Item, ReturnType, Signature, Visibility};
-
-/// Every `.rs` file under `dir`.
-fn sources(dir: &Path, found: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            sources(&path, found);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            found.push(path);
-        }
-    }
-}
 
 /// Is `sig` an async fn, or one returning `impl Future`?
 fn is_async(sig: &Signature) -> bool {

@@ -3,8 +3,9 @@
 //! associated items, variants, fields).
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::lint::sources;
 use syn::{ImplItem, Item, TraitItem, UseTree, Visibility};
 
 /// The public names of the crates read.
@@ -328,17 +329,4 @@ fn module_of(krate: &str, src: &Path, file: &Path) -> String {
         parts.pop();
     }
     parts.join("::")
-}
-
-/// Every `.rs` file under `dir`.
-fn sources(dir: &Path, found: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            sources(&path, found);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            found.push(path);
-        }
-    }
 }
