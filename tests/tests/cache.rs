@@ -253,7 +253,7 @@ async fn no_snapshot_shows_part_of_a_multi_op() {
     let name = |side: char, i: usize| format!("{root}/{side}-{i:04}-{}", "x".repeat(60));
     let options = CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
     let flip = |round: usize| {
-        let (from, to) = if round % 2 == 0 { ('a', 'b') } else { ('b', 'a') };
+        let (from, to) = if round.is_multiple_of(2) { ('a', 'b') } else { ('b', 'a') };
         let mut multi = writer.new_multi_writer();
         for i in 0..N {
             multi.add_delete(&name(from, i), None).unwrap();
