@@ -25,6 +25,9 @@ test: deps
 	cargo clippy -p zkr-connection -p zkr-recipes -p zkr-cli -- -D warnings
 	@# What a library user builds: the two libraries alone, without features the CLI unifies in.
 	cargo check --quiet -p zkr-connection -p zkr-recipes
+	@# The API docs as docs.rs builds them: every intra-doc link resolves, no broken HTML.
+	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps --all-features -p zkr-connection -p zkr-recipes -p zkr-testing
+	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p zkr-cli
 	@# Every test binary, the fault checkers beside the rest and the compatibility run beside both.
 	scripts/run-tests.py --also "$(MAKE) --no-print-directory compat"
 	cargo publish --workspace --dry-run --no-verify --allow-dirty

@@ -45,7 +45,7 @@ pub(crate) struct ElectArgs {
     #[arg(value_parser = parse_path)]
     path: String,
     /// This participant's id (its latch node's data, what observers print). Default:
-    /// <host>-<pid>.
+    /// `<host>-<pid>`.
     #[arg(long)]
     id: Option<String>,
     /// Print the leader's id now and on every change, until Ctrl-C, without taking part: of

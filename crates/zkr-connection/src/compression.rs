@@ -14,7 +14,6 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 
 use crate::error::{Error, Result};
-use crate::ZkClient;
 
 /// What one node's gzip data may inflate to unless told otherwise: 16 MiB, sixteen times the
 /// most a node holds ([`MAX_DATA_LEN`](crate::MAX_DATA_LEN), ZooKeeper's default
@@ -102,26 +101,9 @@ pub fn decompress_limited(path: &str, data: &[u8], max: usize) -> Result<Vec<u8>
     Ok(out)
 }
 
-impl ZkClient {
-    /// The most one node's gzip data may inflate to when this client decompresses it
-    /// ([`ZkClientBuilder::max_decompressed_len`](crate::ZkClientBuilder::max_decompressed_len)):
-    /// what recipes that decompress pass to [`decompress_limited`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn f(zk: zkr_connection::ZkClient, path: &str, data: &[u8]) -> zkr_connection::Result<()> {
-    /// let plain = zkr_connection::compression::decompress_limited(path, data, zk.max_decompressed_len())?;
-    /// # Ok(()) }
-    /// ```
-    pub fn max_decompressed_len(&self) -> usize {
-        self.shared.config.max_decompressed_len
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use crate::Classify as _;
+    use crate::kind::Classify as _;
     use proptest::prelude::*;
 
     use super::*;
@@ -200,7 +182,7 @@ mod tests {
             refused.to_string(),
             "the data at /c inflates to more than 4095 bytes (the cap on decompressed data)"
         );
-        assert_eq!(refused.kind(), crate::ErrorKind::Other);
+        assert_eq!(refused.kind(), crate::kind::ErrorKind::Other);
     }
 
     proptest! {

@@ -1,6 +1,9 @@
 //! The error type of zkr-connection.
 
+use std::fmt;
 use std::time::Duration;
+
+use crate::kind::{is_retryable, is_session_error, Classify, ErrorKind};
 
 /// What is wrong with a path.
 #[non_exhaustive]
@@ -194,11 +197,11 @@ pub enum Error {
         /// The refused operation's position (from 0).
         index: usize,
         /// What it was.
-        op: crate::OpKind,
+        op: OpKind,
         /// Its path.
         path: String,
         /// Was the commit sent again after a connection loss? Then an earlier attempt may have
-        /// been applied, and this failure may be its own effect ([`Error::is_ambiguous`]).
+        /// been applied, and this failure may be its own effect ([`Error::is_ambiguous`](crate::Classify::is_ambiguous)).
         retried: bool,
         /// ZooKeeper's answer (`NoNode`, `NodeExists`, `BadVersion`, `NotEmpty`, ...).
         #[source]
@@ -276,12 +279,24 @@ impl Error {
     }
 }
 
-impl crate::Classify for Error {
+impl Classify for PathError {
+    /// Always [`ErrorKind::Usage`]: nothing was sent.
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::Usage
+    }
+
+    /// Never: nothing was sent.
+    fn is_ambiguous(&self) -> bool {
+        false
+    }
+}
+
+impl Classify for Error {
     /// What the error means to the caller ([`ErrorKind`](crate::ErrorKind)): bad input
     /// (usage), no connection in time (unreachable), ZooKeeper's answers by what they say,
     /// the session's end (lost), the manager closed.
-    fn kind(&self) -> crate::ErrorKind {
-        use crate::ErrorKind as K;
+    fn kind(&self) -> ErrorKind {
+        use ErrorKind as K;
         match self {
             Error::InvalidPath { .. }
             | Error::DataTooLarge { .. }
@@ -340,43 +355,29 @@ fn to_millis(duration: Duration) -> Duration {
     Duration::from_millis((duration.as_secs_f64() * 1000.0).round() as u64)
 }
 
-/// The errors Curator's retry loop retries on the same session: connection loss, operation
-/// timeout, session moved; plus throttling, which ZooKeeper 3.7+ answers under load. `NoNode`,
-/// `NodeExists`, `BadVersion`, `NoAuth` and the rest are answers, not faults, and are never
-/// retried.
-///
-/// # Examples
-///
-/// ```
-/// use zkr_connection::zookeeper_client::Error;
-/// assert!(zkr_connection::is_retryable(&Error::ConnectionLoss));
-/// assert!(!zkr_connection::is_retryable(&Error::NoNode));
-/// ```
-pub fn is_retryable(error: &zookeeper_client::Error) -> bool {
-    use zookeeper_client::Error as E;
-    matches!(error, E::ConnectionLoss | E::Timeout | E::SessionMoved | E::Throttled)
-        || is_transport_failure(error)
+/// What one operation of a [`Transaction`](crate::Transaction) does, for errors and logs.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    /// A create.
+    Create,
+    /// A set of a node's data.
+    SetData,
+    /// A delete.
+    Delete,
+    /// A check of a node's version (or that it exists).
+    Check,
 }
 
-/// `zookeeper-client` fails the requests in flight on a broken connection with the connection's
-/// own error (`Custom`: an I/O error such as a reset, or "no response from connection in N ms")
-/// rather than `ConnectionLoss`. Both mean the same: the request may or may not have been
-/// applied, and the session may well be alive.
-fn is_transport_failure(error: &zookeeper_client::Error) -> bool {
-    matches!(error, zookeeper_client::Error::Custom(_))
-}
-
-/// Errors that mean the session is gone: `SessionExpired`, `ClientClosed` (the handle was
-/// replaced after an expiry) and `AuthFailed`.
-///
-/// # Examples
-///
-/// ```
-/// assert!(zkr_connection::is_session_error(&zkr_connection::zookeeper_client::Error::SessionExpired));
-/// ```
-pub fn is_session_error(error: &zookeeper_client::Error) -> bool {
-    use zookeeper_client::Error as E;
-    matches!(error, E::SessionExpired | E::ClientClosed | E::AuthFailed)
+impl fmt::Display for OpKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OpKind::Create => "create",
+            OpKind::SetData => "set_data",
+            OpKind::Delete => "delete",
+            OpKind::Check => "check",
+        })
+    }
 }
 
 #[cfg(test)]

@@ -48,8 +48,8 @@ impl ErrorKind {
             E::NoNode => ErrorKind::Absent,
             E::NodeExists | E::BadVersion | E::NotEmpty => ErrorKind::Conflict,
             E::BadArguments(_) => ErrorKind::Usage,
-            e if crate::is_retryable(e) => ErrorKind::Unreachable,
-            e if crate::is_session_error(e) => ErrorKind::Lost,
+            e if is_retryable(e) => ErrorKind::Unreachable,
+            e if is_session_error(e) => ErrorKind::Lost,
             _ => ErrorKind::Other,
         }
     }
@@ -79,14 +79,41 @@ pub trait Classify: std::error::Error + Send + Sync + 'static {
     fn is_ambiguous(&self) -> bool;
 }
 
-impl Classify for crate::error::PathError {
-    /// Always [`ErrorKind::Usage`]: nothing was sent.
-    fn kind(&self) -> ErrorKind {
-        ErrorKind::Usage
-    }
+/// The errors Curator's retry loop retries on the same session: connection loss, operation
+/// timeout, session moved; plus throttling, which ZooKeeper 3.7+ answers under load. `NoNode`,
+/// `NodeExists`, `BadVersion`, `NoAuth` and the rest are answers, not faults, and are never
+/// retried.
+///
+/// # Examples
+///
+/// ```
+/// use zkr_connection::zookeeper_client::Error;
+/// assert!(zkr_connection::is_retryable(&Error::ConnectionLoss));
+/// assert!(!zkr_connection::is_retryable(&Error::NoNode));
+/// ```
+pub fn is_retryable(error: &zookeeper_client::Error) -> bool {
+    use zookeeper_client::Error as E;
+    matches!(error, E::ConnectionLoss | E::Timeout | E::SessionMoved | E::Throttled)
+        || is_transport_failure(error)
+}
 
-    /// Never: nothing was sent.
-    fn is_ambiguous(&self) -> bool {
-        false
-    }
+/// `zookeeper-client` fails the requests in flight on a broken connection with the connection's
+/// own error (`Custom`: an I/O error such as a reset, or "no response from connection in N ms")
+/// rather than `ConnectionLoss`. Both mean the same: the request may or may not have been
+/// applied, and the session may well be alive.
+fn is_transport_failure(error: &zookeeper_client::Error) -> bool {
+    matches!(error, zookeeper_client::Error::Custom(_))
+}
+
+/// Errors that mean the session is gone: `SessionExpired`, `ClientClosed` (the handle was
+/// replaced after an expiry) and `AuthFailed`.
+///
+/// # Examples
+///
+/// ```
+/// assert!(zkr_connection::is_session_error(&zkr_connection::zookeeper_client::Error::SessionExpired));
+/// ```
+pub fn is_session_error(error: &zookeeper_client::Error) -> bool {
+    use zookeeper_client::Error as E;
+    matches!(error, E::SessionExpired | E::ClientClosed | E::AuthFailed)
 }

@@ -19,6 +19,7 @@
 
 pub mod barriers;
 pub mod cache;
+mod classify;
 pub mod codec;
 pub mod config;
 pub mod counters;
@@ -37,7 +38,7 @@ pub mod partition;
 pub mod queues;
 mod telemetry;
 
-pub use errors::classify;
+pub use classify::classify;
 pub use telemetry::describe_metrics;
 pub use zkr_connection::{Classify, ErrorKind};
 pub(crate) mod watch;

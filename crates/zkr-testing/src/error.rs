@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use crate::install::INSTALL_COMMAND;
-use crate::kerberos::KERBEROS_INSTALL_COMMAND;
-use crate::peers::{CURATOR_INSTALL_COMMAND, KAZOO_INSTALL_COMMAND};
+use crate::commands::{
+    CURATOR_INSTALL_COMMAND, INSTALL_COMMAND, KAZOO_INSTALL_COMMAND, KERBEROS_INSTALL_COMMAND,
+};
 
 /// Result alias for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

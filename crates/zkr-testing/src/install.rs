@@ -8,10 +8,6 @@ use crate::error::{Error, Result};
 use crate::maven;
 use crate::release::Release;
 
-/// The command that installs everything zkr-testing needs on Debian or Ubuntu: Maven and a
-/// Java runtime for the releases from Maven Central, and Debian's own server.
-pub const INSTALL_COMMAND: &str = "apt-get install -y maven default-jre-headless zookeeper";
-
 /// Debian's `zookeeper` package puts the server jar here; its manifest `Class-Path` names every
 /// dependency, so this one entry is a complete class path.
 const DEBIAN_ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";

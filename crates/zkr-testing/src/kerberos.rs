@@ -12,9 +12,6 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
-/// The Debian command that installs the KDC and its tools.
-pub const KERBEROS_INSTALL_COMMAND: &str = "sudo apt-get install -y krb5-kdc krb5-admin-server krb5-user";
-
 /// The host part of the servers' principal, `zookeeper/localhost@REALM`: a Kerberos client
 /// names the server by the host its connect string gives, so connect to `localhost:PORT`.
 pub const SERVICE_HOST: &str = "localhost";

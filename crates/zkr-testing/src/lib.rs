@@ -24,6 +24,7 @@
 
 mod cancel;
 mod cluster;
+mod commands;
 mod error;
 mod four_letter;
 mod install;
@@ -42,11 +43,11 @@ mod tls;
 
 pub use cancel::{cancel_at_every_await, MAX_POLLS, RUN_BOUND};
 pub use cluster::{ServerInfo, TestingCluster};
+pub use commands::{INSTALL_COMMAND, KERBEROS_INSTALL_COMMAND, MAVEN_INSTALL_COMMAND};
 pub use error::{Error, Result};
 pub use four_letter::{four_letter_word, parse_mntr};
-pub use install::{Installation, INSTALL_COMMAND};
-pub use kerberos::{KerberosRealm, KERBEROS_INSTALL_COMMAND, SERVICE_HOST as KERBEROS_SERVICE_HOST};
-pub use maven::MAVEN_INSTALL_COMMAND;
+pub use install::Installation;
+pub use kerberos::{KerberosRealm, SERVICE_HOST as KERBEROS_SERVICE_HOST};
 pub use options::ServerOptions;
 pub use proxy::{FaultProxy, Latency, ProxyMode};
 pub use release::{Release, DEFAULT_RELEASE, RELEASES, RELEASE_ENV};

@@ -10,10 +10,8 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::commands::MAVEN_INSTALL_COMMAND;
 use crate::error::{Error, Result};
-
-/// The command that installs Maven on Debian or Ubuntu.
-pub const MAVEN_INSTALL_COMMAND: &str = "apt-get install -y maven";
 
 /// Where resolved class paths are kept: `$ZKR_CACHE_DIR`, else `$XDG_CACHE_HOME/zkr`, else
 /// `~/.cache/zkr`, else `$TMPDIR/zkr-cache`.
@@ -41,7 +39,7 @@ impl Resolution<'_> {
     pub(crate) fn classpath(&self) -> Result<String> {
         let dir = cache_dir();
         // Keyed by the POM too, so that a changed POM is resolved again.
-        let key = crate::peers::fnv1a(&[self.pom.1.as_bytes()]);
+        let key = fnv1a(&[self.pom.1.as_bytes()]);
         let file = dir.join(format!("{}-{key:016x}.classpath", self.name));
         if let Some(cp) = read_cached(&file) {
             return Ok(cp);
@@ -100,9 +98,30 @@ fn read_cached(file: &Path) -> Option<String> {
     complete.then(|| cp.to_string())
 }
 
+/// 64-bit FNV-1a over the parts (with a separator), stable across Rust versions and processes.
+pub(crate) fn fnv1a(parts: &[&[u8]]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut hash = OFFSET;
+    for part in parts {
+        for &byte in part.iter().chain(std::iter::once(&0xff)) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(PRIME);
+        }
+    }
+    hash
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fnv1a_is_stable_and_separates_parts() {
+        assert_eq!(fnv1a(&[]), 0xcbf2_9ce4_8422_2325);
+        assert_ne!(fnv1a(&[b"ab", b"c"]), fnv1a(&[b"a", b"bc"]));
+        assert_eq!(fnv1a(&[b"x"]), fnv1a(&[b"x"]));
+    }
 
     #[test]
     fn a_cached_class_path_with_a_missing_jar_is_not_used() {

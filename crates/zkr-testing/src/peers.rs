@@ -76,11 +76,7 @@ pub use peer_process::PeerProcess;
 
 use crate::error::{Error, Result};
 
-/// The command that installs what [`CuratorTool`] needs on Debian or Ubuntu.
-pub const CURATOR_INSTALL_COMMAND: &str =
-    "apt-get install -y libcurator-recipes-java libcurator-discovery-java default-jdk-headless";
-/// The command that installs what [`KazooTool`] needs on Debian or Ubuntu.
-pub const KAZOO_INSTALL_COMMAND: &str = "apt-get install -y python3-kazoo";
+pub use crate::commands::{CURATOR_INSTALL_COMMAND, KAZOO_INSTALL_COMMAND};
 
 /// The peer's Java sources (file name, text), compiled together; `CuratorTool` is the entry point.
 const CURATOR_SOURCES: &[(&str, &str)] = &[
@@ -238,7 +234,7 @@ impl CuratorTool {
             parts.extend([name.as_bytes(), text.as_bytes()]);
         }
         parts.extend([javac.as_os_str().as_encoded_bytes(), jars.as_bytes()]);
-        let key = fnv1a(&parts);
+        let key = crate::maven::fnv1a(&parts);
         let classes = materialize("zkr-curator-tool", key, "CuratorTool.class", |out| {
             compile(&javac, &jars, &sources, out)
         })?;
@@ -361,7 +357,7 @@ impl KazooTool {
                 detail: format!("`{PYTHON} -c 'import kazoo'` failed: {}", tail_lines(&stderr, 1)),
             });
         }
-        let key = fnv1a(&[KAZOO_SOURCE.as_bytes()]);
+        let key = crate::maven::fnv1a(&[KAZOO_SOURCE.as_bytes()]);
         let dir = materialize("zkr-kazoo-tool", key, "kazoo_tool.py", |out| {
             let script = out.join("kazoo_tool.py");
             std::fs::write(&script, KAZOO_SOURCE)
@@ -476,20 +472,6 @@ fn trusted_dir(dir: &Path, uid: u32) -> bool {
     }
 }
 
-/// 64-bit FNV-1a over the parts (with a separator), stable across Rust versions and processes.
-pub(crate) fn fnv1a(parts: &[&[u8]]) -> u64 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut hash = OFFSET;
-    for part in parts {
-        for &byte in part.iter().chain(std::iter::once(&0xff)) {
-            hash ^= u64::from(byte);
-            hash = hash.wrapping_mul(PRIME);
-        }
-    }
-    hash
-}
-
 fn tail_lines(text: &str, max_lines: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(max_lines)..].join("\n")
@@ -524,13 +506,6 @@ mod tests {
     fn peer_labels_name_the_command() {
         assert_eq!(peer_label("CuratorTool", &["hold", "x"]), "CuratorTool hold");
         assert_eq!(peer_label("kazoo_tool", &[]), "kazoo_tool");
-    }
-
-    #[test]
-    fn fnv1a_is_stable_and_separates_parts() {
-        assert_eq!(fnv1a(&[]), 0xcbf2_9ce4_8422_2325);
-        assert_ne!(fnv1a(&[b"ab", b"c"]), fnv1a(&[b"a", b"bc"]));
-        assert_eq!(fnv1a(&[b"x"]), fnv1a(&[b"x"]));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! futures, serde, serde_json, tracing-subscriber, a metrics exporter), never on
 //! zookeeper-client itself, so a block that imports something a user cannot fails here.
 //! `lint.rs` holds the same rule for the rustdoc examples inside the crates; `names` checks
-//! that every zkr name the Curator docs give exists in the crates' source.
+//! that every zkr name the Curator docs give exists in the crates' source; `layers` holds the
+//! crates' module structure (floors, no circles of imports).
 
 /// Every ```rust block of the README and the guides in `docs/`, compiled by
 /// `cargo test -p zkr-guides --doc`: each markdown file is one item's doc comment (add an item
@@ -74,6 +75,8 @@ mod guides {
 
 #[cfg(test)]
 mod cancel_docs;
+#[cfg(test)]
+mod layers;
 #[cfg(test)]
 mod lint;
 #[cfg(test)]

@@ -8,8 +8,11 @@ use std::collections::HashSet;
 use zkr_connection::ZkClient;
 use zkr_recipes::cache::{CacheSnapshot, CachedNode};
 
-pub(crate) use super::recognize::printable;
-use super::recognize::{join, recognise, Tree};
+pub(crate) use super::view::printable;
+use zkr_connection::path::join;
+
+use super::recognize::recognise;
+use super::tree::Tree;
 pub(crate) use super::view::{Contender, Kind, Recipe};
 
 /// What a path holds.

@@ -7,8 +7,10 @@ use zkr_recipes::cache::CachedNode;
 use zkr_recipes::discovery::ServiceInstance;
 use zkr_recipes::locks::sequence_key;
 
-use super::recognize::{contender, join, Tree};
-use super::view::{session_hex, Contender, Instance, Kind, LockedItem, Recipe};
+use zkr_connection::path::join;
+
+use super::tree::Tree;
+use super::view::{contender, session_hex, Contender, Instance, Kind, LockedItem, Recipe};
 
 /// What a matcher found: whose layout, the recipe, and the paths it owns.
 pub(crate) type Match = (&'static str, Kind, Vec<String>);

@@ -8,6 +8,7 @@ mod layout;
 mod model;
 mod recognize;
 mod serve;
+mod tree;
 mod view;
 
 #[cfg(test)]

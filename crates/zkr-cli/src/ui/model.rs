@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 use zkr_connection::ConnectionState;
 use zkr_recipes::cache::CacheSnapshot;
 
-use super::recognize::{recognise, Tree};
+use super::recognize::recognise;
+use super::tree::Tree;
 use super::view::{Contender, Kind, Recipe, Role, SessionView, View, TREE_LIMIT};
 
 /// Builds views, one per snapshot, keeping what the page must remember between them.

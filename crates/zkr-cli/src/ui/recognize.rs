@@ -3,80 +3,13 @@
 //! barriers, groups), each leaf against counters and config; what no layout explains is the
 //! plain tree.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashSet;
 
-use zkr_recipes::cache::CachedNode;
+use zkr_connection::path::join;
 
 use super::layout::{self, Names};
-use super::view::{session_hex, Contender, Kind, Recipe, TreeNode};
-
-/// The cache's nodes with a children index.
-pub(crate) struct Tree<'a> {
-    nodes: BTreeMap<&'a str, &'a CachedNode>,
-    children: HashMap<&'a str, Vec<&'a str>>,
-}
-
-impl<'a> Tree<'a> {
-    /// Indexes `nodes` (paths under one root).
-    pub(crate) fn new(nodes: impl IntoIterator<Item = (&'a str, &'a CachedNode)>) -> Self {
-        // ZooKeeper's own `/zookeeper` (quotas, the ensemble's config) is no recipe and no app's.
-        let nodes: BTreeMap<&str, &CachedNode> =
-            nodes.into_iter().filter(|(p, _)| *p != "/zookeeper" && !p.starts_with("/zookeeper/")).collect();
-        let mut children: HashMap<&str, Vec<&str>> = HashMap::new();
-        for path in nodes.keys() {
-            if let Some((parent, name)) = split(path) {
-                if nodes.contains_key(parent) {
-                    children.entry(parent).or_default().push(name);
-                }
-            }
-        }
-        Tree { nodes, children }
-    }
-
-    pub(crate) fn get(&self, path: &str) -> Option<&'a CachedNode> {
-        self.nodes.get(path).copied()
-    }
-
-    /// The names of `path`'s children, in name order.
-    pub(crate) fn children(&self, path: &str) -> &[&'a str] {
-        self.children.get(path).map_or(&[], Vec::as_slice)
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.nodes.len()
-    }
-
-    fn paths(&self) -> impl Iterator<Item = &'a str> + '_ {
-        self.nodes.keys().copied()
-    }
-
-    /// Every ephemeral node as `(parent, name, node)`.
-    pub(crate) fn ephemerals(&self) -> impl Iterator<Item = (&'a str, &'a str, &'a CachedNode)> + '_ {
-        self.nodes.iter().filter(|(_, node)| node.stat.ephemeral_owner != 0).filter_map(|(&path, &node)| {
-            let (parent, name) = split(path)?;
-            Some((parent, name, node))
-        })
-    }
-}
-
-/// `(parent, name)` of a path other than `/`.
-fn split(path: &str) -> Option<(&str, &str)> {
-    let i = path.rfind('/')?;
-    let name = &path[i + 1..];
-    if name.is_empty() {
-        return None;
-    }
-    Some((if i == 0 { "/" } else { &path[..i] }, name))
-}
-
-/// `parent/name`.
-pub(crate) fn join(parent: &str, name: &str) -> String {
-    if parent == "/" {
-        format!("/{name}")
-    } else {
-        format!("{parent}/{name}")
-    }
-}
+use super::tree::Tree;
+use super::view::{contender, printable, session_hex, Kind, Recipe, TreeNode};
 
 /// The recipes found and the nodes left over.
 pub(crate) struct Found {
@@ -181,25 +114,6 @@ fn counter(data: &[u8]) -> Option<(i64, u8)> {
         4 => Some((i64::from(i32::from_be_bytes(data.try_into().ok()?)), 32)),
         8 => Some((i64::from_be_bytes(data.try_into().ok()?), 64)),
         _ => None,
-    }
-}
-
-/// The data as text when it is short printable UTF-8 (an id or a host, not a payload).
-pub(crate) fn printable(data: &[u8]) -> Option<String> {
-    let text = std::str::from_utf8(data).ok()?;
-    (!text.is_empty() && text.len() <= 128 && !text.chars().any(char::is_control)).then(|| text.to_owned())
-}
-
-/// A node as a recipe's participant.
-pub(crate) fn contender(name: &str, node: &CachedNode) -> Contender {
-    Contender {
-        node: name.to_owned(),
-        session: session_hex(node.stat.ephemeral_owner),
-        fencing_token: node.stat.czxid,
-        created_ms: node.stat.ctime,
-        since_ms: None,
-        id: printable(&node.data),
-        mode: None,
     }
 }
 

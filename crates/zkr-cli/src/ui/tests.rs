@@ -5,7 +5,7 @@ use zkr_recipes::cache::CachedNode;
 
 use super::layout::{marker, Marker};
 use super::model::Model;
-use super::recognize::Tree;
+use super::tree::Tree;
 use super::view::{Kind, View};
 
 /// A tree under construction: `(path, node)` pairs, czxid in order of adding.

@@ -2,6 +2,7 @@
 //! the nodes no recipe explains, as one JSON document per change.
 
 use serde::Serialize;
+use zkr_recipes::cache::CachedNode;
 
 /// Everything the page shows at one moment.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -169,4 +170,23 @@ impl Kind {
 /// A session id as the page and `zkr lock-info` print it.
 pub(crate) fn session_hex(session: i64) -> String {
     format!("{session:#x}")
+}
+
+/// The data as text when it is short printable UTF-8 (an id or a host, not a payload).
+pub(crate) fn printable(data: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(data).ok()?;
+    (!text.is_empty() && text.len() <= 128 && !text.chars().any(char::is_control)).then(|| text.to_owned())
+}
+
+/// A node as a recipe's participant.
+pub(crate) fn contender(name: &str, node: &CachedNode) -> Contender {
+    Contender {
+        node: name.to_owned(),
+        session: session_hex(node.stat.ephemeral_owner),
+        fencing_token: node.stat.czxid,
+        created_ms: node.stat.ctime,
+        since_ms: None,
+        id: printable(&node.data),
+        mode: None,
+    }
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::RetryPolicy;
+use crate::deadline::Deadline;
 use crate::error::Error;
-use crate::Deadline;
 
 /// One retry loop's account: its policy, when it started, how many retries it took, and the
 /// caller's deadline. It says how long to sleep before the next try, or why to stop; the loop

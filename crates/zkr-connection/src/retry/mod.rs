@@ -60,7 +60,7 @@ pub trait RetryPolicy: Send + Sync + fmt::Debug {
     /// the retry loop retries the latter only when asked to carry on across sessions
     /// ([`RetryOptions::across_sessions`](crate::RetryOptions::across_sessions)).
     fn allow_retry_error(&self, error: &zookeeper_client::Error) -> bool {
-        crate::is_retryable(error) || crate::is_session_error(error)
+        crate::kind::is_retryable(error) || crate::kind::is_session_error(error)
     }
 }
 

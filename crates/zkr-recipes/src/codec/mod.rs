@@ -223,6 +223,18 @@ impl<T, C: Codec<T>> Codec<T> for Gzip<C> {
     }
 }
 
+impl zkr_connection::Classify for CodecError {
+    /// Always [`ErrorKind::Corrupt`](zkr_connection::ErrorKind::Corrupt): the bytes are not a value of the codec's format.
+    fn kind(&self) -> zkr_connection::ErrorKind {
+        zkr_connection::ErrorKind::Corrupt
+    }
+
+    /// Never: a codec writes nothing.
+    fn is_ambiguous(&self) -> bool {
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

@@ -77,7 +77,7 @@ impl zkr_connection::Classify for DiscoveryError {
     }
 
     /// Might the failed write have been applied all the same
-    /// ([`zkr_connection::Error::is_ambiguous`])?
+    /// ([`zkr_connection::Error::is_ambiguous`](zkr_connection::Classify::is_ambiguous))?
     fn is_ambiguous(&self) -> bool {
         match self {
             DiscoveryError::Connection(e) => e.is_ambiguous(),

@@ -89,7 +89,7 @@ impl zkr_connection::Classify for IdError {
     }
 
     /// Might the failed write have been applied all the same
-    /// ([`zkr_connection::Error::is_ambiguous`])?
+    /// ([`zkr_connection::Error::is_ambiguous`](zkr_connection::Classify::is_ambiguous))?
     fn is_ambiguous(&self) -> bool {
         matches!(self, IdError::Connection(e) if e.is_ambiguous())
     }

@@ -21,7 +21,7 @@ pub const SEQUENCE_BITS: u32 = 31;
 /// margin of 2^24 for creates still in flight when the first generator sees the limit.
 pub const DEFAULT_EPOCH_CAPACITY: u32 = (1 << 31) - (1 << 24);
 const EPOCH_PREFIX: &str = "epoch-";
-/// The high-water record's name under the generator's path (see [`HighWater`]).
+/// The high-water record's name under the generator's path.
 pub const HIGH_WATER_NODE: &str = "high-water";
 /// How long ID nodes whose sequences were read wait for the next batch's multi-op to delete
 /// them before they get a delete of their own. A session's requests are applied in order, so

@@ -241,7 +241,7 @@ impl LeaderLatch {
 
     /// Publishes `value` as the leader's without giving leadership up (etcd's `Proclaim`): it
     /// becomes our node's data, which is what Curator's `getLeader().getId()`,
-    /// [`participants`](Self::participants), a [`LeaderObserver`] and `zkr elect --observe`
+    /// [`participants`](Self::participants), a [`LeaderObserver`](crate::leader::LeaderObserver) and `zkr elect --observe`
     /// show for the leader (its address, its epoch). Written on the session that holds our
     /// node, so a term that ended never writes to a later one. A later term (leadership lost
     /// and won again) starts with the latch's [`id`](Self::id) again.

@@ -85,7 +85,7 @@ impl zkr_connection::Classify for LockError {
     /// Might the failed operation have been applied all the same? True when its reply was lost
     /// (connection loss, a broken connection, an operation timeout, or the session ending while
     /// it was in flight, even when the retry policy then gave up), or a guarded transaction
-    /// failed on its retry after such a loss ([`zkr_connection::Error::is_ambiguous`]): look at
+    /// failed on its retry after such a loss ([`zkr_connection::Error::is_ambiguous`](zkr_connection::Classify::is_ambiguous)): look at
     /// ZooKeeper to learn the outcome. False for [`Lost`](Self::Lost): a guarded write that
     /// finds the lock lost is not sent, or was refused by the server's check of the lock node.
     fn is_ambiguous(&self) -> bool {

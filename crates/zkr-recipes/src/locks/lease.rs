@@ -39,7 +39,7 @@ impl Lease {
     }
 
     /// What the lease node holds (Curator's `Lease.getData()`): the data the semaphore was given
-    /// with [`with_node_data`](InterProcessSemaphoreV2::with_node_data).
+    /// with [`with_node_data`](crate::locks::InterProcessSemaphoreV2::with_node_data).
     ///
     /// # Errors
     /// As [`ZkClient::get_data`]; `NoNode` (as [`LockError::Connection`]) when the lease is gone.

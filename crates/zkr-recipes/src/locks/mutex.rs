@@ -427,7 +427,7 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
     /// A [`Transaction`] that applies only while our lock node exists: its first operation
     /// checks the node. Add operations and commit it; [`commit`](Self::commit) maps a lost lock
     /// to [`LockError::Lost`]. It is sent once, not retried: after a lost reply the commit fails
-    /// with an error whose [`is_ambiguous`](LockError::is_ambiguous) is true, and the caller
+    /// with an error whose [`is_ambiguous`](zkr_connection::Classify::is_ambiguous) is true, and the caller
     /// looks at ZooKeeper to learn whether it was applied.
     ///
     /// # Errors
@@ -471,7 +471,7 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
     /// was applied); the other failures as [`LockError::Connection`] (a refused operation as
     /// [`zkr_connection::Error::TransactionFailed`], its index counting the check). A lost
     /// reply, or the session ending while the commit was in flight, gives an error whose
-    /// [`is_ambiguous`](LockError::is_ambiguous) is true: it may have been applied.
+    /// [`is_ambiguous`](zkr_connection::Classify::is_ambiguous) is true: it may have been applied.
     ///
     /// # Cancel safety
     /// The multi-op is atomic; dropped, it was applied entirely or not at all.

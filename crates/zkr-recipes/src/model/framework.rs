@@ -212,7 +212,7 @@ impl<T: Send + Sync + 'static> ModeledFramework<T> {
     /// # Errors
     /// [`ModelError::VersionConflict`] when the node is at another version; as
     /// [`set`](Self::set) otherwise, and a lost reply of the versioned write is not resent: it
-    /// [is ambiguous](ModelError::is_ambiguous).
+    /// [is ambiguous](zkr_connection::Classify::is_ambiguous).
     ///
     /// # Cancel safety
     /// As [`set`](Self::set).
@@ -277,7 +277,7 @@ impl<T: Send + Sync + 'static> ModeledFramework<T> {
     /// # Errors
     /// [`ModelError::VersionConflict`] when the node is at another version (nothing was
     /// written); as [`update`](Self::update) otherwise. A lost reply is not resent: the error
-    /// [is ambiguous](ModelError::is_ambiguous).
+    /// [is ambiguous](zkr_connection::Classify::is_ambiguous).
     ///
     /// # Cancel safety
     /// As [`update`](Self::update).
@@ -405,7 +405,7 @@ impl<T: Send + Sync + 'static> ModeledFramework<T> {
     /// # Errors
     /// [`ModelError::VersionConflict`] when it is at another version; as
     /// [`delete`](Self::delete) otherwise, and a lost reply is not resent: the error
-    /// [is ambiguous](ModelError::is_ambiguous).
+    /// [is ambiguous](zkr_connection::Classify::is_ambiguous).
     ///
     /// # Cancel safety
     /// As [`delete`](Self::delete).

@@ -74,7 +74,7 @@ use crate::codec::CodecError;
 /// anything is sent; [`VersionConflict`](Self::VersionConflict) and
 /// [`NotFound`](Self::NotFound) are ZooKeeper's answers, with nothing written;
 /// [`Decode`](Self::Decode) comes after a read. Only a [`Connection`](Self::Connection) error
-/// may leave a write's outcome unknown ([`is_ambiguous`](Self::is_ambiguous)).
+/// may leave a write's outcome unknown ([`is_ambiguous`](zkr_connection::Classify::is_ambiguous)).
 ///
 /// # Examples
 ///
@@ -214,7 +214,7 @@ impl zkr_connection::Classify for ModelError {
     }
 
     /// Might the failed write have been applied all the same
-    /// ([`zkr_connection::Error::is_ambiguous`]: its reply was lost)? Read the node to know.
+    /// ([`zkr_connection::Error::is_ambiguous`](zkr_connection::Classify::is_ambiguous): its reply was lost)? Read the node to know.
     ///
     /// ```
     /// use zkr_connection::zookeeper_client::Error as ZkError;

@@ -357,6 +357,18 @@ impl std::str::FromStr for ZPath {
     }
 }
 
+impl zkr_connection::Classify for TemplateError {
+    /// Always [`ErrorKind::Usage`](zkr_connection::ErrorKind::Usage): the template does not parse; nothing was sent.
+    fn kind(&self) -> zkr_connection::ErrorKind {
+        zkr_connection::ErrorKind::Usage
+    }
+
+    /// Never: nothing was sent.
+    fn is_ambiguous(&self) -> bool {
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;

@@ -82,7 +82,7 @@ impl zkr_connection::Classify for NodeError {
     }
 
     /// Might the failed write have been applied all the same
-    /// ([`zkr_connection::Error::is_ambiguous`])?
+    /// ([`zkr_connection::Error::is_ambiguous`](zkr_connection::Classify::is_ambiguous))?
     fn is_ambiguous(&self) -> bool {
         matches!(self, NodeError::Connection(e) if e.is_ambiguous())
     }

@@ -147,7 +147,7 @@ impl zkr_connection::Classify for QueueError {
 
     /// Might the failed write have been applied all the same? True for
     /// [`Indeterminate`](Self::Indeterminate) and for an ambiguous connection error
-    /// ([`zkr_connection::Error::is_ambiguous`]).
+    /// ([`zkr_connection::Error::is_ambiguous`](zkr_connection::Classify::is_ambiguous)).
     fn is_ambiguous(&self) -> bool {
         match self {
             QueueError::Indeterminate { .. } => true,

@@ -185,6 +185,11 @@ impl Index {
                 self.uses(module, &p.tree, prefix);
                 prefix.pop();
             }
+            // `pub use a::b::{self, C}`: the module `b` itself.
+            UseTree::Name(n) if n.ident == "self" && !prefix.is_empty() => {
+                let (name, parent) = prefix.split_last().expect("not empty");
+                self.export(module, name, name, parent);
+            }
             UseTree::Name(n) => self.export(module, &n.ident.to_string(), &n.ident.to_string(), prefix),
             UseTree::Rename(r) => {
                 let (source, name) = (r.ident.to_string(), r.rename.to_string());

@@ -345,7 +345,7 @@ fn every_public_error_is_classified() {
     assert!(errors.len() >= 14 && errors.contains(&"LockError".to_owned()), "{errors:?}");
     let unclassified: Vec<_> = errors.iter().filter(|e| !index.implements(e, "Classify")).collect();
     assert!(unclassified.is_empty(), "public errors that do not implement Classify: {unclassified:?}");
-    let list = std::fs::read_to_string(root().join("crates/zkr-recipes/src/errors.rs")).unwrap();
+    let list = std::fs::read_to_string(root().join("crates/zkr-recipes/src/classify.rs")).unwrap();
     let listed = |e: &&String| list.contains(&format!("::{e},"));
     let unlisted: Vec<_> = errors.iter().filter(|e| !listed(e)).collect();
     assert!(unlisted.is_empty(), "public errors zkr_recipes::classify does not know: {unlisted:?}");

@@ -4,16 +4,16 @@
 //! on the manager's namespace. An absent node is `None` where Curator throws
 //! `NoNodeException`. A write with an expected version is never sent twice: after a lost reply
 //! its resend could fail on its own first effect (`BadVersion`), so the error is returned and
-//! says it may have been applied ([`Error::is_ambiguous`]). With compression on
+//! says it may have been applied ([`Error::is_ambiguous`](crate::Classify::is_ambiguous)). With compression on
 //! ([`ZkClientBuilder::compression`](crate::ZkClientBuilder::compression)), data is stored
 //! gzip-compressed as Curator's `GzipCompressionProvider` stores it.
 
 use zookeeper_client::{Acl, Stat};
 
-use crate::client::ZkClient;
 use crate::error::{Error, Result};
+use crate::ops::retry_loop::RetryOptions;
 use crate::path;
-use crate::retry_loop::RetryOptions;
+use crate::session::client::ZkClient;
 
 /// `Ok(None)` for `NoNode`.
 fn absent<T>(result: Result<T>) -> Result<Option<T>> {
@@ -32,7 +32,7 @@ impl ZkClient {
     /// `create_with_ttl`, `create_parents`, `delete_if_present`, `create_node` (unless given
     /// its own `.timeout`), `multi_read`, `ephemerals` and `transaction().commit()`. Past it a
     /// call fails with [`Error::DeadlineExceeded`] (a write may then have been applied:
-    /// [`Error::is_ambiguous`]). Without it, the retry policy alone decides how long a call
+    /// [`Error::is_ambiguous`](crate::Classify::is_ambiguous)). Without it, the retry policy alone decides how long a call
     /// goes on. Recipes keep their own timeouts. Cheap: clone it freely.
     ///
     /// # Examples
@@ -172,7 +172,7 @@ impl ZkClient {
     /// # Errors
     /// [`Error::InvalidPath`], [`Error::DataTooLarge`]; `NoNode` and `BadVersion` as
     /// [`Error::Zk`] ([`Error::is_no_node`], [`Error::is_bad_version`]); with a version, a lost
-    /// reply is not resent and its error is [ambiguous](Error::is_ambiguous); otherwise as
+    /// reply is not resent and its error is [ambiguous](crate::Classify::is_ambiguous); otherwise as
     /// [`retry`](Self::retry).
     ///
     /// # Cancel safety
@@ -201,7 +201,7 @@ impl ZkClient {
     ///
     /// # Errors
     /// [`Error::InvalidPath`]; `NoNode`, `NotEmpty` and `BadVersion` as [`Error::Zk`]; with a
-    /// version, a lost reply is not resent and its error is [ambiguous](Error::is_ambiguous);
+    /// version, a lost reply is not resent and its error is [ambiguous](crate::Classify::is_ambiguous);
     /// otherwise as [`retry`](Self::retry).
     ///
     /// # Cancel safety

@@ -2,8 +2,8 @@
 
 use zookeeper_client::AddWatchMode;
 
-use crate::client::ZkClient;
 use crate::error::{Error, Result};
+use crate::session::client::ZkClient;
 
 impl ZkClient {
     /// Whether the servers have persistent watches (`addWatch`, ZooKeeper 3.6 and later), and
@@ -45,7 +45,7 @@ impl ZkClient {
             match probe.await {
                 Ok(Ok(_)) => Ok(true),
                 Ok(Err(zookeeper_client::Error::Unimplemented)) => Ok(false),
-                Ok(Err(e)) if crate::error::is_retryable(&e) => Err(e),
+                Ok(Err(e)) if crate::kind::is_retryable(&e) => Err(e),
                 // Known and refused (an ACL on "/", say): the server has the request.
                 Ok(Err(_)) => Ok(true),
                 Err(_) => Err(zookeeper_client::Error::Timeout),

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use zookeeper_client::Client;
 
-use crate::supervisor::Shared;
+use crate::session::supervisor::Shared;
 
 /// How many attempts started waiting for a reply, and how many of those have finished
 /// (answered or dropped).
@@ -56,7 +56,7 @@ pub(crate) async fn watch(shared: Arc<Shared>, client: Client, after: Duration) 
         let now = shared.attempts.count();
         if stalled(history[0], now) {
             tracing::debug!(?after, "operations wait for their replies: nudging the server");
-            crate::telemetry::stall_nudge(&shared.config.name);
+            crate::session::telemetry::stall_nudge(&shared.config.name);
             // Sent when called; the reply is not awaited.
             drop(client.check_stat("/zookeeper"));
             // The next nudge only after another `after` without a reply.

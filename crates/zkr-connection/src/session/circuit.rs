@@ -15,7 +15,7 @@ use futures::{Stream, StreamExt as _};
 use tokio::time::{Duration, Instant};
 
 use crate::retry::RetryPolicy;
-use crate::ConnectionState;
+use crate::session::state::ConnectionState;
 
 /// The circuit's state machine, apart from any clock or stream (see the module docs).
 #[derive(Debug)]
@@ -88,7 +88,7 @@ impl Circuit {
     }
 }
 
-impl crate::ConnectionStateStream {
+impl crate::session::client::ConnectionStateStream {
     /// These states through a circuit breaker, Curator's
     /// `CircuitBreakingConnectionStateListener` (and its `ConnectionStateListenerManagerFactory
     /// .circuitBreaking(policy)`): during an outage whose connection flaps, the first state that

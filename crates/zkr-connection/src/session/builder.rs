@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::acl::{AclProvider, CreatorAllAclProvider, OpenAclProvider};
-use crate::client::ZkClient;
 use crate::error::{Error, Result};
 use crate::path;
 use crate::retry::{ExponentialBackoffRetry, RetryPolicy};
-use crate::state::{ConnectionStateErrorPolicy, StandardConnectionStateErrorPolicy};
+use crate::session::client::ZkClient;
+use crate::session::state::{ConnectionStateErrorPolicy, StandardConnectionStateErrorPolicy};
 
 /// [`ZkClientBuilder::stall_nudge`]'s default.
 const DEFAULT_STALL_NUDGE: Option<Duration> = Some(Duration::from_millis(500));
@@ -48,7 +48,7 @@ pub(crate) struct Config {
     /// The servers' principal given to [`ZkClientBuilder::sasl_gssapi_principal`]: kept to
     /// name the cause when no Kerberos session comes.
     #[cfg(feature = "sasl-gssapi")]
-    pub(crate) gssapi: Option<crate::kerberos::GssapiTarget>,
+    pub(crate) gssapi: Option<crate::session::kerberos::GssapiTarget>,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<zookeeper_client::TlsOptions>,
     /// The trusted CA (PEM) given to [`ZkClientBuilder::tls_trusting`]: kept to name the cause
@@ -199,8 +199,10 @@ impl ZkClientBuilder {
     #[cfg(feature = "sasl-gssapi")]
     #[cfg_attr(docsrs, doc(cfg(feature = "sasl-gssapi")))]
     pub fn sasl_gssapi_principal(mut self, service: &str, host: Option<&str>) -> Self {
-        let target =
-            crate::kerberos::GssapiTarget { service: service.to_owned(), host: host.map(str::to_owned) };
+        let target = crate::session::kerberos::GssapiTarget {
+            service: service.to_owned(),
+            host: host.map(str::to_owned),
+        };
         self.config.sasl = Some(target.options());
         self.config.gssapi = Some(target);
         self
@@ -453,9 +455,9 @@ impl ZkClientBuilder {
     pub fn build(mut self) -> Result<ZkClient> {
         validate(&self.config)?;
         if self.config.name.is_empty() {
-            self.config.name = crate::telemetry::default_name();
+            self.config.name = crate::session::telemetry::default_name();
         }
-        crate::telemetry::build_info();
+        crate::session::telemetry::build_info();
         #[cfg(feature = "tls")]
         let config = with_trusted_ca(self.config)?;
         #[cfg(not(feature = "tls"))]
@@ -517,7 +519,7 @@ fn with_trusted_ca(mut config: Config) -> Result<Config> {
 }
 
 fn validate(config: &Config) -> Result<()> {
-    crate::connect_string::validate(&config.connect_string)?;
+    crate::session::connect_string::validate(&config.connect_string)?;
     if config.session_timeout.is_zero() || config.session_timeout > Duration::from_millis(i32::MAX as u64) {
         return Err(Error::InvalidSetting {
             setting: "session_timeout",

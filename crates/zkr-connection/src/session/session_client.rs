@@ -11,7 +11,7 @@ use zookeeper_client::{
     MultiWriteResult, OneshotWatcher, PersistentWatcher, Stat,
 };
 
-use crate::telemetry::Request;
+use crate::session::telemetry::Request;
 
 type Result<T> = std::result::Result<T, zookeeper_client::Error>;
 

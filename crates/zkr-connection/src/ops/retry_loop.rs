@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::{Session, ZkClient};
-use crate::error::{is_retryable, is_session_error, Error, Result};
+use crate::deadline::Deadline;
+use crate::error::{Error, Result};
+use crate::kind::{is_retryable, is_session_error};
 use crate::retry::{RetryBudget, RetryPolicy};
-use crate::supervisor::Shared;
-use crate::Deadline;
+use crate::session::client::{Session, ZkClient};
+use crate::session::supervisor::Shared;
 
 /// Options for [`ZkClient::retry_with`].
 ///
@@ -93,7 +94,7 @@ impl RetryOptions {
 
     /// Never sends an attempt again once one may have been applied (its reply was lost, or
     /// its session ended with it in flight): the loop stops with that attempt's error, which
-    /// is [ambiguous](Error::is_ambiguous). For a write that must not be applied twice, such
+    /// is [ambiguous](crate::Classify::is_ambiguous). For a write that must not be applied twice, such
     /// as a sequential create. Defaults to `false`: such an attempt is retried, and
     /// [`ZkClient::retry_write`] says that it was.
     pub fn no_resend(mut self) -> Self {
@@ -237,7 +238,7 @@ impl ZkClient {
             }
             let (generation, session_id) = (session.generation(), session.id());
             let attempt = nudged(op(session.clone()), &session, &self.shared);
-            let Some(outcome) = crate::within(deadline, attempt).await else {
+            let Some(outcome) = crate::deadline::within(deadline, attempt).await else {
                 let deadline = deadline.map(|d| d.timeout()).unwrap_or_default();
                 return Err(Error::DeadlineExceeded { deadline, last: last_error });
             };
@@ -255,7 +256,7 @@ impl ZkClient {
             }
             let sleep = budget.next_sleep().map_err(|stop| stop.into_error(Some(error.clone())))?;
             tracing::debug!(attempt = budget.retries(), delay = ?sleep, error = %error, "retrying ZooKeeper operation");
-            crate::telemetry::retry(&self.shared.config.name, "operation");
+            crate::session::telemetry::retry(&self.shared.config.name, "operation");
             waited += sleep;
             tracing::Span::current()
                 .record("zk.retries", budget.retries())
@@ -357,7 +358,7 @@ impl<T> Sent<T> {
 }
 
 /// `attempt`, counted while it waits for its reply (the stall watchdog nudges the server when
-/// attempts wait and no reply comes: [`crate::stall`]). Should the manager give the session up
+/// attempts wait and no reply comes: [`crate::session::stall`]). Should the manager give the session up
 /// meanwhile, the attempt ends at once with `SessionExpired`: the old handle may never learn
 /// of its expiry by itself.
 pub(crate) fn nudged<'a, F: Future>(attempt: F, session: &'a Session, shared: &'a Shared) -> Nudged<'a, F> {

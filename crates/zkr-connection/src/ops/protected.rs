@@ -7,13 +7,14 @@ use std::time::Duration;
 use uuid::Uuid;
 use zookeeper_client::{CreateMode, Stat};
 
-use crate::client::{Session, ZkClient};
-use crate::error::{is_retryable, is_session_error, Error, Result};
+use crate::error::{Error, Result};
 use crate::guard::DropGuard;
-use crate::ops::{create_spec_on, ttl_error, validate_ttl, NodeSpec, Parents};
+use crate::kind::{is_retryable, is_session_error};
+use crate::ops::nodes::{create_spec_on, ttl_error, validate_ttl, NodeSpec, Parents};
+use crate::ops::retry_loop::RetryOptions;
 use crate::path;
-use crate::retry_loop::RetryOptions;
-use crate::SessionClient;
+use crate::session::client::{Session, ZkClient};
+use crate::session::session_client::SessionClient;
 
 /// Curator's `ProtectedUtils.PROTECTED_PREFIX`.
 pub const PROTECTED_PREFIX: &str = "_c_";
@@ -497,8 +498,8 @@ impl ZkClient {
             let session = self.session_for(deadline).await?;
             let look_first = std::mem::replace(&mut attempted, true);
             let step = self.create_once(&session, &attempt, look_first);
-            let step = crate::retry_loop::nudged(step, &session, &self.shared);
-            let Some(outcome) = crate::within(deadline, step).await else {
+            let step = crate::ops::retry_loop::nudged(step, &session, &self.shared);
+            let Some(outcome) = crate::deadline::within(deadline, step).await else {
                 let deadline = deadline.map(|d| d.timeout()).unwrap_or_default();
                 return Err(Error::DeadlineExceeded { deadline, last: None });
             };
@@ -533,7 +534,7 @@ impl ZkClient {
             }
             let sleep = budget.next_sleep().map_err(|stop| stop.into_error(Some(error.clone())))?;
             tracing::debug!(attempt = budget.retries(), delay = ?sleep, error = %error, path = %node_path, "protected create will retry");
-            crate::telemetry::retry(&self.shared.config.name, "protected_create");
+            crate::session::telemetry::retry(&self.shared.config.name, "protected_create");
             tokio::time::sleep(sleep).await;
         }
     }

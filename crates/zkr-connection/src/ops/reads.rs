@@ -5,9 +5,9 @@
 
 use zookeeper_client::{MultiReadResult, Stat};
 
-use crate::client::ZkClient;
 use crate::error::{Error, Result};
 use crate::path;
+use crate::session::client::ZkClient;
 
 /// One read of a [`ZkClient::multi_read`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use zookeeper_client::{Acls, CreateMode, CreateOptions, CreateSequence, Stat};
 
-use crate::client::ZkClient;
-use crate::error::{is_retryable, is_session_error, Error, Result};
+use crate::error::{Error, Result};
+use crate::kind::{is_retryable, is_session_error};
 use crate::path;
-use crate::SessionClient;
+use crate::session::client::ZkClient;
+use crate::session::session_client::SessionClient;
 
 /// How a create makes the missing ancestors of its node: Curator's
 /// `creatingParentContainersIfNeeded` and `creatingParentsIfNeeded`, or not at all (its plain

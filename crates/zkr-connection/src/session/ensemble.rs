@@ -14,7 +14,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use zookeeper_client::{Client, Error as ZkError, SessionState};
 
-use crate::supervisor::Shared;
+use crate::session::supervisor::Shared;
 
 /// The servers the manager connects to: the connect string's at first, then the ensemble's as
 /// `/zookeeper/config` lists it.
@@ -27,9 +27,9 @@ pub(crate) struct Ensemble {
 
 impl Ensemble {
     pub(crate) fn new(connect_string: &str) -> Self {
-        let (_, chroot) = crate::connect_string::split_chroot(connect_string.trim());
+        let (_, chroot) = crate::session::connect_string::split_chroot(connect_string.trim());
         Ensemble {
-            hosts: Mutex::new(crate::connect_string::hosts(connect_string)),
+            hosts: Mutex::new(crate::session::connect_string::hosts(connect_string)),
             chroot: chroot.to_owned(),
         }
     }
@@ -189,7 +189,7 @@ async fn connected_again(states: &mut zookeeper_client::StateWatcher) -> bool {
 pub(crate) async fn probe(shared: &Shared, hosts: &[String]) -> bool {
     let connect_string = shared.ensemble.connect_string(hosts);
     let dialing = shared.dial_at(shared.connector(), &connect_string).await;
-    let Ok(client) = dialing.map(crate::served::Served::into_client) else { return false };
+    let Ok(client) = dialing.map(crate::session::served::Served::into_client) else { return false };
     let learned = match client.get_config().await {
         Ok((config, _)) => shared.ensemble.learn(&config),
         Err(_) => false,

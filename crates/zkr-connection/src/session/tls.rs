@@ -13,7 +13,7 @@ use rustls::pki_types::{CertificateDer, ServerName};
 /// Handshakes with every host of `connect_string`, trusting `ca_pem`; the first failure, as
 /// `host: reason`, or `None` when every handshake works (the problem is elsewhere).
 pub(crate) async fn diagnose(connect_string: &str, ca_pem: &str, timeout: Duration) -> Option<String> {
-    let hosts = crate::connect_string::hosts(connect_string);
+    let hosts = crate::session::connect_string::hosts(connect_string);
     let ca_pem = ca_pem.to_owned();
     tokio::task::spawn_blocking(move || {
         hosts.iter().find_map(|host| handshake(host, &ca_pem, timeout).err().map(|e| format!("{host}: {e}")))

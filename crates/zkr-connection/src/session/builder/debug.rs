@@ -7,7 +7,9 @@
 use std::fmt;
 
 use super::Config;
-use crate::{Session, SessionClient, ZkClient};
+use crate::session::client::Session;
+use crate::session::client::ZkClient;
+use crate::session::session_client::SessionClient;
 
 impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -116,7 +118,7 @@ impl fmt::Debug for Config {
 
 #[cfg(test)]
 mod tests {
-    use crate::ZkClient;
+    use crate::session::client::ZkClient;
 
     /// A client prints one short line: no settings, no credentials, no internals.
     #[tokio::test]

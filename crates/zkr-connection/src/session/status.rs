@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use crate::client::ZkClient;
-use crate::state::ConnectionState;
+use crate::session::client::ZkClient;
+use crate::session::state::ConnectionState;
 
 /// A point-in-time view of a [`ZkClient`], for health checks, logs and admin endpoints.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,7 +45,7 @@ impl ZkClient {
         Status {
             state: *shared.state.borrow(),
             in_state_for: shared.state_since.lock().elapsed(),
-            session_id: session.as_ref().map(crate::Session::id),
+            session_id: session.as_ref().map(crate::session::client::Session::id),
             generation: self.generation(),
             negotiated_timeout: session.as_ref().map(|s| s.client().session_timeout()),
             servers: shared.ensemble.hosts(),

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::state::ConnectionState;
+use crate::session::state::ConnectionState;
 
 /// Every state, for the labelled `zkr_session_state` gauge (one series per state).
 #[cfg(feature = "metrics")]

@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use zookeeper_client::{Acl, CreateMode, Stat};
 
-use crate::client::ZkClient;
 use crate::error::Result;
-use crate::ops::{create_spec_on, ttl_error, validate_ttl, NodeSpec, Parents};
+use crate::ops::nodes::{create_spec_on, ttl_error, validate_ttl, NodeSpec, Parents};
+use crate::ops::protected::{is_sequential, ProtectedCreate};
+use crate::ops::retry_loop::RetryOptions;
 use crate::path;
-use crate::protected::{is_sequential, ProtectedCreate};
-use crate::retry_loop::RetryOptions;
+use crate::session::client::ZkClient;
 
 /// A create being built by [`ZkClient::create_node`]; `.await` it to send it.
 ///
@@ -58,7 +58,7 @@ impl ZkClient {
     /// container), a TTL, an ACL, how missing parents are made, protection, a timeout.
     ///
     /// A sequential create is never sent twice (a second send after a lost reply would make
-    /// a second node): a lost reply is an [ambiguous](crate::Error::is_ambiguous) error, or,
+    /// a second node): a lost reply is an [ambiguous](crate::Classify::is_ambiguous) error, or,
     /// with [`protected`](CreateNode::protected), found by its tag. Any other create is
     /// retried, so a lost reply can come back as `NodeExists` for the node it made itself
     /// (CURATOR-268): use [`protected`](CreateNode::protected) where that matters.

@@ -12,12 +12,12 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use zookeeper_client::{Client, SessionState};
 
-use crate::builder::Config;
-use crate::client::Session;
 use crate::error::Error;
 use crate::path;
-use crate::served::{Freeze, Served};
-use crate::state::ConnectionState;
+use crate::session::builder::Config;
+use crate::session::client::Session;
+use crate::session::served::{Freeze, Served};
+use crate::session::state::ConnectionState;
 
 /// The shared state of one manager: what the supervisor publishes and every handle reads.
 #[derive(Debug)]
@@ -30,13 +30,13 @@ pub(crate) struct Shared {
     pub(crate) listeners: Mutex<Vec<mpsc::UnboundedSender<ConnectionState>>>,
     pub(crate) last_error: Mutex<Option<zookeeper_client::Error>>,
     /// Why the last connection attempt failed, as a connect of our own saw it.
-    pub(crate) last_cause: Mutex<Option<crate::reach::Cause>>,
+    pub(crate) last_cause: Mutex<Option<crate::session::reach::Cause>>,
     pub(crate) generation: AtomicU64,
     /// How many connections (`Client`s) the manager has published: a new session, or the same
     /// session moved to new hosts ([`Session::connection`](crate::Session::connection)).
     pub(crate) connections: AtomicU64,
     /// The servers to connect to, kept current by the ensemble tracker.
-    pub(crate) ensemble: crate::ensemble::Ensemble,
+    pub(crate) ensemble: crate::session::ensemble::Ensemble,
     pub(crate) error_epoch: watch::Sender<u64>,
     pub(crate) cancel: CancellationToken,
     pub(crate) expire: Notify,
@@ -48,11 +48,11 @@ pub(crate) struct Shared {
     /// How many connection attempts the servers refused for their credentials (`AuthFailed`).
     pub(crate) refusals: watch::Sender<u64>,
     /// How many connection attempts found no ZooKeeper server at any host
-    /// ([`Cause::NoServer`](crate::reach::Cause::NoServer)).
+    /// ([`Cause::NoServer`](crate::session::reach::Cause::NoServer)).
     pub(crate) no_server: watch::Sender<u64>,
     pub(crate) supervisor: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The retry loop's attempts waiting for replies, for the stall watchdog.
-    pub(crate) attempts: crate::stall::Attempts,
+    pub(crate) attempts: crate::session::stall::Attempts,
 }
 
 impl Shared {
@@ -66,12 +66,12 @@ impl Shared {
 
     /// Has the manager given up the session of `generation` (or replaced it)?
     pub(crate) fn session_given_up(&self, generation: u64) -> bool {
-        crate::client::not_of_generation(&self.session.borrow(), generation)
+        crate::session::client::not_of_generation(&self.session.borrow(), generation)
     }
 
     pub(crate) fn post(&self, state: ConnectionState) {
         tracing::info!(%state, generation = self.generation.load(Ordering::SeqCst), "connection state");
-        crate::telemetry::session_state(&self.config.name, state);
+        crate::session::telemetry::session_state(&self.config.name, state);
         self.state.send_replace(Some(state));
         *self.state_since.lock() = std::time::Instant::now();
         if self.config.error_policy.is_error_state(state) {
@@ -85,7 +85,7 @@ impl Shared {
     /// the last attempt found that.
     pub(crate) fn no_server(&self) -> Option<Error> {
         match self.last_cause.lock().clone() {
-            Some(crate::reach::Cause::NoServer(cause)) => {
+            Some(crate::session::reach::Cause::NoServer(cause)) => {
                 Some(Error::NoServer { connect_string: self.config.connect_string.clone(), cause })
             }
             _ => None,
@@ -95,7 +95,7 @@ impl Shared {
     /// The error for a wait of `timeout` for a session that did not come: what the last
     /// attempt's own diagnosis found (TLS, Kerberos), or the timeout with the network's cause.
     pub(crate) fn connect_timeout(&self, timeout: Duration) -> Error {
-        use crate::reach::Cause;
+        use crate::session::reach::Cause;
         let connect_string = self.config.connect_string.clone();
         let cause = match self.last_cause.lock().clone() {
             Some(Cause::Tls(reason)) => return Error::Tls { connect_string, reason },
@@ -157,7 +157,9 @@ impl Shared {
         };
         #[cfg(not(feature = "tls"))]
         let connecting = connector.connect(cs);
-        match tokio::time::timeout(self.config.connection_timeout, crate::served::served(connecting)).await {
+        match tokio::time::timeout(self.config.connection_timeout, crate::session::served::served(connecting))
+            .await
+        {
             Ok(result) => result,
             Err(_) => Err(zookeeper_client::Error::Timeout),
         }
@@ -225,12 +227,16 @@ impl Shared {
                         | zookeeper_client::Error::ConnectionLoss
                         | zookeeper_client::Error::Timeout => {
                             let probe = self.config.connection_timeout.min(Duration::from_secs(1));
-                            crate::reach::explain(&self.config, &self.ensemble.connect_string(&hosts), probe)
-                                .await
+                            crate::session::reach::explain(
+                                &self.config,
+                                &self.ensemble.connect_string(&hosts),
+                                probe,
+                            )
+                            .await
                         }
                         _ => None,
                     };
-                    let no_server = matches!(cause, Some(crate::reach::Cause::NoServer(_)));
+                    let no_server = matches!(cause, Some(crate::session::reach::Cause::NoServer(_)));
                     *self.last_cause.lock() = cause;
                     if no_server {
                         self.no_server.send_modify(|n| *n += 1);
@@ -279,7 +285,7 @@ pub(crate) async fn supervise(shared: Arc<Shared>) {
         let mut tasks = vec![task];
         let generation = shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
         tracing::info!(session = %client.session_id(), generation, timeout = ?client.session_timeout(), "session established");
-        crate::telemetry::session_established(&shared.config.name, client.session_timeout());
+        crate::session::telemetry::session_established(&shared.config.name, client.session_timeout());
         let mut watcher = client.state_watcher();
         let initial = watcher.state();
         let mut tracker = publish(&shared, &client, generation);
@@ -316,7 +322,7 @@ pub(crate) async fn supervise(shared: Arc<Shared>) {
         tasks.iter().for_each(Freeze::freeze);
         shared.end_session();
         let ended = client.state().is_terminated();
-        tokio::spawn(crate::served::bury(
+        tokio::spawn(crate::session::served::bury(
             shared.clone(),
             client.into_session(),
             ended,
@@ -324,7 +330,7 @@ pub(crate) async fn supervise(shared: Arc<Shared>) {
             linger(&shared),
         ));
         tracing::info!(generation, "rebuilding the session");
-        crate::telemetry::session_rebuilt(&shared.config.name);
+        crate::session::telemetry::session_rebuilt(&shared.config.name);
     }
     shared.end_session();
 }
@@ -338,12 +344,17 @@ fn linger(shared: &Shared) -> Duration {
 /// beside it (a task that does nothing when the tracker is off).
 fn publish(shared: &Arc<Shared>, client: &Client, generation: u64) -> tokio::task::JoinHandle<()> {
     let connection = shared.connections.fetch_add(1, Ordering::SeqCst) + 1;
-    let session_client = crate::SessionClient::new(client.clone(), shared.config.name.clone());
+    let session_client =
+        crate::session::session_client::SessionClient::new(client.clone(), shared.config.name.clone());
     shared.session.send_replace(Some(Session { client: session_client, generation, connection }));
-    let tracking =
-        shared.config.ensemble_tracker.then(|| crate::ensemble::track(shared.clone(), client.clone()));
-    let stalls =
-        shared.config.stall_nudge.map(|after| crate::stall::watch(shared.clone(), client.clone(), after));
+    let tracking = shared
+        .config
+        .ensemble_tracker
+        .then(|| crate::session::ensemble::track(shared.clone(), client.clone()));
+    let stalls = shared
+        .config
+        .stall_nudge
+        .map(|after| crate::session::stall::watch(shared.clone(), client.clone(), after));
     tokio::spawn(async move {
         let tracking = async move {
             if let Some(tracking) = tracking {
@@ -363,7 +374,7 @@ fn publish(shared: &Arc<Shared>, client: &Client, generation: u64) -> tokio::tas
 /// `close()` returns, even while recipes still hold handles to it (a guard, a lease, a
 /// watcher): dropping our handle closes the session only if it was the last one, so when it
 /// does not end soon, the connections are frozen and a connection of its own closes the
-/// session ([`crate::served::bury`]). A server that cannot be reached is not waited for:
+/// session ([`crate::session::served::bury`]). A server that cannot be reached is not waited for:
 /// that goes on in the background, and the session ends there at its timeout at the latest.
 async fn close_on_server(
     shared: &Arc<Shared>,
@@ -382,13 +393,20 @@ async fn close_on_server(
         }
         // Another handle keeps the connection: silence it and close the session from ours.
         tasks.iter().for_each(Freeze::freeze);
-        let bury = tokio::spawn(crate::served::bury(shared.clone(), session, false, tasks, linger(shared)));
+        let bury =
+            tokio::spawn(crate::session::served::bury(shared.clone(), session, false, tasks, linger(shared)));
         let _ = tokio::time::timeout(Duration::from_secs(2), bury).await;
         return;
     }
     tasks.iter().for_each(Freeze::freeze);
     let ended = watcher.peek_state().is_terminated();
-    tokio::spawn(crate::served::bury(shared.clone(), client.into_session(), ended, tasks, linger(shared)));
+    tokio::spawn(crate::session::served::bury(
+        shared.clone(),
+        client.into_session(),
+        ended,
+        tasks,
+        linger(shared),
+    ));
 }
 
 async fn monitor(
@@ -426,13 +444,13 @@ async fn monitor(
             _ = shared.cancel.cancelled() => return SessionEnd::Closed,
             _ = shared.expire.notified() => {
                 tracing::info!(session = %client.session_id(), "session expiration injected");
-                crate::telemetry::session_ended(&shared.config.name, "injected");
+                crate::session::telemetry::session_ended(&shared.config.name, "injected");
                 shared.post(ConnectionState::Lost);
                 return SessionEnd::Lost;
             }
             _ = lost_timer => {
                 tracing::warn!(session = %client.session_id(), "suspended for longer than the session can live");
-                crate::telemetry::session_ended(&shared.config.name, "timed_out");
+                crate::session::telemetry::session_ended(&shared.config.name, "timed_out");
                 shared.post(ConnectionState::Lost);
                 return SessionEnd::Lost;
             }
@@ -462,7 +480,7 @@ async fn monitor(
                 }
                 SessionState::Expired | SessionState::AuthFailed | SessionState::Closed => {
                     tracing::warn!(session = %client.session_id(), %state, "session ended");
-                    crate::telemetry::session_ended(&shared.config.name, match state {
+                    crate::session::telemetry::session_ended(&shared.config.name, match state {
                         SessionState::Expired => "expired",
                         SessionState::AuthFailed => "auth_failed",
                         _ => "closed",
@@ -513,7 +531,7 @@ async fn move_when_gone(
             // Nothing new is known: the handle's own hosts are the ensemble.
             return std::future::pending().await;
         }
-        if !crate::ensemble::probe(&shared, &others).await {
+        if !crate::session::ensemble::probe(&shared, &others).await {
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(2));
         }
@@ -527,7 +545,7 @@ async fn move_when_gone(
 pub(crate) async fn ensure_namespace(
     client: &Client,
     ns: &str,
-    acl_provider: &dyn crate::AclProvider,
+    acl_provider: &dyn crate::acl::AclProvider,
 ) -> std::result::Result<(), zookeeper_client::Error> {
     let relative = format!("/{ns}");
     let acls = acl_provider.acl_for_path(&relative);

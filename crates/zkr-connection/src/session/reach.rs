@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
-use crate::builder::Config;
+use crate::session::builder::Config;
 
 /// Why the last connection attempt failed, as a step of our own found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,13 +59,13 @@ pub(crate) async fn explain(config: &Config, connect_string: &str, timeout: Dura
     }
     #[cfg(feature = "tls")]
     if let Some(pem) = &config.tls_ca_pem {
-        if let Some(reason) = crate::tls::diagnose(connect_string, pem, timeout).await {
+        if let Some(reason) = crate::session::tls::diagnose(connect_string, pem, timeout).await {
             return Some(Cause::Tls(reason));
         }
     }
     #[cfg(feature = "sasl-gssapi")]
     if let Some(target) = &config.gssapi {
-        if let Some(reason) = crate::kerberos::diagnose(connect_string, target).await {
+        if let Some(reason) = crate::session::kerberos::diagnose(connect_string, target).await {
             return Some(Cause::Sasl(reason));
         }
     }
@@ -78,7 +78,7 @@ pub(crate) async fn explain(config: &Config, connect_string: &str, timeout: Dura
 /// when one host is (or, without `ask`, accepts: the cause is not the network but a TLS
 /// mismatch, a server that is not serving); else every host's reason.
 pub(crate) async fn find(connect_string: &str, timeout: Duration, ask: bool) -> Option<Found> {
-    let probes = crate::connect_string::hosts(connect_string).into_iter().map(|host| async move {
+    let probes = crate::session::connect_string::hosts(connect_string).into_iter().map(|host| async move {
         let (reason, definite) = probe(&host, timeout, ask).await.err()?;
         Some((format!("{host}: {reason}"), definite))
     });

@@ -14,13 +14,14 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use zookeeper_client::Acl;
 
-use crate::builder::{Config, ZkClientBuilder};
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::path;
 use crate::retry::RetryPolicy;
-use crate::state::{ConnectionState, ConnectionStateErrorPolicy};
-pub(crate) use crate::supervisor::Shared;
-use crate::{Deadline, SessionClient};
+use crate::session::builder::{Config, ZkClientBuilder};
+use crate::session::session_client::SessionClient;
+use crate::session::state::{ConnectionState, ConnectionStateErrorPolicy};
+pub(crate) use crate::session::supervisor::Shared;
 
 /// One ZooKeeper session of a [`ZkClient`]: the `zookeeper-client` handle (already rooted at the
 /// namespace) and the session's generation, which grows by one with every session the manager
@@ -126,7 +127,7 @@ impl Session {
 pub struct ZkClient {
     pub(crate) shared: Arc<Shared>,
     /// Set on a [`using_namespace`](Self::using_namespace) view.
-    pub(crate) view: Option<Arc<crate::namespace::View>>,
+    pub(crate) view: Option<Arc<crate::session::namespace::View>>,
     /// Set on a [`with_timeout`](Self::with_timeout) handle: what bounds each framework call.
     pub(crate) call_timeout: Option<std::time::Duration>,
     _stop_on_last_drop: Arc<DropGuard>,
@@ -157,7 +158,7 @@ impl ZkClient {
 
     pub(crate) fn start(config: Config, runtime: &tokio::runtime::Handle) -> Self {
         let cancel = CancellationToken::new();
-        let ensemble = crate::ensemble::Ensemble::new(&config.connect_string);
+        let ensemble = crate::session::ensemble::Ensemble::new(&config.connect_string);
         let shared = Arc::new(Shared {
             config,
             session: watch::channel(None).0,
@@ -177,9 +178,9 @@ impl ZkClient {
             refusals: watch::channel(0).0,
             no_server: watch::channel(0).0,
             supervisor: Mutex::new(None),
-            attempts: crate::stall::Attempts::default(),
+            attempts: crate::session::stall::Attempts::default(),
         });
-        let task = runtime.spawn(crate::supervisor::supervise(shared.clone()));
+        let task = runtime.spawn(crate::session::supervisor::supervise(shared.clone()));
         *shared.supervisor.lock() = Some(task);
         ZkClient { shared, view: None, call_timeout: None, _stop_on_last_drop: Arc::new(cancel.drop_guard()) }
     }
@@ -485,7 +486,7 @@ impl ZkClient {
     /// ```
     pub fn validate_recipe_path(&self, path: &str) -> Result<()> {
         path::validate_path(path)?;
-        let chroot = crate::connect_string::split_chroot(self.connect_string().trim()).1;
+        let chroot = crate::session::connect_string::split_chroot(self.connect_string().trim()).1;
         let rooted = self.namespace().is_some() || !matches!(chroot, "" | "/");
         if !rooted && path::is_reserved(path) {
             return Err(Error::InvalidPath { path: path.to_owned(), source: path::PathError::Reserved });
@@ -576,5 +577,22 @@ impl Stream for ConnectionStateStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         self.rx.poll_recv(cx)
+    }
+}
+
+impl ZkClient {
+    /// The most one node's gzip data may inflate to when this client decompresses it
+    /// ([`ZkClientBuilder::max_decompressed_len`](crate::ZkClientBuilder::max_decompressed_len)):
+    /// what recipes that decompress pass to [`decompress_limited`](crate::compression::decompress_limited).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient, path: &str, data: &[u8]) -> zkr_connection::Result<()> {
+    /// let plain = zkr_connection::compression::decompress_limited(path, data, zk.max_decompressed_len())?;
+    /// # Ok(()) }
+    /// ```
+    pub fn max_decompressed_len(&self) -> usize {
+        self.shared.config.max_decompressed_len
     }
 }

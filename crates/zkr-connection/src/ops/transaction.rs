@@ -6,36 +6,11 @@ use std::time::Duration;
 
 use zookeeper_client::{Acls, CreateMode, MultiWriteError, MultiWriteResult};
 
-use crate::client::ZkClient;
-use crate::error::{Error, Result};
-use crate::ops::validate_ttl;
+use crate::error::{Error, OpKind, Result};
+use crate::ops::nodes::validate_ttl;
+use crate::ops::retry_loop::RetryOptions;
 use crate::path;
-use crate::retry_loop::RetryOptions;
-
-/// What one operation of a [`Transaction`] does, for errors and logs.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OpKind {
-    /// A create.
-    Create,
-    /// A set of a node's data.
-    SetData,
-    /// A delete.
-    Delete,
-    /// A check of a node's version (or that it exists).
-    Check,
-}
-
-impl fmt::Display for OpKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            OpKind::Create => "create",
-            OpKind::SetData => "set_data",
-            OpKind::Delete => "delete",
-            OpKind::Check => "check",
-        })
-    }
-}
+use crate::session::client::ZkClient;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -216,7 +191,7 @@ impl Transaction {
     ///     .await?;
     /// # Ok(()) }
     /// ```
-    pub fn on_session(mut self, session: &crate::Session) -> Self {
+    pub fn on_session(mut self, session: &crate::session::client::Session) -> Self {
         self.options = self.options.on_session(session);
         self
     }
@@ -253,7 +228,7 @@ impl Transaction {
     /// The commit is retried as one unit after a connection loss, as Curator does. A multi-op
     /// whose reply was lost may have been applied, and then its retry fails on its own effect
     /// (a create with `NodeExists`, a versioned set with `BadVersion`). Such a failure says
-    /// `retried: true` and [`Error::is_ambiguous`] is true for it: look at ZooKeeper to learn
+    /// `retried: true` and [`Error::is_ambiguous`](crate::Classify::is_ambiguous) is true for it: look at ZooKeeper to learn
     /// whether the earlier attempt was applied. A retry that succeeds may have applied the
     /// operations twice: a versionless set written twice, a sequential create made twice. Where
     /// that matters, give versions, or commit once with a policy of no retries

@@ -30,7 +30,7 @@ impl GssapiTarget {
 
 /// Why a GSSAPI login to the first host of `connect_string` cannot start, if it cannot.
 pub(crate) async fn diagnose(connect_string: &str, target: &GssapiTarget) -> Option<String> {
-    let first = crate::connect_string::hosts(connect_string).into_iter().next()?;
+    let first = crate::session::connect_string::hosts(connect_string).into_iter().next()?;
     let host = match &target.host {
         Some(host) => host.clone(),
         None => first

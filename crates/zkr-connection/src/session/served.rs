@@ -23,7 +23,7 @@ use futures::task::AtomicWaker;
 use parking_lot::Mutex;
 use zookeeper_client::{Client, SessionInfo};
 
-use crate::supervisor::Shared;
+use crate::session::supervisor::Shared;
 
 /// A handle and the task serving its connection.
 pub(crate) struct Served {

@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::builder::validate_namespace;
-use crate::client::{Session, ZkClient};
-use crate::connect_string::split_chroot;
 use crate::error::Result;
 use crate::path;
-use crate::supervisor::ensure_namespace;
+use crate::session::builder::validate_namespace;
+use crate::session::client::{Session, ZkClient};
+use crate::session::connect_string::split_chroot;
+use crate::session::supervisor::ensure_namespace;
 
 /// What a view changes: its namespace, and the manager's sessions re-rooted under it.
 #[derive(Debug)]
@@ -68,7 +68,7 @@ async fn follow(
     root: String,
     chroot: String,
     namespace: Option<String>,
-    acl: Arc<dyn crate::AclProvider>,
+    acl: Arc<dyn crate::acl::AclProvider>,
 ) {
     loop {
         let current = base.borrow_and_update().clone();
@@ -93,7 +93,7 @@ async fn rooted(
     root: &str,
     chroot: &str,
     namespace: Option<&str>,
-    acl: &dyn crate::AclProvider,
+    acl: &dyn crate::acl::AclProvider,
 ) -> Option<Session> {
     let at = |path: &str| session.client.raw().clone().chroot(path.to_owned()).ok();
     if let Some(ns) = namespace {
