@@ -133,13 +133,10 @@ async fn laid_out_for(zk: &ZkClient, path: &str) -> anyhow::Result<Option<Kind>>
     if stat.data_length == 8 {
         return Ok(Some(Kind::Segment));
     }
-    let is_epoch = |name: &str| {
-        name.strip_prefix("epoch-").is_some_and(|d| d.len() == 10 && d.bytes().all(|b| b.is_ascii_digit()))
-    };
-    if children.iter().any(|c| is_epoch(c)) {
+    if children.iter().any(|c| zkr_recipes::layouts::is_epoch(c)) {
         return Ok(Some(Kind::Sequential));
     }
-    if children.iter().any(|c| matches!(c.as_str(), "leases" | "workers" | "identities")) {
+    if zkr_recipes::layouts::is_snowflake(&children) {
         return Ok(Some(Kind::Snowflake));
     }
     Ok(None)

@@ -29,6 +29,7 @@ mod fence;
 mod host;
 pub mod id;
 pub mod kazoo;
+pub mod layouts;
 pub mod leader;
 pub mod locks;
 pub mod model;

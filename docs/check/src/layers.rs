@@ -201,3 +201,62 @@ fn the_checks_find_a_circle_an_arrow_up_and_a_name_through_the_root() {
     assert!(faults[1].contains("session::client (floor 2) imports ops::crud (floor 3)"));
     assert!(faults[2].contains("a circle outside session") && faults[2].contains("ops::create"));
 }
+
+/// The node names `zkr_recipes::layouts` declares, as the string literals that would restate
+/// them (the distinctive ones: `ready` or `locks` are words other code uses too).
+const LAYOUT_LITERALS: [&str; 14] = [
+    "\"__READ__\"",
+    "\"__WRIT__\"",
+    "\"__rlock__\"",
+    "\"__lock__\"",
+    "\"lock-\"",
+    "\"latch-\"",
+    "\"lease-\"",
+    "\"queue-\"",
+    "\"qn-\"",
+    "\"entry-\"",
+    "\"epoch-\"",
+    "\"__party__\"",
+    "\"identities\"",
+    "\"workers\"",
+];
+
+/// Code lines (tests and comments aside) under `dirs` that restate a layout's node name instead
+/// of naming `zkr_recipes::layouts`, as `file:line: text`.
+fn restated_layouts(dirs: &[std::path::PathBuf]) -> Vec<String> {
+    let mut files = Vec::new();
+    for dir in dirs {
+        crate::lint::sources(dir, &mut files);
+    }
+    let mut found = Vec::new();
+    for file in files.iter().filter(|f| !f.ends_with("layouts.rs") && !f.ends_with("tests.rs")) {
+        let text = std::fs::read_to_string(file).unwrap();
+        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap();
+        for (n, line) in code.lines().enumerate() {
+            let comment = line.trim_start().starts_with("//");
+            if !comment && LAYOUT_LITERALS.iter().any(|l| line.contains(l)) {
+                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn node_layouts_are_declared_once() {
+    let found = restated_layouts(&[crate_src("zkr-recipes"), crate_src("zkr-cli")]);
+    assert!(found.is_empty(), "name these through zkr_recipes::layouts:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_layout_check_finds_a_restated_name() {
+    let dir = std::env::temp_dir().join(format!("zkr-layouts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let code = "/// `lock-` in a doc is prose\nconst MINE: &str = \"lock-\";\n#[cfg(test)]\nmod tests {\n    const T: &str = \"qn-\";\n}\n";
+    std::fs::write(dir.join("a.rs"), code).unwrap();
+    std::fs::write(dir.join("layouts.rs"), "pub const LOCK_NAME: &str = \"lock-\";\n").unwrap();
+    let found = restated_layouts(std::slice::from_ref(&dir));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].ends_with("a.rs:2: const MINE: &str = \"lock-\";"), "{found:?}");
+}

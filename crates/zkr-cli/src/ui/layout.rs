@@ -5,7 +5,10 @@ use std::collections::{HashMap, HashSet};
 
 use zkr_recipes::cache::CachedNode;
 use zkr_recipes::discovery::ServiceInstance;
-use zkr_recipes::locks::sequence_key;
+use zkr_recipes::layouts::{
+    is_queue_item, Marker, Origin, BARRIER_READY, KAZOO_LOCK_NAME, KAZOO_PARTY_NAME, QUEUE_PREFIXES,
+    SEMAPHORE_LEASES, SEMAPHORE_LOCKS,
+};
 
 use zkr_connection::path::join;
 
@@ -37,59 +40,13 @@ impl<'a> Names<'a> {
     }
 }
 
-/// A lock contender's name: its marker and sequence number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Marker {
-    /// Curator's `InterProcessMutex`: `[_c_<uuid>-]lock-<seq>`.
-    Lock,
-    /// Curator's read lock `...-__READ__<seq>`.
-    Read,
-    /// Curator's write lock `...-__WRIT__<seq>`.
-    Write,
-    /// kazoo's `Lock` and `WriteLock`: `<uuid>__lock__<seq>`.
-    KazooLock,
-    /// kazoo's `ReadLock`: `<uuid>__rlock__<seq>`.
-    KazooRead,
-    /// Curator's `LeaderLatch`: `[_c_<uuid>-]latch-<seq>`.
-    Latch,
-    /// Curator's semaphore lease: `[_c_<uuid>-]lease-<seq>`.
-    Lease,
-}
-
-/// The marker and sequence order key of a contender's name ([`sequence_key`]: ten characters,
-/// a wrapped counter's negative ones ordered after the rest, as the recipes order them).
-pub(crate) fn marker(name: &str) -> Option<(Marker, u64)> {
-    let split = name.len().checked_sub(10)?;
-    let (head, seq) = (name.get(..split)?, sequence_key(name.get(split..)?)?);
-    let dashed =
-        |word: &str| head.strip_suffix(word).is_some_and(|before| before.is_empty() || before.ends_with('-'));
-    let marker = if head.ends_with("__READ__") {
-        Marker::Read
-    } else if head.ends_with("__WRIT__") {
-        Marker::Write
-    } else if head.ends_with("__rlock__") {
-        Marker::KazooRead
-    } else if head.ends_with("__lock__") {
-        Marker::KazooLock
-    } else if dashed("lock-") {
-        Marker::Lock
-    } else if dashed("latch-") {
-        Marker::Latch
-    } else if dashed("lease-") {
-        Marker::Lease
-    } else {
-        return None;
-    };
-    Some((marker, seq))
-}
-
 /// The children carrying one of `wanted` markers, in sequence order.
 fn contenders<'a>(names: &Names<'a>, wanted: &[Marker]) -> Vec<(Marker, &'a str, &'a CachedNode)> {
     let mut found: Vec<(u64, Marker, &str, &CachedNode)> = names
         .children
         .iter()
         .filter_map(|&(n, node)| {
-            marker(n).filter(|(m, _)| wanted.contains(m)).map(|(m, seq)| (seq, m, n, node))
+            Marker::of(n).filter(|(m, _)| wanted.contains(m)).map(|(m, seq)| (seq, m, n, node))
         })
         .collect();
     found.sort_by(|a, b| (a.0, a.2).cmp(&(b.0, b.2)));
@@ -104,7 +61,7 @@ const LOCK_MARKERS: [Marker; 5] =
 pub(crate) fn lock(names: &Names<'_>) -> Option<Match> {
     let found = contenders(names, &LOCK_MARKERS);
     let first = found.first()?;
-    let kazoo = matches!(first.0, Marker::KazooLock | Marker::KazooRead);
+    let kazoo = first.0.origin() == Origin::Kazoo;
     let read_write = found.iter().any(|c| matches!(c.0, Marker::Read | Marker::Write | Marker::KazooRead));
     let is_write = |m: Marker| !matches!(m, Marker::Read | Marker::KazooRead);
     let held = if !read_write || is_write(first.0) {
@@ -135,13 +92,13 @@ fn layout(kazoo: bool) -> &'static str {
 /// Curator's `InterProcessSemaphoreV2`: leases under `leases`, acquirers queued on the mutex at
 /// `locks`. The maximum lives in the acquiring processes, not in ZooKeeper.
 pub(crate) fn semaphore(tree: &Tree<'_>, names: &Names<'_>) -> Option<Match> {
-    names.get("leases")?;
-    let leases_path = join(names.path, "leases");
-    let locks_path = join(names.path, "locks");
+    names.get(SEMAPHORE_LEASES)?;
+    let leases_path = join(names.path, SEMAPHORE_LEASES);
+    let locks_path = join(names.path, SEMAPHORE_LOCKS);
     let leases = Names::new(tree, &leases_path);
     let locks = Names::new(tree, &locks_path);
     let held = contenders(&leases, &[Marker::Lease]);
-    if held.len() != leases.children.len() || (held.is_empty() && names.get("locks").is_none()) {
+    if held.len() != leases.children.len() || (held.is_empty() && names.get(SEMAPHORE_LOCKS).is_none()) {
         return None;
     }
     let waiting = contenders(&locks, &[Marker::Lock]);
@@ -164,7 +121,7 @@ pub(crate) fn kazoo_semaphore(tree: &Tree<'_>, names: &Names<'_>) -> Option<Matc
     if names.children.is_empty() || !all_leases {
         return None;
     }
-    let lock_path = format!("{}-__lock__", names.path);
+    let lock_path = format!("{}-{KAZOO_LOCK_NAME}", names.path);
     let queue = Names::new(tree, &lock_path);
     let waiting = contenders(&queue, &[Marker::KazooLock]);
     let mut owned = names.owned(names.children.iter().map(|c| c.0));
@@ -189,29 +146,19 @@ pub(crate) fn leader(names: &Names<'_>) -> Option<Match> {
     Some(("curator", Kind::Leader { leader: Some(leader), participants }, owned))
 }
 
-/// The item prefixes of Curator's `DistributedQueue` (and its priority and delay queues),
-/// `SimpleDistributedQueue`, and kazoo's `Queue`.
-const QUEUE_PREFIXES: [(&str, &str); 3] = [("queue-", "curator"), ("qn-", "curator"), ("entry-", "kazoo")];
-
 /// A queue: persistent sequential items under one prefix (an ephemeral node of that name is a
 /// consumer's lock on an item).
 pub(crate) fn queue(names: &Names<'_>) -> Option<Match> {
     let is_item = |(name, node): &(&str, &CachedNode), prefix: &str| {
-        node.stat.ephemeral_owner == 0 && is_item(name, prefix)
+        node.stat.ephemeral_owner == 0 && is_queue_item(name, prefix)
     };
-    let (prefix, layout) =
+    let (prefix, origin) =
         QUEUE_PREFIXES.iter().find(|(p, _)| names.children.iter().any(|c| is_item(c, p)))?;
     let items: Vec<(&str, &CachedNode)> =
         names.children.iter().copied().filter(|c| is_item(c, prefix)).collect();
     let oldest_ms = items.iter().map(|(_, node)| node.stat.ctime).min();
     let owned = names.owned(items.iter().map(|c| c.0));
-    Some((layout, Kind::Queue { depth: items.len(), oldest_ms, locked: Vec::new() }, owned))
-}
-
-fn is_item(name: &str, prefix: &str) -> bool {
-    name.starts_with(prefix)
-        && name.len() >= prefix.len() + 10
-        && name.get(name.len() - 10..).and_then(sequence_key).is_some()
+    Some((origin.name(), Kind::Queue { depth: items.len(), oldest_ms, locked: Vec::new() }, owned))
 }
 
 /// Fills in the items consumers hold locked: an ephemeral node elsewhere named as an item of
@@ -265,14 +212,11 @@ pub(crate) fn service(names: &Names<'_>) -> Option<Match> {
     Some(("curator", Kind::Service { name: name?, instances }, owned))
 }
 
-/// The node the member that meets a double barrier's quota creates (Curator's and kazoo's).
-const READY: &str = "ready";
-
 /// A double barrier (Curator's `DistributedDoubleBarrier`, kazoo's `DoubleBarrier`): members
 /// as ephemeral nodes named by UUIDs, and `ready` once the quota was met. The quota itself
 /// lives in the processes.
 pub(crate) fn barrier(names: &Names<'_>) -> Option<Match> {
-    let ready = names.get(READY).is_some();
+    let ready = names.get(BARRIER_READY).is_some();
     let members: Vec<(&str, &CachedNode)> = names
         .children
         .iter()
@@ -286,7 +230,7 @@ pub(crate) fn barrier(names: &Names<'_>) -> Option<Match> {
     let kazoo = members.first().is_some_and(|(n, _)| n.len() == 32);
     let mut owned = names.owned(members.iter().map(|c| c.0));
     if ready {
-        owned.push(join(names.path, READY));
+        owned.push(join(names.path, BARRIER_READY));
     }
     let members = members.iter().map(|&(n, node)| contender(n, node)).collect();
     Some((layout(kazoo), Kind::Barrier { members, ready }, owned))
@@ -307,15 +251,15 @@ fn is_uuid(name: &str) -> bool {
 /// (`<uuid>__party__`, the member's identifier as data).
 pub(crate) fn group(names: &Names<'_>) -> Option<Match> {
     // An ephemeral node named as a queue item is a consumer's lock on it, not a member.
-    let item = |n: &str| QUEUE_PREFIXES.iter().any(|(p, _)| is_item(n, p));
+    let item = |n: &str| QUEUE_PREFIXES.iter().any(|(p, _)| is_queue_item(n, p));
     let ephemeral = names
         .children
         .iter()
-        .all(|(n, node)| node.stat.ephemeral_owner != 0 && marker(n).is_none() && !item(n));
+        .all(|(n, node)| node.stat.ephemeral_owner != 0 && Marker::of(n).is_none() && !item(n));
     if names.children.is_empty() || !ephemeral {
         return None;
     }
-    let kazoo = names.children.iter().all(|(n, _)| n.ends_with("__party__"));
+    let kazoo = names.children.iter().all(|(n, _)| n.ends_with(KAZOO_PARTY_NAME));
     let members = names.children.iter().map(|&(n, node)| contender(n, node)).collect();
     Some((layout(kazoo), Kind::Group { members }, names.owned(names.children.iter().map(|c| c.0))))
 }

@@ -3,7 +3,6 @@
 use zkr_connection::Stat;
 use zkr_recipes::cache::CachedNode;
 
-use super::layout::{marker, Marker};
 use super::model::Model;
 use super::tree::Tree;
 use super::view::{Kind, View};
@@ -52,24 +51,6 @@ fn kind<'a>(view: &'a View, path: &str) -> &'a Kind {
 
 const A: &str = "_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1";
 const B: &str = "_c_0f3c61aa-1b2c-4d5e-8f90-123456789abc";
-
-#[test]
-fn markers_need_ten_digits_and_a_word_boundary() {
-    assert_eq!(marker(&format!("{A}-lock-0000000007")), Some((Marker::Lock, 7)));
-    assert_eq!(marker("lock-0000000001"), Some((Marker::Lock, 1)));
-    assert_eq!(marker("padlock-0000000001"), None);
-    assert_eq!(marker("lock-12"), None);
-    assert_eq!(marker(&format!("{A}-__READ__0000000003")), Some((Marker::Read, 3)));
-    assert_eq!(marker("9a1b__lock__0000000002"), Some((Marker::KazooLock, 2)));
-    assert_eq!(marker("9a1b__rlock__0000000002"), Some((Marker::KazooRead, 2)));
-    assert_eq!(marker(&format!("{A}-latch-0000000000")), Some((Marker::Latch, 0)));
-    assert_eq!(marker(&format!("{A}-lease-0000000004")), Some((Marker::Lease, 4)));
-    assert_eq!(marker("queue-0000000004"), None);
-    // A wrapped counter's name orders after the others, as the recipes order it.
-    let (_, wrapped) = marker("lock--000000001").expect("a wrapped lock node");
-    assert!(wrapped > marker("lock-2147483647").unwrap().1);
-    assert_eq!(marker("lock-+000000001"), None);
-}
 
 #[test]
 fn a_lock_holder_is_the_lowest_sequence_and_the_waiters_follow_in_order() {

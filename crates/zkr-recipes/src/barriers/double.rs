@@ -11,7 +11,7 @@ use crate::nodes::PersistentNode;
 use zkr_connection::Classify as _;
 
 /// The node the member that completes the quota creates (Curator's name).
-const READY: &str = "ready";
+const READY: &str = crate::layouts::BARRIER_READY;
 
 /// Curator's `DistributedDoubleBarrier`: `member_qty` members [`enter`](Self::enter), and none
 /// goes on until all of them are there; then each [`leave`](Self::leave)s, and none goes on

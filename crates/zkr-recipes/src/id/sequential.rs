@@ -20,7 +20,7 @@ pub const SEQUENCE_BITS: u32 = 31;
 /// The default number of sequences used per epoch node: ZooKeeper's 31-bit counter minus a
 /// margin of 2^24 for creates still in flight when the first generator sees the limit.
 pub const DEFAULT_EPOCH_CAPACITY: u32 = (1 << 31) - (1 << 24);
-const EPOCH_PREFIX: &str = "epoch-";
+use crate::layouts::EPOCH_PREFIX;
 /// The high-water record's name under the generator's path.
 pub const HIGH_WATER_NODE: &str = "high-water";
 /// How long ID nodes whose sequences were read wait for the next batch's multi-op to delete
@@ -775,7 +775,7 @@ impl Inner {
 fn foreign_layout(stat: &zookeeper_client::Stat, children: &[String]) -> Option<&'static str> {
     if stat.data_length == 8 {
         Some("it holds a segment counter (an 8-byte value), not sequential epochs")
-    } else if children.iter().any(|c| matches!(c.as_str(), "leases" | "workers" | "identities")) {
+    } else if crate::layouts::is_snowflake(children) {
         Some("it holds a snowflake generator's leases, not sequential epochs")
     } else {
         None

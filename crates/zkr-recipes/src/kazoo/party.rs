@@ -7,7 +7,7 @@ use zookeeper_client::CreateMode;
 use crate::nodes::{NodeError, PersistentNode};
 
 /// kazoo's `Party._NODE_NAME`: a member node is `<uuid hex>__party__`.
-const PARTY_NODE_NAME: &str = "__party__";
+const PARTY_NODE_NAME: &str = crate::layouts::KAZOO_PARTY_NAME;
 
 /// A member's node name and how to read the members back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

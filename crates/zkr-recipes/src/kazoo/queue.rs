@@ -55,7 +55,7 @@ pub struct LockingQueue {
 /// kazoo's `LockingQueue.entries`, `.lock` and `.entry`.
 const ENTRIES: &str = "entries";
 const TAKEN: &str = "taken";
-const PREFIX: &str = "entry-";
+const PREFIX: &str = crate::layouts::KAZOO_QUEUE_PREFIX;
 /// kazoo's default priority, and its largest.
 const DEFAULT_PRIORITY: u16 = 100;
 const MAX_PRIORITY: u16 = 999;

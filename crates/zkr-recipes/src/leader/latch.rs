@@ -16,7 +16,7 @@ use crate::telemetry;
 use zkr_connection::Classify as _;
 
 /// Curator's `LeaderLatch` node name: `_c_<uuid>-latch-<seq>`.
-pub const LATCH_NAME: &str = "latch-";
+pub use crate::layouts::LATCH_NAME;
 
 /// Where a latch stands.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,6 +7,7 @@ use zkr_connection::Parents;
 use zookeeper_client::CreateMode;
 
 use super::error::LockError;
+use crate::layouts::sequence_key;
 
 /// What [`LockInternalsDriver::gets_the_lock`] decides: Curator's `PredicateResults`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,36 +151,6 @@ pub trait LockInternalsDriver: Send + Sync + fmt::Debug + 'static {
     }
 }
 
-/// Orders ZooKeeper sequence suffixes: the parsed number read as the unsigned 32-bit counter
-/// it is, so that the names after the counter wraps past 2147483647 (`-2147483648`, ...) sort
-/// after the ones before it. `None` for anything that is not a sequence exactly as ZooKeeper
-/// formats one (`%010d`: `0000000007`, `-000000001`, `-2147483648`).
-///
-/// Curator and kazoo compare the suffixes as strings, which puts `-2147483648` first; they agree
-/// with this order everywhere else.
-///
-/// # Examples
-///
-/// ```
-/// use zkr_recipes::locks::sequence_key;
-/// assert!(sequence_key("2147483647") < sequence_key("-2147483648"));
-/// assert_eq!(sequence_key("0000000007"), Some(7));
-/// assert_eq!(sequence_key("7"), None);
-/// assert_eq!(sequence_key("-000000001"), Some(u64::from(u32::MAX)));
-/// ```
-pub fn sequence_key(suffix: &str) -> Option<u64> {
-    // Exactly ZooKeeper's `String.format("%010d", counter)` of a signed 32-bit counter:
-    // "0000000007", "-000000001", "-2147483648".
-    let value: i32 = suffix.parse().ok()?;
-    // The one spelling `%010d` gives, checked without formatting (this runs for every child
-    // of every listing): the sign only on a negative value, zeros up to ten characters.
-    let negative = suffix.starts_with('-');
-    let digits = value.unsigned_abs().checked_ilog10().map_or(1, |log| log as usize + 1);
-    let length = (digits + usize::from(negative)).max(10);
-    let canonical = !suffix.starts_with('+') && negative == (value < 0) && suffix.len() == length;
-    canonical.then_some(u64::from(value as u32))
-}
-
 /// Curator's driver: protected ephemeral-sequential nodes `_c_<uuid>-<lock name><seq>`, ordered
 /// by the sequence after the last occurrence of the lock name. Rust and Java processes that
 /// use it (Curator's `InterProcessMutex`, `lock-`) contend for the same lock.
@@ -235,9 +206,10 @@ pub struct KazooLockDriver;
 
 impl KazooLockDriver {
     /// kazoo's `Lock._NODE_NAME`.
-    pub const LOCK_NAME: &'static str = "__lock__";
+    pub const LOCK_NAME: &'static str = crate::layouts::KAZOO_LOCK_NAME;
     /// The names kazoo's exclusive lock treats as contenders (`_EXCLUDE_NAMES`).
-    const CONTENDER_NAMES: [&'static str; 2] = ["__lock__", "__rlock__"];
+    const CONTENDER_NAMES: [&'static str; 2] =
+        [crate::layouts::KAZOO_LOCK_NAME, crate::layouts::KAZOO_READ_LOCK_NAME];
 }
 
 impl LockInternalsDriver for KazooLockDriver {

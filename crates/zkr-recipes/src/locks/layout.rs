@@ -7,7 +7,10 @@
 //! ([`LockError::LayoutConflict`](super::LockError::LayoutConflict)); `zkr ui` and the CLI
 //! name the layouts they find with the same classification.
 
-use super::driver::sequence_key;
+use crate::layouts::{
+    sequence_key, KAZOO_LOCK_NAME, KAZOO_READ_LOCK_NAME, LATCH_NAME, LOCK_NAME, READ_LOCK_NAME,
+    SEMAPHORE_LEASES, SEMAPHORE_LOCKS, WRITE_LOCK_NAME,
+};
 
 /// A recipe layout, as its contender nodes' names show it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,16 +43,16 @@ impl LockLayout {
     /// assert_eq!(LockLayout::of("notes.txt"), None);
     /// ```
     pub fn of(name: &str) -> Option<Self> {
-        if name == "leases" || name == "locks" {
+        if name == SEMAPHORE_LEASES || name == SEMAPHORE_LOCKS {
             return Some(LockLayout::CuratorSemaphore);
         }
         const MARKERS: [(&str, LockLayout); 6] = [
-            ("__rlock__", LockLayout::Kazoo),
-            ("__lock__", LockLayout::Kazoo),
-            ("__READ__", LockLayout::CuratorReadWrite),
-            ("__WRIT__", LockLayout::CuratorReadWrite),
-            ("latch-", LockLayout::CuratorLatch),
-            ("lock-", LockLayout::CuratorMutex),
+            (KAZOO_READ_LOCK_NAME, LockLayout::Kazoo),
+            (KAZOO_LOCK_NAME, LockLayout::Kazoo),
+            (READ_LOCK_NAME, LockLayout::CuratorReadWrite),
+            (WRITE_LOCK_NAME, LockLayout::CuratorReadWrite),
+            (LATCH_NAME, LockLayout::CuratorLatch),
+            (LOCK_NAME, LockLayout::CuratorMutex),
         ];
         MARKERS.into_iter().find_map(|(marker, layout)| {
             let at = name.rfind(marker)?;

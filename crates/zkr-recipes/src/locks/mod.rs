@@ -29,8 +29,7 @@ mod view;
 pub use crate::fence::LostReason;
 pub(crate) use children_wait::wait_for_children;
 pub use driver::{
-    sequence_key, ContenderSpec, KazooLockDriver, LockInternalsDriver, PredicateResults,
-    StandardLockInternalsDriver,
+    ContenderSpec, KazooLockDriver, LockInternalsDriver, PredicateResults, StandardLockInternalsDriver,
 };
 pub use error::LockError;
 pub use internals::{LockInternals, LockNode, Wait};

@@ -17,7 +17,7 @@ use crate::fence::LostReason;
 mod debug;
 
 /// Curator's `InterProcessMutex.LOCK_NAME`.
-pub const LOCK_NAME: &str = "lock-";
+pub use crate::layouts::LOCK_NAME;
 
 /// What one owner (task or thread) holds: the node and how many guards are out.
 #[derive(Debug, Default)]

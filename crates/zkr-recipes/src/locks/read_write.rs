@@ -5,18 +5,13 @@ use zkr_connection::Parents;
 use zkr_connection::ZkClient;
 use zookeeper_client::CreateMode;
 
-use super::driver::{sequence_key, ContenderSpec, LockInternalsDriver, PredicateResults};
+use super::driver::{ContenderSpec, LockInternalsDriver, PredicateResults};
 use super::{InterProcessMutex, InterProcessMutexGuard, LockError, LockInternals};
+use crate::layouts::sequence_key;
 
-/// Curator's read-lock node name.
-pub const READ_LOCK_NAME: &str = "__READ__";
-/// Curator's write-lock node name.
-pub const WRITE_LOCK_NAME: &str = "__WRIT__";
-
-/// kazoo's read-lock node name (`ReadLock._NODE_NAME`).
-pub const KAZOO_READ_LOCK_NAME: &str = "__rlock__";
 /// kazoo's write-lock node name (`WriteLock._NODE_NAME`, also its plain `Lock`'s).
-pub const KAZOO_WRITE_LOCK_NAME: &str = "__lock__";
+pub use crate::layouts::KAZOO_LOCK_NAME as KAZOO_WRITE_LOCK_NAME;
+pub use crate::layouts::{KAZOO_READ_LOCK_NAME, READ_LOCK_NAME, WRITE_LOCK_NAME};
 
 /// Whose node names a read-write lock uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

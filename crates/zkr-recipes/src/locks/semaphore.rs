@@ -16,7 +16,7 @@ use super::{
 use crate::fence::SessionFence;
 
 /// Curator's lease node name: `_c_<uuid>-lease-<seq>` under `<path>/leases`.
-pub const LEASE_NAME: &str = "lease-";
+pub use crate::layouts::LEASE_NAME;
 
 /// How many leases a semaphore hands out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,11 +92,11 @@ impl InterProcessSemaphoreV2 {
             path::validate_node_path(count)?;
             zk.validate_recipe_path(count)?;
         }
-        let mutex = InterProcessMutex::new(zk, &path::join(path, "locks"))?;
+        let mutex = InterProcessMutex::new(zk, &path::join(path, crate::layouts::SEMAPHORE_LOCKS))?;
         Ok(InterProcessSemaphoreV2 {
             zk: zk.clone(),
             path: path.to_owned(),
-            leases_path: path::join(path, "leases"),
+            leases_path: path::join(path, crate::layouts::SEMAPHORE_LEASES),
             max,
             mutex,
             node_data: Vec::new(),

@@ -16,7 +16,7 @@ use super::{
 };
 
 /// Curator's `DistributedQueue.QUEUE_ITEM_NAME`.
-pub(crate) const ITEM_PREFIX: &str = "queue-";
+pub(crate) const ITEM_PREFIX: &str = crate::layouts::QUEUE_PREFIX;
 
 /// Builds a [`DistributedQueue`] or one of its kin (Curator's `QueueBuilder`): the queue's
 /// path, the codec of its items, and the options below.

@@ -4,7 +4,7 @@
 //! Framing (big-endian, as Java's `DataOutputStream`): the version int `0x00010001`, then per
 //! item the opcode byte `0x01`, a length int and the item's bytes, then the opcode `0x02`.
 
-use crate::locks::sequence_key;
+use crate::layouts::sequence_key;
 
 /// `ItemSerializer.VERSION`.
 const VERSION: u32 = 0x0001_0001;

@@ -36,9 +36,9 @@ pub struct SimpleDistributedQueue {
 }
 
 /// The recipe's node prefix.
-const PREFIX: &str = "qn-";
+const PREFIX: &str = crate::layouts::SIMPLE_QUEUE_PREFIX;
 /// kazoo's `Queue.prefix`.
-const KAZOO_PREFIX: &str = "entry-";
+const KAZOO_PREFIX: &str = crate::layouts::KAZOO_QUEUE_PREFIX;
 /// kazoo's default priority.
 const KAZOO_PRIORITY: u16 = 100;
 

@@ -71,7 +71,7 @@ impl LeasePaths {
     }
 
     fn identity_record(&self) -> String {
-        path::join(&path::join(&self.root, "identities"), &self.identity)
+        path::join(&path::join(&self.root, crate::layouts::SNOWFLAKE_IDENTITIES), &self.identity)
     }
 
     fn dir(&self, name: &str) -> String {
@@ -104,7 +104,7 @@ pub(crate) async fn acquire(
     settings: LeaseSettings,
     previous: Option<&Lease>,
 ) -> Result<Lease, IdError> {
-    for dir in ["leases", "workers", "identities"] {
+    for dir in crate::layouts::SNOWFLAKE_DIRS {
         zk.create_parents(&path::join(&paths.dir(dir), "x")).await?;
     }
     let preferred = match previous {
@@ -114,8 +114,8 @@ pub(crate) async fn acquire(
     if let Some(worker_id) = preferred {
         wait_for_lease_to_go(zk, paths, worker_id, settings.reclaim_wait).await?;
     }
-    let leased: BTreeSet<u64> = list(zk, &paths.dir("leases")).await?;
-    let recorded: BTreeSet<u64> = list(zk, &paths.dir("workers")).await?;
+    let leased: BTreeSet<u64> = list(zk, &paths.dir(crate::layouts::SNOWFLAKE_LEASES)).await?;
+    let recorded: BTreeSet<u64> = list(zk, &paths.dir(crate::layouts::SNOWFLAKE_WORKERS)).await?;
     // Preferred first, then never-used IDs, then used ones.
     let candidates = preferred
         .into_iter()
