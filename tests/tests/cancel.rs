@@ -214,9 +214,9 @@ async fn persistent_node_and_group_member_close() {
     let (zk, observer) = clients().await;
     let root = unique_root("cancel-nodes");
     let cycle = || {
-        let node = PersistentNode::builder(&zk, &format!("{root}/static"), CreateMode::Persistent).build();
+        let node = PersistentNode::builder(&zk, &format!("{root}/static"), CreateMode::Persistent).start();
         async move {
-            let node = node?;
+            let node = node.await?;
             node.wait_for_initial_create_timeout(timing().wait()).await?;
             node.close().await;
             Ok::<_, zkr_recipes::nodes::NodeError>(())

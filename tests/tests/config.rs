@@ -311,7 +311,7 @@ async fn starts_from_the_last_known_good_file_when_zookeeper_is_down() {
     }
     server.stop().unwrap();
     // No ZooKeeper, no file: a clear error.
-    let zk = builder(&cs).connection_timeout(Duration::from_millis(500)).build().unwrap();
+    let zk = builder(&cs).connection_timeout(Duration::from_millis(500)).start().await.unwrap();
     let none = ConfigWatcher::<u64>::builder(&zk, path, Json)
         .initial_timeout(Duration::from_millis(300))
         .start()

@@ -27,7 +27,7 @@ async fn states_until_reconnected_after_lost(
 #[tokio::test]
 async fn injected_expiry_gives_connected_lost_reconnected_on_a_new_session() {
     let server = shared_server().await.unwrap();
-    let zk = builder(&server.connect_string()).build().unwrap();
+    let zk = builder(&server.connect_string()).start().await.unwrap();
     let mut states = zk.state_changes();
     zk.wait_connected(timing().wait()).await.unwrap();
     let first = zk.session().await.unwrap();
@@ -42,7 +42,7 @@ async fn injected_expiry_gives_connected_lost_reconnected_on_a_new_session() {
 #[tokio::test]
 async fn status_names_the_state_the_session_and_its_timeout_and_follows_a_rebuild() {
     let server = shared_server().await.unwrap();
-    let zk = builder(&server.connect_string()).session_timeout(Duration::from_secs(6)).build().unwrap();
+    let zk = builder(&server.connect_string()).session_timeout(Duration::from_secs(6)).start().await.unwrap();
     let mut states = zk.state_changes();
     zk.wait_connected(timing().wait()).await.unwrap();
     let first = zk.session().await.unwrap();
@@ -65,7 +65,7 @@ async fn status_names_the_state_the_session_and_its_timeout_and_follows_a_rebuil
 async fn server_side_expiry_gives_suspended_lost_reconnected_and_ephemerals_go() {
     let server = shared_server().await.unwrap();
     let root = unique_root("expiry");
-    let zk = builder(&server.connect_string()).build().unwrap();
+    let zk = builder(&server.connect_string()).start().await.unwrap();
     let mut states = zk.state_changes();
     zk.wait_connected(timing().wait()).await.unwrap();
     expect_states(&mut states, &[Connected]).await;
@@ -96,7 +96,8 @@ async fn restart_within_the_session_timeout_gives_suspended_reconnected_on_the_s
     let server = TestingServer::start().await.unwrap();
     let zk = ZkClient::builder(server.connect_string())
         .session_timeout(timing().multiple(Duration::from_secs(20)))
-        .build()
+        .start()
+        .await
         .unwrap();
     let mut states = zk.state_changes();
     zk.wait_connected(timing().wait()).await.unwrap();
@@ -111,7 +112,7 @@ async fn restart_within_the_session_timeout_gives_suspended_reconnected_on_the_s
 #[tokio::test]
 async fn server_down_too_long_gives_suspended_lost_then_reconnected_when_back() {
     let server = TestingServer::start().await.unwrap();
-    let zk = builder(&server.connect_string()).build().unwrap();
+    let zk = builder(&server.connect_string()).start().await.unwrap();
     let mut states = zk.state_changes();
     zk.wait_connected(timing().wait()).await.unwrap();
     let session = zk.session().await.unwrap();
@@ -133,7 +134,8 @@ async fn lost_is_announced_before_the_server_can_expire_the_session() {
     let root = unique_root("partition");
     let zk = ZkClient::builder(proxy.connect_string())
         .session_timeout(timing().multiple(Duration::from_secs(6)))
-        .build()
+        .start()
+        .await
         .unwrap();
     let mut states = zk.state_changes();
     zk.wait_connected(timing().wait()).await.unwrap();
@@ -153,7 +155,7 @@ async fn lost_is_announced_before_the_server_can_expire_the_session() {
 async fn proxy_cut_gives_suspended_reconnected_and_a_slow_subscriber_blocks_nobody() {
     let server = shared_server().await.unwrap();
     let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
-    let zk = builder(&proxy.connect_string()).build().unwrap();
+    let zk = builder(&proxy.connect_string()).start().await.unwrap();
     let mut slow = zk.state_changes();
     let mut states = zk.state_changes();
     zk.wait_connected(timing().wait()).await.unwrap();
@@ -172,7 +174,8 @@ async fn leader_kill_keeps_the_session_with_suspended_then_reconnected() {
     let cluster = TestingCluster::start(3).await.unwrap();
     let zk = ZkClient::builder(cluster.connect_string())
         .session_timeout(timing().multiple(Duration::from_secs(10)))
-        .build()
+        .start()
+        .await
         .unwrap();
     let mut states = zk.state_changes();
     zk.wait_connected(timing().wait()).await.unwrap();
@@ -252,7 +255,7 @@ struct HeldCreate {
 
 async fn held_protected_create(server: &TestingServer, proxy: &FaultProxy, name: &str) -> HeldCreate {
     let root = unique_root(name);
-    let zk = builder(&proxy.connect_string()).build().unwrap();
+    let zk = builder(&proxy.connect_string()).start().await.unwrap();
     zk.create_parents(&format!("{root}/x")).await.unwrap();
     let observer = raw(&server.connect_string()).await;
     proxy.hold_replies();
@@ -332,7 +335,7 @@ async fn the_retry_loop_rides_out_a_disconnect_and_never_retries_answers() {
     let server = shared_server().await.unwrap();
     let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
     let root = unique_root("retry");
-    let zk = builder(&proxy.connect_string()).build().unwrap();
+    let zk = builder(&proxy.connect_string()).start().await.unwrap();
     zk.create(&root, b"", CreateMode::Persistent).await.unwrap();
 
     let mut calls = 0;
@@ -387,14 +390,17 @@ async fn bad_input_gives_typed_errors_and_leaves_nothing() {
     let server = shared_server().await.unwrap();
     let root = unique_root("bad");
     for cs in ["", "a:2181;b:2182", "a:0", "h:1,,h:2", "h:1/chroot/"] {
-        assert!(matches!(ZkClient::builder(cs).build(), Err(Error::InvalidConnectString { .. })), "{cs:?}");
+        assert!(
+            matches!(ZkClient::builder(cs).start().await, Err(Error::InvalidConnectString { .. })),
+            "{cs:?}"
+        );
     }
     assert!(matches!(
-        ZkClient::builder(server.connect_string()).namespace("/abs").build(),
+        ZkClient::builder(server.connect_string()).namespace("/abs").start().await,
         Err(Error::InvalidSetting { setting: "namespace", .. })
     ));
     assert!(matches!(
-        ZkClient::builder(server.connect_string()).session_timeout(Duration::ZERO).build(),
+        ZkClient::builder(server.connect_string()).session_timeout(Duration::ZERO).start().await,
         Err(Error::InvalidSetting { setting: "session_timeout", .. })
     ));
 
@@ -559,7 +565,7 @@ async fn a_transaction_is_retried_as_one_unit_after_a_connection_loss() {
     let server = shared_server().await.unwrap();
     let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
     let root = unique_root("txn-retry");
-    let zk = builder(&proxy.connect_string()).build().unwrap();
+    let zk = builder(&proxy.connect_string()).start().await.unwrap();
     zk.create(&root, b"", CreateMode::Persistent).await.unwrap();
     let observer = raw(&server.connect_string()).await;
 

@@ -324,7 +324,7 @@ async fn segment_ranges_and_atomic_adds_on_one_counter_never_overlap() {
 async fn writes_whose_replies_are_lost_are_reported_indeterminate_not_applied_twice() {
     let server = shared_server().await.unwrap();
     let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
-    let zk = builder(&proxy.connect_string()).build().unwrap();
+    let zk = builder(&proxy.connect_string()).start().await.unwrap();
     let observer = raw(&server.connect_string()).await;
     let root = unique_root("atomic-lost-reply");
     let (count_path, long_path) = (format!("{root}/count"), format!("{root}/long"));

@@ -393,7 +393,8 @@ async fn curator_and_zkr_read_each_others_compressed_data() {
     let node = PersistentNode::builder(&plain, &kept, CreateMode::Persistent)
         .data(b"kept".to_vec())
         .compressed(true)
-        .build()
+        .start()
+        .await
         .unwrap();
     node.wait_for_initial_create_timeout(timing().wait()).await.unwrap().expect("created in time");
     assert_eq!(curator_read(&curator, &cs, &kept).await, "kept");
@@ -558,7 +559,7 @@ async fn a_gzip_bomb_is_refused_not_inflated() {
     let capped = builder(&cs).compression(true).max_decompressed_len(1024).connect().await.unwrap();
     let refused = capped.get_data(&small).await.unwrap_err();
     assert!(matches!(&refused, Error::DecompressedTooLarge { max: 1024, .. }), "{refused:?}");
-    assert!(builder(&cs).max_decompressed_len(0).build().is_err(), "a cap of zero");
+    assert!(builder(&cs).max_decompressed_len(0).start().await.is_err(), "a cap of zero");
 
     // Caches keep what they cannot inflate as stored: under the default cap the bomb, under
     // the capped client's the small node too.

@@ -820,7 +820,7 @@ async fn a_queue_longer_than_sixteen_drops_the_children_view_and_its_watch() {
 /// a little more here, with the metrics feature on).
 #[tokio::test]
 async fn the_waiting_acquire_future_stays_small() {
-    let zk = zkr_connection::ZkClient::builder("127.0.0.1:1").build().unwrap();
+    let zk = zkr_connection::ZkClient::builder("127.0.0.1:1").start().await.unwrap();
     let mutex = InterProcessMutex::new(&zk, "/size").unwrap();
     let size = std::mem::size_of_val(&mutex.acquire());
     assert!(size <= 4096, "a waiting acquire takes {size} bytes");

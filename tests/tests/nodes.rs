@@ -26,7 +26,7 @@ async fn an_ephemeral_node_deleted_by_another_client_is_created_again_with_its_l
     let zk = connect(&server.connect_string()).await;
     let other = raw(&server.connect_string()).await;
     let path = format!("{}/member", unique_root("pn-delete"));
-    let node = PersistentNode::builder(&zk, &path, CreateMode::Ephemeral).data(b"v1").build().unwrap();
+    let node = PersistentNode::builder(&zk, &path, CreateMode::Ephemeral).data(b"v1").start().await.unwrap();
     assert_eq!(node.wait_for_initial_create_timeout(timing().wait()).await.unwrap(), Some(path.clone()));
     assert_eq!(other.get_data(&path).await.unwrap().0, b"v1");
     node.set_data(b"v2".to_vec()).await.unwrap();
@@ -47,7 +47,7 @@ async fn an_ephemeral_node_is_back_on_the_new_session_after_an_expiry() {
     let zk = connect(&server.connect_string()).await;
     let other = raw(&server.connect_string()).await;
     let path = format!("{}/member", unique_root("pn-expiry"));
-    let node = PersistentNode::builder(&zk, &path, CreateMode::Ephemeral).data(b"me").build().unwrap();
+    let node = PersistentNode::builder(&zk, &path, CreateMode::Ephemeral).data(b"me").start().await.unwrap();
     node.wait_for_initial_create_timeout(timing().wait()).await.unwrap().expect("created in time");
     let first = zk.session().await.unwrap();
     expire_session(first.client(), &server.connect_string()).await.unwrap();
@@ -68,7 +68,8 @@ async fn a_protected_sequential_node_gets_a_new_name_when_created_again_and_clos
     let other = raw(&server.connect_string()).await;
     let parent = unique_root("pn-seq");
     let node = PersistentNode::builder(&zk, &format!("{parent}/worker-"), CreateMode::EphemeralSequential)
-        .build()
+        .start()
+        .await
         .unwrap();
     let first =
         node.wait_for_initial_create_timeout(timing().wait()).await.unwrap().expect("created in time");
@@ -99,7 +100,8 @@ async fn another_sessions_ephemeral_node_is_not_taken_over_but_waited_for() {
         .await
         .unwrap();
     squatter.create(&path, b"theirs", &mode).await.unwrap();
-    let node = PersistentNode::builder(&zk, &path, CreateMode::Ephemeral).data(b"ours").build().unwrap();
+    let node =
+        PersistentNode::builder(&zk, &path, CreateMode::Ephemeral).data(b"ours").start().await.unwrap();
     assert_eq!(node.wait_for_initial_create_timeout(Duration::from_millis(500)).await.unwrap(), None);
     let why = node.creation_error();
     let Some(NodeError::NotCreated { held_by: Some(owner), .. }) = &why else { panic!("{why:?}") };
@@ -117,13 +119,13 @@ async fn another_sessions_ephemeral_node_is_not_taken_over_but_waited_for() {
 async fn bad_input_is_refused_before_anything_is_sent() {
     let server = shared_server().await.unwrap();
     let zk = connect(&server.connect_string()).await;
-    let bad_path = PersistentNode::builder(&zk, "no-slash", CreateMode::Ephemeral).build();
+    let bad_path = PersistentNode::builder(&zk, "no-slash", CreateMode::Ephemeral).start().await;
     assert!(matches!(bad_path, Err(NodeError::InvalidArgument(_))), "{bad_path:?}");
     let ttl_ephemeral =
-        PersistentNode::builder(&zk, "/x/y", CreateMode::Ephemeral).ttl(Duration::from_secs(1)).build();
+        PersistentNode::builder(&zk, "/x/y", CreateMode::Ephemeral).ttl(Duration::from_secs(1)).start().await;
     let Err(error) = ttl_ephemeral else { panic!("{ttl_ephemeral:?}") };
     assert_eq!(error.to_string(), "invalid argument: a TTL node must be Persistent or PersistentSequential");
-    let reserved = PersistentNode::builder(&zk, "/zookeeper/x", CreateMode::Persistent).build();
+    let reserved = PersistentNode::builder(&zk, "/zookeeper/x", CreateMode::Persistent).start().await;
     assert!(matches!(reserved, Err(NodeError::InvalidArgument(_))), "{reserved:?}");
     let bad_id = GroupMember::start(&zk, "/group", "a/b", b"").await;
     assert!(matches!(bad_id, Err(NodeError::InvalidArgument(_))), "{bad_id:?}");
@@ -142,7 +144,7 @@ async fn ttl_nodes_are_created_and_a_server_with_them_off_says_so() {
     let zk_off = connect(&off.connect_string()).await;
     let refused = zk_off.create_with_ttl("/ttl", b"", CreateMode::Persistent, Duration::from_secs(30)).await;
     assert!(matches!(&refused, Err(ZkError::TtlDisabled { path }) if path == "/ttl"), "{refused:?}");
-    let node = PersistentTtlNode::new(&zk_off, "/kept", Duration::from_secs(30), b"").unwrap();
+    let node = PersistentTtlNode::start(&zk_off, "/kept", Duration::from_secs(30), b"").await.unwrap();
     assert_eq!(node.wait_for_initial_create_timeout(Duration::from_secs(2)).await.unwrap(), None);
     let why = node.node().creation_error();
     let Some(NodeError::NotCreated { last: Some(last), .. }) = &why else { panic!("{why:?}") };
@@ -157,7 +159,7 @@ async fn a_ttl_node_lives_while_touched_and_expires_after_close() {
     let zk = connect(&server.connect_string()).await;
     let observer = raw(&server.connect_string()).await;
     let ttl = Duration::from_millis(600);
-    let node = PersistentTtlNode::new(&zk, "/job/running", ttl, b"host-1").unwrap();
+    let node = PersistentTtlNode::start(&zk, "/job/running", ttl, b"host-1").await.unwrap();
     node.wait_for_initial_create_timeout(timing().wait()).await.unwrap().expect("created in time");
     eventually("the touch child", || async {
         observer.check_stat("/job/running/touch").await.unwrap().is_some()
@@ -180,7 +182,8 @@ async fn a_ttl_node_lives_while_touched_and_expires_after_close() {
     let sequential = PersistentNode::builder(&zk, "/job/seq-", CreateMode::PersistentSequential)
         .ttl(ttl)
         .delete_on_close(false)
-        .build()
+        .start()
+        .await
         .unwrap();
     let path =
         sequential.wait_for_initial_create_timeout(timing().wait()).await.unwrap().expect("created in time");

@@ -100,7 +100,7 @@ async fn a_close_dropped_after_its_first_poll_still_deletes_the_node_and_the_mem
     let (zk, observer) = (connect_with_session(&cs, 30).await, raw(&cs).await);
     let root = unique_root("close-dropped");
     let path = format!("{root}/static-instance");
-    let node = PersistentNode::builder(&zk, &path, CreateMode::Persistent).data("up").build().unwrap();
+    let node = PersistentNode::builder(&zk, &path, CreateMode::Persistent).data("up").start().await.unwrap();
     node.wait_for_initial_create_timeout(timing().wait()).await.unwrap().expect("created in time");
     poll_once_and_drop(node.close()).await;
     let gone = || async { observer.check_stat(&path).await.unwrap().is_none() };

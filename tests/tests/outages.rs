@@ -351,7 +351,7 @@ fn closed_port() -> String {
 #[tokio::test]
 async fn a_timed_acquire_on_a_dead_server_is_bounded_by_its_timeout_and_says_why() {
     let dead = closed_port();
-    let zk = ZkClient::builder(&dead).connection_timeout(Duration::from_secs(15)).build().unwrap();
+    let zk = ZkClient::builder(&dead).connection_timeout(Duration::from_secs(15)).start().await.unwrap();
     let mutex = InterProcessMutex::new(&zk, "/t-dead/lock").unwrap();
     let acquired = tokio::time::timeout(timing().wait(), mutex.acquire_timeout(Duration::from_secs(2)))
         .await

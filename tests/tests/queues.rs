@@ -585,7 +585,7 @@ async fn bad_arguments_are_errors_before_anything_is_sent() {
 async fn lost_replies_never_duplicate_a_put_and_a_lost_ack_reply_is_an_ack() {
     let server = shared_server().await.unwrap();
     let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
-    let zk = builder(&proxy.connect_string()).build().unwrap();
+    let zk = builder(&proxy.connect_string()).start().await.unwrap();
     let observer = raw(&server.connect_string()).await;
     let root = unique_root("queue-lost-reply");
     let (path, locks) = (format!("{root}/queue"), format!("{root}/locks"));

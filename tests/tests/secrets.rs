@@ -158,7 +158,8 @@ async fn no_credential_prints_through_debug_or_the_log() {
     }
     let cache = CuratorCache::builder(&zk, &format!("{root}/tree")).start().await.unwrap();
     print("CuratorCache", &cache);
-    let node = PersistentNode::builder(&zk, &format!("{root}/node"), CreateMode::Ephemeral).build().unwrap();
+    let node =
+        PersistentNode::builder(&zk, &format!("{root}/node"), CreateMode::Ephemeral).start().await.unwrap();
     print("PersistentNode", &node);
     let discovery = ServiceDiscovery::<serde_json::Value>::new(&zk, &format!("{root}/services")).unwrap();
     print("ServiceDiscovery", &discovery);

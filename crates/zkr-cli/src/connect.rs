@@ -184,7 +184,7 @@ impl ConnectArgs {
             }
             builder = builder.auth("digest", credentials.as_bytes());
         }
-        let zk = builder.build()?;
+        let zk = builder.start().await?;
         let wait = limit.map_or(self.connect_timeout, |l| l.min(self.connect_timeout));
         // Every host refusing (or not ZooKeeper) is the answer: no use waiting it out.
         if let Err(e) = zk.wait_connected_or_refused(wait).await {

@@ -218,7 +218,7 @@ mod tests {
         assert_eq!(classify(&ConfigError::Connection(invalid_path()).into()), Exit::Usage);
         let gone = zkr_recipes::queues::QueueError::ItemGone { node: "/q/x".into() };
         assert_eq!(classify(&anyhow::Error::new(gone)), Exit::Absent, "every family maps through kind()");
-        let zk = zkr_connection::ZkClient::builder("127.0.0.1:1").build().unwrap();
+        let zk = zkr_connection::ZkClient::builder("127.0.0.1:1").start().await.unwrap();
         let timeout = zk.wait_connected(std::time::Duration::from_millis(50)).await.unwrap_err();
         zk.close().await;
         assert_eq!(classify(&anyhow::Error::new(LockError::Connection(timeout))), Exit::Unreachable);

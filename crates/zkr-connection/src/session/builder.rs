@@ -85,7 +85,7 @@ pub(crate) struct Config {
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]
-#[must_use = "a builder does nothing until `.build()` or `.connect()`"]
+#[must_use = "a builder does nothing until `.start()` or `.connect()`"]
 pub struct ZkClientBuilder {
     config: Config,
 }
@@ -445,14 +445,32 @@ impl ZkClientBuilder {
         self
     }
 
-    /// Validates the settings and starts the manager, which connects in the background. Must be
-    /// called inside a tokio runtime. Use [`connect`](Self::connect) to also wait for the first
-    /// session.
+    /// Validates the settings and starts the manager, which connects in the background
+    /// (Curator's `build()` then `start()`): the handle is there at once, and requests wait for
+    /// a session. Use [`connect`](Self::connect) to also wait for the first session.
     ///
     /// # Errors
     /// [`Error::InvalidConnectString`], [`Error::InvalidSetting`] or [`Error::InvalidPath`] (a
-    /// bad chroot or namespace).
-    pub fn build(mut self) -> Result<ZkClient> {
+    /// bad chroot or namespace); [`Error::InvalidSetting`] too when polled outside a tokio
+    /// runtime (the manager is a task).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it awaits nothing, so a future dropped before it is polled starts nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f() -> zkr_connection::Result<()> {
+    /// let zk = zkr_connection::ZkClient::builder("zk1:2181,zk2:2181").name("orders").start().await?;
+    /// zk.wait_connected(std::time::Duration::from_secs(5)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn start(self) -> Result<ZkClient> {
+        self.launch()
+    }
+
+    /// [`start`](Self::start)'s work, for [`connect`](Self::connect) too.
+    fn launch(mut self) -> Result<ZkClient> {
         validate(&self.config)?;
         if self.config.name.is_empty() {
             self.config.name = crate::session::telemetry::default_name();
@@ -469,10 +487,10 @@ impl ZkClientBuilder {
         Ok(ZkClient::start(config, &runtime))
     }
 
-    /// [`build`](Self::build), then waits up to the connection timeout for the first session.
+    /// [`start`](Self::start), then waits up to the connection timeout for the first session.
     ///
     /// # Errors
-    /// As [`build`](Self::build), and [`Error::ConnectTimeout`] (with the last connection error)
+    /// As [`start`](Self::start), and [`Error::ConnectTimeout`] (with the last connection error)
     /// when no session is established in time; instead [`Error::Tls`] or [`Error::Sasl`] when a
     /// TLS handshake or a Kerberos login of its own names the cause; [`Error::AuthFailed`] at
     /// once when the servers refuse the credentials.
@@ -481,7 +499,7 @@ impl ZkClientBuilder {
     /// Cancel safe: dropping the future drops the manager, which stops connecting.
     pub async fn connect(self) -> Result<ZkClient> {
         let timeout = self.config.connection_timeout;
-        let zk = self.build()?;
+        let zk = self.launch()?;
         match zk.wait_connected(timeout).await {
             Ok(()) => Ok(zk),
             Err(error) => {
@@ -566,7 +584,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_unusable_ca_pem_is_a_setting_error() {
-        let built = ZkClientBuilder::new("127.0.0.1:2181").tls_trusting("not a certificate").build();
+        let built = ZkClientBuilder::new("127.0.0.1:2181").tls_trusting("not a certificate").start().await;
         assert!(
             matches!(built, Err(Error::InvalidSetting { setting: "tls_trusting", .. })),
             "{:?}",
@@ -576,7 +594,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_client_certificate_needs_a_ca_and_a_usable_pem() {
-        let alone = ZkClientBuilder::new("127.0.0.1:2181").tls_identity("cert", "key").build();
+        let alone = ZkClientBuilder::new("127.0.0.1:2181").tls_identity("cert", "key").start().await;
         assert!(
             matches!(alone, Err(Error::InvalidSetting { setting: "tls_identity", .. })),
             "{:?}",
@@ -587,7 +605,8 @@ mod tests {
         let garbled = ZkClientBuilder::new("127.0.0.1:2181")
             .tls_trusting(certs.ca_pem())
             .tls_identity("cert", "key")
-            .build();
+            .start()
+            .await;
         assert!(
             matches!(garbled, Err(Error::InvalidSetting { setting: "tls_identity", .. })),
             "{:?}",

@@ -287,7 +287,7 @@ impl ZkClient {
     ///
     /// ```no_run
     /// # async fn f() -> zkr_connection::Result<()> {
-    /// let zk = zkr_connection::ZkClient::builder("zk1,zk2:2182").build()?;
+    /// let zk = zkr_connection::ZkClient::builder("zk1,zk2:2182").start().await?;
     /// zk.wait_connected_or_refused(std::time::Duration::from_secs(15)).await?;
     /// # Ok(()) }
     /// ```
@@ -522,7 +522,7 @@ impl ZkClient {
     ///
     /// ```no_run
     /// # async fn f() -> zkr_connection::Result<()> {
-    /// let zk = zkr_connection::ZkClient::builder("127.0.0.1:2181").name("orders").build()?;
+    /// let zk = zkr_connection::ZkClient::builder("127.0.0.1:2181").name("orders").start().await?;
     /// assert_eq!(zk.name(), "orders");
     /// # Ok(()) }
     /// ```

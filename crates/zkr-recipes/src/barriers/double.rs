@@ -208,7 +208,8 @@ impl DistributedDoubleBarrier {
         let node = PersistentNode::builder(&self.zk, &self.member, CreateMode::Ephemeral)
             .data(self.data.clone())
             .parents(self.parents)
-            .build()?;
+            .start()
+            .await?;
         let Some(cache) = cache(&self.zk, &self.path, CacheMode::Children, deadline).await? else {
             return Ok(false);
         };
@@ -392,8 +393,8 @@ mod tests {
     }
 
     /// Member `name` of `/b` (quota 2) that last passed the `ready` of czxid `passed`.
-    fn member(name: &str, passed: i64) -> DistributedDoubleBarrier {
-        let zk = zkr_connection::ZkClient::builder("127.0.0.1:1").build().unwrap();
+    async fn member(name: &str, passed: i64) -> DistributedDoubleBarrier {
+        let zk = zkr_connection::ZkClient::builder("127.0.0.1:1").start().await.unwrap();
         let mut member = DistributedDoubleBarrier::new(&zk, "/b", 2).unwrap();
         member.member = format!("/b/{name}");
         member.passed = passed;
@@ -417,12 +418,12 @@ mod tests {
     #[tokio::test]
     async fn a_member_that_never_learnt_its_first_node_passes_by_the_ready_naming_it() {
         let view = CacheSnapshot::of([node("ready", 3, &names(&["a", "b"])), node("a", 5, b"")]);
-        assert_eq!(passes(member("a", 0).step(&view, None)), Some(3));
+        assert_eq!(passes(member("a", 0).await.step(&view, None)), Some(3));
         // The same member object entering again after passing that `ready`: not its round's.
-        assert_eq!(passes(member("a", 3).step(&view, None)), None);
+        assert_eq!(passes(member("a", 3).await.step(&view, None)), None);
         // A `ready` Curator or kazoo made names nobody: czxids decide, as before.
         let curator = CacheSnapshot::of([node("ready", 3, b"10.0.0.7"), node("a", 5, b"")]);
-        assert!(member("a", 0).step(&curator, None).is_none());
+        assert!(member("a", 0).await.step(&curator, None).is_none());
     }
 
     /// Window 5: A and B passed `ready` (3) and have not left; C enters. Before, C counted them
@@ -433,11 +434,11 @@ mod tests {
         let b = node("b", 2, &rounds::marked(b"", 3));
         let view =
             CacheSnapshot::of([node("ready", 3, &names(&["a", "b"])), a.clone(), b, node("c", 6, b"")]);
-        assert!(member("c", 0).step(&view, Some(6)).is_none(), "C counted members of an earlier round");
+        assert!(member("c", 0).await.step(&view, Some(6)).is_none(), "C counted members of an earlier round");
         // Named by the stale `ready` though not marked yet (the mark follows the pass): not counted.
         let unmarked =
             CacheSnapshot::of([node("ready", 3, &names(&["a", "b"])), node("a", 1, b""), node("c", 6, b"")]);
-        assert!(member("c", 0).step(&unmarked, Some(6)).is_none());
+        assert!(member("c", 0).await.step(&unmarked, Some(6)).is_none());
         // D comes: C and D are this round's, and the stale `ready` is replaced.
         let with_d = CacheSnapshot::of([
             node("ready", 3, &names(&["a", "b"])),
@@ -445,7 +446,7 @@ mod tests {
             node("c", 6, b""),
             node("d", 7, b""),
         ]);
-        match member("c", 0).step(&with_d, Some(6)) {
+        match member("c", 0).await.step(&with_d, Some(6)) {
             Some(Step::CreateReady(members, Some(0))) => assert_eq!(members, ["c", "d"]),
             _ => panic!("C and D make their round's ready"),
         }
@@ -454,14 +455,14 @@ mod tests {
         let curator =
             CacheSnapshot::of([node("ready", 3, b"10.0.0.7"), node("a", 1, b""), node("c", 6, b"")]);
         assert!(
-            matches!(member("c", 0).step(&curator, Some(6)), Some(Step::CreateReady(m, Some(0))) if m == ["a", "c"])
+            matches!(member("c", 0).await.step(&curator, Some(6)), Some(Step::CreateReady(m, Some(0))) if m == ["a", "c"])
         );
     }
 
     /// A member prints the barrier and its node in one short line, not its machinery.
     #[tokio::test]
     async fn a_member_prints_its_node_not_its_machinery() {
-        let zk = zkr_connection::ZkClient::builder("127.0.0.1:1").build().unwrap();
+        let zk = zkr_connection::ZkClient::builder("127.0.0.1:1").start().await.unwrap();
         let member = super::DistributedDoubleBarrier::kazoo(&zk, "/jobs/b", 3, "worker-1").unwrap();
         let printed = format!("{member:?}");
         let expected = format!(
@@ -471,7 +472,8 @@ mod tests {
         assert_eq!(printed, expected);
         let node =
             crate::nodes::PersistentNode::builder(&zk, "/jobs/n", zookeeper_client::CreateMode::Ephemeral)
-                .build()
+                .start()
+                .await
                 .unwrap();
         assert_eq!(
             format!("{node:?}"),

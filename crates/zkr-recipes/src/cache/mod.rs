@@ -51,7 +51,7 @@ use std::time::Duration;
 
 use futures::Stream;
 use tokio::sync::{broadcast, watch};
-use zkr_connection::{path, ZkClient};
+use zkr_connection::ZkClient;
 use zookeeper_client::Stat;
 
 use crate::config::Codec;
@@ -306,7 +306,6 @@ impl CuratorCacheBuilder {
     }
 
     async fn launch(self) -> Result<(CuratorCache, broadcast::Receiver<CacheEvent>), zkr_connection::Error> {
-        path::validate_path(&self.path)?;
         self.zk.validate_recipe_path(&self.path)?;
         let max_depth = match self.mode {
             CacheMode::Node => Some(0),

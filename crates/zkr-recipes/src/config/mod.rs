@@ -48,7 +48,7 @@ use std::time::Duration;
 
 use futures::Stream;
 use tokio::sync::{broadcast, watch};
-use zkr_connection::{path, ZkClient};
+use zkr_connection::ZkClient;
 use zookeeper_client::Stat;
 
 #[cfg(feature = "toml")]
@@ -329,10 +329,9 @@ impl<T: Send + Sync + 'static, S: WatchScope> ConfigWatcherBuilder<T, S> {
     pub async fn start(self) -> Result<ConfigHandle<T, S>, ConfigError> {
         let scope = if S::TREE { Scope::Tree } else { Scope::Node };
         match scope {
-            Scope::Node => path::validate_node_path(&self.path)?,
-            Scope::Tree => path::validate_path(&self.path)?,
+            Scope::Node => crate::errors::check_node_path(&self.zk, &self.path)?,
+            Scope::Tree => self.zk.validate_recipe_path(&self.path)?,
         }
-        self.zk.validate_recipe_path(&self.path)?;
         let (snapshot_tx, snapshots) =
             watch::channel(Arc::new(ConfigSnapshot { entries: BTreeMap::new(), stale: true }));
         let (events, _) = broadcast::channel(self.capacity);

@@ -48,8 +48,7 @@ impl<T: Send + Sync + 'static> ConfigPublisher<T> {
     }
 
     fn encode(&self, path: &str, value: &T) -> Result<Vec<u8>, ConfigError> {
-        path::validate_node_path(path)?;
-        self.zk.validate_recipe_path(path)?;
+        crate::errors::check_node_path(&self.zk, path)?;
         let data = self
             .codec
             .encode(value)
@@ -66,8 +65,7 @@ impl<T: Send + Sync + 'static> ConfigPublisher<T> {
     /// # Cancel safety
     /// Cancel safe: a read.
     pub async fn get(&self, path: &str) -> Result<Option<Versioned<T>>, ConfigError> {
-        path::validate_node_path(path)?;
-        self.zk.validate_recipe_path(path)?;
+        crate::errors::check_node_path(&self.zk, path)?;
         let found = self
             .zk
             .retry(|s| async move {
@@ -156,8 +154,7 @@ impl<T: Send + Sync + 'static> ConfigPublisher<T> {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn delete(&self, path: &str, version: Option<i32>) -> Result<bool, ConfigError> {
-        path::validate_node_path(path)?;
-        self.zk.validate_recipe_path(path)?;
+        crate::errors::check_node_path(&self.zk, path)?;
         match self.zk.retry(|s| async move { s.client().delete(path, version).await }).await {
             Ok(()) => Ok(true),
             Err(e) if e.is_no_node() => Ok(false),

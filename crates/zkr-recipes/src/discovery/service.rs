@@ -147,7 +147,7 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
             }
             Entry::Vacant(entry) => {
                 let builder = PersistentNode::builder(&self.zk, &node_path, mode);
-                entry.insert(Arc::new(builder.data(data).delete_on_close(!keep).build()?)).clone()
+                entry.insert(Arc::new(builder.data(data).delete_on_close(!keep).start().await?)).clone()
             }
         };
         match node.wait_for_initial_create_timeout(self.zk.connection_timeout()).await? {

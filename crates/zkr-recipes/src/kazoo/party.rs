@@ -60,7 +60,7 @@ impl Membership {
                 .data(self.identifier.as_bytes())
                 // kazoo's `ensure_path`: the party's directory stays when it empties.
                 .parents(zkr_connection::Parents::Persistent)
-                .build()?;
+                .launch()?;
             let paths = node.path_watch();
             *slot = Some(node);
             paths

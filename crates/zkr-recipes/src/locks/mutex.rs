@@ -658,7 +658,7 @@ mod tests {
     /// acquires cannot see it.
     #[tokio::test]
     async fn a_release_elsewhere_does_not_retire_a_slot_an_acquire_is_using() {
-        let zk = ZkClient::builder("127.0.0.1:1").build().unwrap();
+        let zk = ZkClient::builder("127.0.0.1:1").start().await.unwrap();
         let mutex = InterProcessMutex::new(&zk, "/t-slot").unwrap();
         let owner = LockOwner::current();
         let slot = mutex.inner.holders.entry(owner).or_default().clone();

@@ -57,7 +57,8 @@ impl GroupMember {
         path::validate_name(id)?;
         path::validate_node_path(membership_path)?;
         let node_path = path::join(membership_path, id);
-        let node = PersistentNode::builder(zk, &node_path, CreateMode::Ephemeral).data(payload).build()?;
+        let node =
+            PersistentNode::builder(zk, &node_path, CreateMode::Ephemeral).data(payload).start().await?;
         let cache = CuratorCache::builder(zk, membership_path).mode(CacheMode::Children).start().await?;
         Ok(GroupMember { membership_path: membership_path.to_owned(), id: id.to_owned(), node, cache })
     }

@@ -18,7 +18,7 @@
 //! use zkr_recipes::nodes::PersistentNode;
 //! use zkr_connection::CreateMode;
 //!
-//! let node = PersistentNode::builder(&zk, "/workers/w-1", CreateMode::Ephemeral).data(b"ready").build()?;
+//! let node = PersistentNode::builder(&zk, "/workers/w-1", CreateMode::Ephemeral).data(b"ready").start().await?;
 //! let path = node.wait_for_initial_create_timeout(Duration::from_secs(5)).await?;
 //! println!("registered at {path:?}");
 //! node.close().await;

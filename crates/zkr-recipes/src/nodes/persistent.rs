@@ -43,7 +43,7 @@ impl PersistentNodeBuilder {
     ///
     /// let node = PersistentNode::builder(&zk, "/party/member-1", CreateMode::Ephemeral)
     ///     .parents(Parents::Persistent)
-    ///     .build()?;
+    ///     .start().await?;
     /// # Ok(()) }
     /// ```
     pub fn parents(mut self, parents: Parents) -> Self {
@@ -88,7 +88,15 @@ impl PersistentNodeBuilder {
     /// [`NodeError::InvalidArgument`] for an invalid or reserved path, a TTL with another mode
     /// than the persistent ones, a TTL out of range, or a call outside a tokio runtime (the
     /// node is kept by a task).
-    pub fn build(self) -> Result<PersistentNode, NodeError> {
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it awaits nothing, so a future dropped before it is polled starts nothing.
+    pub async fn start(self) -> Result<PersistentNode, NodeError> {
+        self.launch()
+    }
+
+    /// [`start`](Self::start)'s work, for the recipes that keep a node under a lock.
+    pub(crate) fn launch(self) -> Result<PersistentNode, NodeError> {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(NodeError::InvalidArgument(
                 "a PersistentNode is kept by a task: build it inside a tokio runtime".into(),
@@ -140,7 +148,7 @@ impl PersistentNodeBuilder {
 /// use zkr_recipes::nodes::PersistentNode;
 /// use zkr_connection::CreateMode;
 ///
-/// let node = PersistentNode::builder(&zk, "/jobs/worker-", CreateMode::EphemeralSequential).build()?;
+/// let node = PersistentNode::builder(&zk, "/jobs/worker-", CreateMode::EphemeralSequential).start().await?;
 /// node.wait_for_initial_create_timeout(Duration::from_secs(5)).await?;
 /// let mut paths = node.path_watch();
 /// while paths.changed().await.is_ok() {
@@ -419,9 +427,11 @@ mod tests {
     /// Built on a thread without a runtime, the node is an error, not a panic.
     #[tokio::test]
     async fn outside_a_runtime_build_is_an_error() {
-        let zk = zkr_connection::ZkClient::builder("127.0.0.1:1").build().unwrap();
+        let zk = zkr_connection::ZkClient::builder("127.0.0.1:1").start().await.unwrap();
         let builder = super::PersistentNode::builder(&zk, "/n", CreateMode::Ephemeral);
-        let built = std::thread::spawn(move || builder.build().map(drop)).join().expect("no panic");
+        let built = std::thread::spawn(move || futures::executor::block_on(builder.start()).map(drop))
+            .join()
+            .expect("no panic");
         let error = built.unwrap_err();
         assert!(error.to_string().contains("inside a tokio runtime"), "{error}");
     }

@@ -29,7 +29,7 @@ pub const TOUCH_NODE_NAME: &str = "touch";
 /// use std::time::Duration;
 /// use zkr_recipes::nodes::PersistentTtlNode;
 ///
-/// let node = PersistentTtlNode::new(&zk, "/jobs/nightly/running", Duration::from_secs(60), b"host-1")?;
+/// let node = PersistentTtlNode::start(&zk, "/jobs/nightly/running", Duration::from_secs(60), b"host-1").await?;
 /// node.wait_for_initial_create_timeout(Duration::from_secs(5)).await?;
 /// // ... the job runs; if this process dies, the node is gone a minute or two later ...
 /// node.close().await;
@@ -47,12 +47,16 @@ impl PersistentTtlNode {
     /// # Errors
     /// [`NodeError::InvalidArgument`] for a bad path, a TTL out of range, or a call outside a
     /// tokio runtime.
-    pub fn new(zk: &ZkClient, path: &str, ttl: Duration, data: &[u8]) -> Result<Self, NodeError> {
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it awaits nothing, so a future dropped before it is polled starts nothing.
+    pub async fn start(zk: &ZkClient, path: &str, ttl: Duration, data: &[u8]) -> Result<Self, NodeError> {
         let node = PersistentNode::builder(zk, path, CreateMode::Persistent)
             .ttl(ttl)
             .data(data)
             .delete_on_close(false)
-            .build()?;
+            .start()
+            .await?;
         let toucher =
             tokio::spawn(touch(zk.clone(), node.path_watch(), path::join(path, TOUCH_NODE_NAME), ttl));
         Ok(PersistentTtlNode { node, _toucher: Toucher(toucher) })

@@ -74,7 +74,8 @@ impl SetPartitionerBuilder {
         let member = format!("{}-{identifier}", uuid::Uuid::new_v4().simple());
         let node = PersistentNode::builder(&self.zk, &path::join(&party, &member), CreateMode::Ephemeral)
             .data(identifier.clone().into_bytes())
-            .build()?;
+            .start()
+            .await?;
         let cache = CuratorCache::builder(&self.zk, &party).mode(CacheMode::Children).start().await?;
         Ok(SetPartitioner {
             zk: self.zk,

@@ -126,7 +126,8 @@ mod tests {
         let zk = ZkClient::builder("127.0.0.1:1/app")
             .digest_auth("carol", "digest-secret")
             .namespace("billing")
-            .build()
+            .start()
+            .await
             .unwrap();
         let printed = format!("{zk:?}");
         assert!(

@@ -33,7 +33,7 @@ mod tests {
     /// The guard of a real lock prints its node and session in one short line.
     #[tokio::test]
     async fn a_mutex_prints_its_path_not_its_machinery() {
-        let zk = zkr_connection::ZkClient::builder("127.0.0.1:1").build().unwrap();
+        let zk = zkr_connection::ZkClient::builder("127.0.0.1:1").start().await.unwrap();
         let mutex = crate::locks::InterProcessMutex::new(&zk, "/jobs/nightly").unwrap();
         let printed = format!("{mutex:?}");
         assert_eq!(
