@@ -45,7 +45,7 @@ fn metric_names(text: &str) -> BTreeSet<String> {
 /// The metrics zkr describes (`describe_metrics()`, the one home of every HELP text).
 fn described() -> BTreeSet<String> {
     let mut names = BTreeSet::new();
-    for file in ["crates/zkr-connection/src/telemetry.rs", "crates/zkr-recipes/src/telemetry.rs"] {
+    for file in ["crates/zkr-connection/src/session/telemetry.rs", "crates/zkr-recipes/src/telemetry.rs"] {
         let text = std::fs::read_to_string(root().join(file)).unwrap();
         for part in text.split("describe_").skip(1) {
             let call = ["counter!(", "gauge!(", "histogram!("].iter().find_map(|m| part.strip_prefix(m));
