@@ -45,3 +45,21 @@ macro_rules! from_connection {
     };
 }
 pub(crate) use from_connection;
+
+/// `Ok(None)` for ZooKeeper's `NoNode`: the answer to a read of a node that may be gone.
+pub(crate) fn present<T>(
+    read: Result<T, zookeeper_client::Error>,
+) -> Result<Option<T>, zookeeper_client::Error> {
+    match read {
+        Err(zookeeper_client::Error::NoNode) => Ok(None),
+        other => other.map(Some),
+    }
+}
+
+/// A node's data and `Stat` under the manager's retry policy, `None` when it does not exist.
+pub(crate) async fn read_node(
+    zk: &zkr_connection::ZkClient,
+    path: &str,
+) -> zkr_connection::Result<Option<(Vec<u8>, zookeeper_client::Stat)>> {
+    zk.retry(|s| async move { present(s.client().get_data(path).await) }).await
+}

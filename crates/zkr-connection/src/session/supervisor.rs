@@ -427,18 +427,7 @@ async fn monitor(
                 None => std::future::pending().await,
             }
         };
-        let moved = async {
-            match &mut moving {
-                Some(moving) => moving.await,
-                None => std::future::pending().await,
-            }
-        };
-        let confirmed = async {
-            match &mut confirming {
-                Some(confirming) => confirming.await,
-                None => std::future::pending().await,
-            }
-        };
+        let (moved, confirmed) = (when_some(&mut moving), when_some(&mut confirming));
         tokio::select! {
             biased;
             _ = shared.cancel.cancelled() => return SessionEnd::Closed,
@@ -561,4 +550,15 @@ pub(crate) async fn ensure_namespace(
         }
     }
     Ok(())
+}
+
+/// Waits for `future` when there is one and forever when there is none: a `select!` arm that
+/// is off until it is set.
+async fn when_some<T>(
+    future: &mut Option<std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>>,
+) -> T {
+    match future {
+        Some(future) => future.await,
+        None => std::future::pending().await,
+    }
 }

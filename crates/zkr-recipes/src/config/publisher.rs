@@ -66,16 +66,7 @@ impl<T: Send + Sync + 'static> ConfigPublisher<T> {
     /// Cancel safe: a read.
     pub async fn get(&self, path: &str) -> Result<Option<Versioned<T>>, ConfigError> {
         crate::errors::check_node_path(&self.zk, path)?;
-        let found = self
-            .zk
-            .retry(|s| async move {
-                match s.client().get_data(path).await {
-                    Ok(read) => Ok(Some(read)),
-                    Err(zookeeper_client::Error::NoNode) => Ok(None),
-                    Err(e) => Err(e),
-                }
-            })
-            .await?;
+        let found = crate::errors::read_node(&self.zk, path).await?;
         let Some((data, stat)) = found else { return Ok(None) };
         let value = self
             .codec

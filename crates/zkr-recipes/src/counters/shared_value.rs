@@ -353,9 +353,5 @@ impl Consumer for Follower {
 }
 
 fn found(read: ZkResult<(Vec<u8>, Stat)>) -> ZkResult<Read> {
-    match read {
-        Ok(read) => Ok(Some(read)),
-        Err(zookeeper_client::Error::NoNode) => Ok(None),
-        Err(e) => Err(e),
-    }
+    crate::errors::present(read)
 }

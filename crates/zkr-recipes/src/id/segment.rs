@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, MutexGuard};
 use tokio::time::Instant;
-use zkr_connection::{path, ZkClient};
+use zkr_connection::ZkClient;
 use zookeeper_client::CreateMode;
 
 use super::{IdError, IdGenerator};
@@ -246,8 +246,7 @@ impl SegmentIdGeneratorBuilder {
     /// [`IdError::Connection`] for an invalid path; [`IdError::InvalidArgument`] for a zero
     /// step, `min > max`, or a first ID of 0 or over `i64::MAX`.
     pub fn build(self) -> Result<SegmentIdGenerator, IdError> {
-        path::validate_node_path(&self.path)?;
-        self.zk.validate_recipe_path(&self.path)?;
+        crate::errors::check_node_path(&self.zk, &self.path)?;
         self.policy.validate()?;
         if self.first_id == 0 || self.first_id > i64::MAX as u64 {
             return Err(IdError::InvalidArgument(format!(

@@ -232,8 +232,7 @@ impl SequentialIdGenerator {
     /// # Ok(()) }
     /// ```
     pub fn with_epoch_capacity(zk: &ZkClient, path: &str, capacity: u32) -> Result<Self, IdError> {
-        path::validate_node_path(path)?;
-        zk.validate_recipe_path(path)?;
+        crate::errors::check_node_path(zk, path)?;
         if capacity == 0 || capacity > DEFAULT_EPOCH_CAPACITY {
             return Err(IdError::InvalidArgument(format!(
                 "epoch capacity must be in 1..={DEFAULT_EPOCH_CAPACITY}, not {capacity}"
@@ -528,16 +527,7 @@ impl Inner {
     async fn high_water(&self) -> Result<Option<(HighWater, i32)>, IdError> {
         let node = path::join(&self.path, HIGH_WATER_NODE);
         let node = &node;
-        let read = self
-            .zk
-            .retry(|s| async move {
-                match s.client().get_data(node).await {
-                    Ok((data, stat)) => Ok(Some((data, stat.version))),
-                    Err(zookeeper_client::Error::NoNode) => Ok(None),
-                    Err(e) => Err(e),
-                }
-            })
-            .await?;
+        let read = crate::errors::read_node(&self.zk, node).await?.map(|(data, stat)| (data, stat.version));
         match read {
             None => Ok(None),
             Some((data, version)) => match HighWater::parse(&data) {
@@ -744,12 +734,7 @@ impl Inner {
         let path = &self.path;
         let listed = self
             .zk
-            .retry(|s| async move {
-                match s.client().get_children(path).await {
-                    Err(zookeeper_client::Error::NoNode) => Ok(None),
-                    other => other.map(Some),
-                }
-            })
+            .retry(|s| async move { crate::errors::present(s.client().get_children(path).await) })
             .await?;
         let Some((children, stat)) = listed else { return Ok(None) };
         let newest = children.iter().filter_map(|c| parse_epoch(c)).max();

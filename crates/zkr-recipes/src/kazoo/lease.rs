@@ -104,15 +104,7 @@ impl NonBlockingLease {
     ) -> Result<bool, LockError> {
         let holder_path = path::join(path, HOLDER);
         let holder = holder_path.as_str();
-        let found = zk
-            .retry(|s| async move {
-                match s.client().get_data(holder).await {
-                    Ok(found) => Ok(Some(found)),
-                    Err(zookeeper_client::Error::NoNode) => Ok(None),
-                    Err(e) => Err(e),
-                }
-            })
-            .await?;
+        let found = crate::errors::read_node(zk, holder).await?;
         let mut txn = guard.transaction()?;
         if let Some((raw, stat)) = found {
             let current: Holder = serde_json::from_slice(&raw).map_err(|_| LockError::IllegalState {

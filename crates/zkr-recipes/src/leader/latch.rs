@@ -443,16 +443,7 @@ pub(crate) async fn participants_of(
     let mut participants: Vec<Participant> = Vec::with_capacity(nodes.len());
     for node in nodes {
         let n = node.as_str();
-        let data = zk
-            .retry(|s| async move {
-                match s.client().get_data(n).await {
-                    Ok((data, _)) => Ok(Some(data)),
-                    Err(zookeeper_client::Error::NoNode) => Ok(None),
-                    Err(e) => Err(e),
-                }
-            })
-            .await?;
-        if let Some(data) = data {
+        if let Some((data, _)) = crate::errors::read_node(zk, n).await? {
             let is_leader = participants.is_empty();
             participants.push(Participant {
                 id: String::from_utf8_lossy(&data).into_owned(),

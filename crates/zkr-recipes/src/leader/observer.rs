@@ -57,7 +57,6 @@ impl LeaderObserver {
     /// # Cancel safety
     /// Cancel safe: nothing is written; a dropped start leaves no watch behind.
     pub async fn start(zk: &ZkClient, path: &str) -> Result<Self, LockError> {
-        path::validate_path(path)?;
         let cache = CuratorCache::builder(zk, path).mode(CacheMode::Children).start().await?;
         Ok(LeaderObserver { path: path.to_owned(), cache })
     }

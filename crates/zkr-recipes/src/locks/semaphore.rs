@@ -89,8 +89,7 @@ impl InterProcessSemaphoreV2 {
             return Err(LockError::InvalidArgument(format!("{path}: a semaphore needs at least one lease")));
         }
         if let MaxLeases::Shared(count) = &max {
-            path::validate_node_path(count)?;
-            zk.validate_recipe_path(count)?;
+            crate::errors::check_node_path(zk, count)?;
         }
         let mutex = InterProcessMutex::new(zk, &path::join(path, crate::layouts::SEMAPHORE_LOCKS))?;
         Ok(InterProcessSemaphoreV2 {
@@ -299,17 +298,8 @@ impl InterProcessSemaphoreV2 {
         match &self.max {
             MaxLeases::Fixed(n) => Ok(*n),
             MaxLeases::Shared(count) => {
-                let found = self
-                    .zk
-                    .retry(|s| async move {
-                        match s.client().get_data(count).await {
-                            Ok((data, _)) => Ok(Some(data)),
-                            Err(zookeeper_client::Error::NoNode) => Ok(None),
-                            Err(e) => Err(e),
-                        }
-                    })
-                    .await?;
-                let data = found.ok_or_else(|| LockError::IllegalState {
+                let found = crate::errors::read_node(&self.zk, count).await?;
+                let (data, _) = found.ok_or_else(|| LockError::IllegalState {
                     path: count.clone(),
                     reason: "the shared count node does not exist",
                 })?;

@@ -274,11 +274,8 @@ async fn owned_version(
     owner: i64,
     token: &[u8],
 ) -> Result<Option<i32>, zookeeper_client::Error> {
-    match client.get_data(path).await {
-        Ok((data, stat)) => Ok((stat.ephemeral_owner == owner && data == token).then_some(stat.version)),
-        Err(zookeeper_client::Error::NoNode) => Ok(None),
-        Err(e) => Err(e),
-    }
+    let read = crate::errors::present(client.get_data(path).await)?;
+    Ok(read.and_then(|(data, stat)| (stat.ephemeral_owner == owner && data == token).then_some(stat.version)))
 }
 
 impl ItemLock {
@@ -338,11 +335,7 @@ impl ItemLock {
     /// is gone (another consumer removed it before we locked it).
     pub(crate) async fn read(&self, node: &str) -> Result<Option<Vec<u8>>, QueueError> {
         let read = self.lock.retry(&self.zk, |client| async move {
-            match client.get_data(node).await {
-                Ok((data, _)) => Ok(Some(data)),
-                Err(zookeeper_client::Error::NoNode) => Ok(None),
-                Err(e) => Err(e),
-            }
+            Ok(crate::errors::present(client.get_data(node).await)?.map(|(data, _)| data))
         });
         match read.await {
             Ok(data) => Ok(data),

@@ -141,19 +141,8 @@ pub(crate) async fn acquire(
 
 async fn read_identity(zk: &ZkClient, paths: &LeasePaths) -> Result<Option<u64>, IdError> {
     let node = paths.identity_record();
-    let found = zk
-        .retry(|s| {
-            let node = &node;
-            async move {
-                match s.client().get_data(node).await {
-                    Ok((data, _)) => Ok(Some(data)),
-                    Err(zookeeper_client::Error::NoNode) => Ok(None),
-                    Err(e) => Err(e),
-                }
-            }
-        })
-        .await?;
-    Ok(found.and_then(|d| serde_json::from_slice::<IdentityRecord>(&d).ok()).map(|r| r.worker_id))
+    let found = crate::errors::read_node(zk, &node).await?;
+    Ok(found.and_then(|(d, _)| serde_json::from_slice::<IdentityRecord>(&d).ok()).map(|r| r.worker_id))
 }
 
 async fn write_identity(zk: &ZkClient, paths: &LeasePaths, worker_id: u64) {
@@ -259,18 +248,7 @@ async fn settle(
     let record = paths.record(worker_id);
     let mut pause = SessionPause::new(Duration::from_millis(50), Duration::from_secs(1));
     loop {
-        let found = zk
-            .retry(|s| {
-                let record = &record;
-                async move {
-                    match s.client().get_data(record).await {
-                        Ok((data, stat)) => Ok(Some((data, stat.version))),
-                        Err(zookeeper_client::Error::NoNode) => Ok(None),
-                        Err(e) => Err(e),
-                    }
-                }
-            })
-            .await?;
+        let found = crate::errors::read_node(zk, &record).await?.map(|(data, stat)| (data, stat.version));
         let (after_ms, version) = match &found {
             Some((data, version)) => {
                 let rec: WorkerRecord = serde_json::from_slice(data)

@@ -162,8 +162,7 @@ impl SnowflakeIdGeneratorBuilder {
     /// # Cancel safety
     /// Cancel safe: a lease taken before the drop is deleted in the background.
     pub async fn start(self) -> Result<SnowflakeIdGenerator, IdError> {
-        path::validate_node_path(&self.path)?;
-        self.zk.validate_recipe_path(&self.path)?;
+        crate::errors::check_node_path(&self.zk, &self.path)?;
         let identity = match self.identity {
             Some(identity) => identity,
             None => crate::host::host_name().unwrap_or_else(|| "localhost".to_owned()),
