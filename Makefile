@@ -1,5 +1,5 @@
 # The two commands of the README. Both install what is missing (see scripts/ensure-deps.sh).
-.PHONY: demo test deps deps-demo deny examples compat bench-instructions model-check
+.PHONY: demo test deps deps-demo deny examples compat bench-instructions model-check semver
 
 deps:
 	@scripts/ensure-deps.sh
@@ -70,3 +70,14 @@ bench-instructions: deps
 	@command -v valgrind >/dev/null 2>&1 || { [ "$$(id -u)" -eq 0 ] && apt-get install -y -q --no-install-recommends valgrind >/dev/null; } || { echo "install valgrind: sudo apt-get install valgrind" >&2; exit 1; }
 	cargo build --release --quiet -p zkr-benches --bin zkr-instructions
 	target/release/zkr-instructions $(ARGS)
+
+# The libraries' public API against a git revision (issue 48 item 6; `make test` will run it
+# against the 0.1.0 commit once it is cut): a breaking change fails unless the version says
+# so. cargo-semver-checks 0.50.0 reads the rustdoc JSON (format v57) of Rust 1.95, this
+# toolchain; installed when missing, as a debug build (about 8 minutes on 2 cores).
+# `make semver BASELINE=0a87719` lists what broke since then.
+SEMVER_CHECKS = 0.50.0
+semver:
+	@test -n "$(BASELINE)" || { echo "make semver BASELINE=<git revision>"; exit 2; }
+	@cargo semver-checks --version 2>/dev/null | grep -q "$(SEMVER_CHECKS)" || cargo install --locked --quiet --debug cargo-semver-checks@$(SEMVER_CHECKS)
+	cargo semver-checks -p zkr-connection -p zkr-recipes -p zkr-testing --all-features --baseline-rev $(BASELINE)
