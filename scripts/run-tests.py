@@ -4,9 +4,8 @@
 cargo holds its lock on the target directory while its test binaries run, one after another,
 so two `cargo test` runs cannot overlap. This builds every test binary once (`cargo test
 --workspace --no-run`), then runs them directly, as cargo would (in their package's directory),
-in three lanes at once: the fault checkers, which spend most of their time waiting for sessions to expire
-and servers to come back, in one; the model checker's binaries (crates/zkr-model: CPU only, no
-server), in another; every other binary and then the doc tests in the third. Each
+in two lanes at once: the fault checkers, which spend most of their time waiting for sessions to expire
+and servers to come back, in one; every other binary and then the doc tests in the other. Each
 binary's output is printed whole when it ends, so the lanes never interleave; the run fails if
 any binary or the doc tests failed, naming them at the end. `--also COMMAND` runs a command in a
 lane of its own beside them (`make test` runs the compatibility run there: its servers are
@@ -111,13 +110,10 @@ def main():
             print("\t".join(binary))
         return
     checkers = sorted((b for b in binaries if b[0] in CHECKERS and b[1] == "test"), key=lambda b: CHECKERS.index(b[0]))
-    # The model checks, longest first (barrier: about 60 s alone of the lane's 150 s).
-    model = sorted((b for b in binaries if os.path.basename(b[2]) == "zkr-model"), key=lambda b: b[0] != "barrier")
-    rest = [b for b in binaries if b not in checkers and b not in model]
+    rest = [b for b in binaries if b not in checkers]
     doc_tests = lambda: run("doc tests (cargo test --workspace --doc)", ["cargo", "test", "--workspace", *FEATURES, "--doc"], None)
     os.makedirs(LOGS, exist_ok=True)
     lanes = [threading.Thread(target=guarded, args=("checkers", lane, checkers)),
-             threading.Thread(target=guarded, args=("model", lane, model)),
              threading.Thread(target=guarded, args=("tests", lane, rest, doc_tests))]
     lanes += [threading.Thread(target=guarded, args=(command, run, command, ["bash", "-c", command], None))
               for command in args.also]

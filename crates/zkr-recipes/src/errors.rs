@@ -1,6 +1,7 @@
-//! What every family's error shares: bad input from the connection layer becomes the family's
-//! `InvalidArgument`, and recipe paths get one check. (Finding a zkr error in any chain of
-//! sources is `classify.rs`: it names every family, so it sits above them.)
+//! What every family shares about errors: bad input from the connection layer becomes the
+//! family's `InvalidArgument`, a recipe's node path gets one check, and a read of a node that
+//! may be gone answers `None`. (Finding a zkr error in any chain of sources is `classify.rs`:
+//! it names every family, so it sits above them.)
 
 /// The text of a connection-layer usage error with its causes, each said once
 /// (`invalid path "x": ...`), for a family's `InvalidArgument`.
