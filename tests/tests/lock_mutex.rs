@@ -702,25 +702,48 @@ async fn the_children_view_ends_when_the_leader_dies() {
 }
 
 #[tokio::test]
-async fn a_short_queue_hands_the_lock_over_without_listing() {
+async fn two_sessions_hand_the_lock_over_without_listing() {
     // A server of its own: the packet count must be ours alone.
     let server = TestingServer::start().await.unwrap();
     let mut sessions = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..2 {
         sessions.push(connect(&server.connect_string()).await);
     }
     let mutexes: Vec<InterProcessMutex> =
         sessions.iter().map(|zk| InterProcessMutex::new(zk, "/handover").unwrap()).collect();
-    // A few acquires that meet a short queue set every session's children view up.
-    assert_eq!(hammer(mutexes.clone(), 10).await, 30);
+    // A few acquires that meet a short queue and one other user set both children views up.
+    assert_eq!(hammer(mutexes.clone(), 10).await, 20);
     let before = packets_received(&server).await;
     let acquisitions = hammer(mutexes, 30).await as u64;
     let sent = packets_received(&server).await - before;
-    // A create and a delete per acquisition (180), and a few pings or listings where a view was
-    // late. Waiting on the node ahead instead lists again at almost every hand-over: about 5
+    // A create and a delete per acquisition (120), and a few pings or listings where a view was
+    // late. Waiting on the node ahead instead costs a listing and a watch more: about 4
     // requests per acquisition.
-    assert_eq!(acquisitions, 90);
+    assert_eq!(acquisitions, 60);
     assert!(sent <= acquisitions * 5 / 2, "{sent} packets for {acquisitions} acquisitions");
+    for zk in &sessions {
+        zk.close().await;
+    }
+}
+
+#[tokio::test]
+async fn eight_sessions_wait_on_the_node_ahead_not_on_children_views() {
+    // A server of its own: the packet count must be ours alone.
+    let server = TestingServer::start().await.unwrap();
+    let mut sessions = Vec::new();
+    for _ in 0..8 {
+        sessions.push(connect(&server.connect_string()).await);
+    }
+    let mutexes: Vec<InterProcessMutex> =
+        sessions.iter().map(|zk| InterProcessMutex::new(zk, "/busy").unwrap()).collect();
+    assert_eq!(hammer(mutexes.clone(), 5).await, 40);
+    let before = mntr_counter(&server, "zk_packets_sent").await;
+    let acquisitions = hammer(mutexes, 20).await as u64;
+    let sent = mntr_counter(&server, "zk_packets_sent").await - before;
+    // Waiting on the node ahead: about five replies and one notification per acquisition.
+    // With a children view each, every create and delete would go to all eight sessions: 18.
+    assert_eq!(acquisitions, 160);
+    assert!(sent <= acquisitions * 8, "{sent} packets sent for {acquisitions} acquisitions");
     for zk in &sessions {
         zk.close().await;
     }

@@ -24,9 +24,17 @@ const QUIET_ACQUIRES: u32 = 3;
 /// directory notifies at most this many sessions that use the view.
 pub(crate) const MAX_QUEUE: usize = 16;
 
-/// Nodes other processes may create between two of our acquires before the view is dropped:
-/// the bound on notifications per acquire of ours (twice this: a create and a delete each).
-const FOREIGN_CREATES: u32 = 32;
+/// Nodes other processes may create between two of our acquires before the view is dropped.
+/// The view costs the server a notification for each of their creates and deletes; waiting on
+/// a predecessor instead costs about five packets per acquire (a listing and a watch, their
+/// replies, one notification). Two others at most, so a change of the directory notifies at most
+/// three sessions' views.
+const FOREIGN_CREATES: u32 = 2;
+
+/// The most the sequence may move between two acquires that count as quiet: a create and a
+/// delete each move it by one (the parent's child version), so this is our own node and
+/// [`FOREIGN_CREATES`] others, created and deleted.
+const QUIET_ADVANCE: i64 = 2 * (FOREIGN_CREATES as i64 + 1);
 
 /// How long an acquire waits for the view to apply its own node's creation before it lists
 /// instead. The event is already on its way when the create's reply arrives, so this bound is
@@ -53,8 +61,10 @@ struct State {
     /// The last consumer started; a consumer whose epoch is no longer current ends.
     epoch: u64,
     children: HashSet<String>,
-    /// Acquires in a row that saw a short queue while the view was off.
+    /// Acquires in a row that saw a short queue and few other users while the view was off.
     quiet: u32,
+    /// The sequence of the last contender whose acquire found the view off.
+    last_sequence: Option<i64>,
     /// Child creates since our last acquire through the view.
     creates: u32,
     /// The server refused the watch for good (a server before 3.6, no permission): never again.
@@ -120,6 +130,7 @@ impl ChildrenView {
             epoch: 0,
             children: HashSet::new(),
             quiet: 0,
+            last_sequence: None,
             creates: 0,
             refused: false,
         };
@@ -214,12 +225,18 @@ impl ChildrenView {
         }
     }
 
-    /// An acquire found a short queue (by its listing): after a few in a row, set the view up
-    /// on `session`.
-    pub(crate) fn short_queue(&self, zk: &ZkClient, session: &Session) {
+    /// An acquire found a short queue (by its listing) with our contender at `sequence`: after
+    /// a few in a row with few other users (by how far the sequence moved since the last one),
+    /// set the view up on `session`.
+    pub(crate) fn short_queue(&self, zk: &ZkClient, session: &Session, sequence: Option<i64>) {
         let epoch = {
             let mut state = self.inner.state();
+            let last = std::mem::replace(&mut state.last_sequence, sequence);
             if state.phase != Phase::Off || state.refused || session.generation() != zk.generation() {
+                return;
+            }
+            if !is_quiet(last, sequence) {
+                state.quiet = 0;
                 return;
             }
             state.quiet += 1;
@@ -234,6 +251,13 @@ impl ChildrenView {
         };
         tokio::spawn(consume(self.inner.clone(), epoch, zk.clone(), session.clone()));
     }
+}
+
+/// Did the sequence move from `last` to `now` by our own create and delete and at most
+/// [`FOREIGN_CREATES`] others? Not when either is unknown, or the directory was made anew (the
+/// sequence starts again).
+fn is_quiet(last: Option<i64>, now: Option<i64>) -> bool {
+    last.zip(now).is_some_and(|(last, now)| (1..=QUIET_ADVANCE).contains(&(now - last)))
 }
 
 /// How [`ChildrenView::wait_turn`] ended.
@@ -387,6 +411,7 @@ mod tests {
             epoch: 7,
             children: children.iter().map(|c| c.to_string()).collect(),
             quiet: 0,
+            last_sequence: None,
             creates: 0,
             refused: false,
         };
@@ -451,8 +476,22 @@ mod tests {
         let inner = live(&[]);
         for i in 0..MAX_QUEUE {
             assert!(apply(&inner, 7, vec![event(EventType::NodeCreated, &format!("/locks/x/n{i}"))]));
+            // Our own contender, seen by our acquire: not another process's.
+            inner.state().creates = 0;
         }
         assert!(!apply(&inner, 7, vec![event(EventType::NodeCreated, "/locks/x/one-too-many")]));
+    }
+
+    #[test]
+    fn quiet_means_our_node_and_two_other_users_at_most_since_the_last_acquire() {
+        // Our create and delete (2), and two other users' (6): quiet.
+        assert!(is_quiet(Some(10), Some(12)));
+        assert!(is_quiet(Some(10), Some(16)));
+        // Three other users, a directory made anew, or nothing to compare with: not quiet.
+        assert!(!is_quiet(Some(10), Some(18)));
+        assert!(!is_quiet(Some(10), Some(0)));
+        assert!(!is_quiet(None, Some(12)));
+        assert!(!is_quiet(Some(10), None));
     }
 
     fn view_of(inner: Inner) -> ChildrenView {

@@ -313,7 +313,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         let listing = siblings.map(|children| Arc::new(self.sorter()(children)));
         match listing.as_deref().map(Vec::len) {
             Some(n) if n > MAX_QUEUE => self.view.long_queue(),
-            Some(_) if !by_view => self.view.short_queue(&self.zk, &node.session),
+            Some(_) if !by_view => self.view.short_queue(&self.zk, &node.session, node.sequence),
             _ => {}
         }
         // Without a listing, the first one is sent from the wait: a disruption before it does
