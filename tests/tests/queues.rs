@@ -714,3 +714,40 @@ async fn curators_delay_and_id_queue_nodes_read_as_zkr_expects() {
     assert!(children(&observer, &delay_path).await.is_empty());
     assert!(children(&observer, &id_path).await.is_empty());
 }
+
+/// The requests the server has read on `zk`'s session so far (`cons`'s `recved`).
+async fn requests_read(server: &zkr_testing::TestingServer, zk: &ZkClient) -> u64 {
+    let ours = format!("sid=0x{:x},", zk.session().await.unwrap().id());
+    let cons = server.four_letter_word("cons").await.unwrap();
+    let line = cons.lines().find(|line| line.contains(&ours)).expect("our connection in cons");
+    line.split(['(', ',', ')']).find_map(|f| f.strip_prefix("recved=")).unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn a_consumer_starts_with_one_listing_however_many_items_wait() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let observer = raw(&cs).await;
+    let path = format!("{}/waiting", unique_root("queue-start"));
+    let producer = connect_with_session(&cs, 30).await;
+    SimpleDistributedQueue::new(&producer, &path).unwrap().offer(b"item-0").await.unwrap();
+    let puts: Vec<_> = (1..400)
+        .map(|i| {
+            let data = format!("item-{i}");
+            let options = CreateMode::PersistentSequential.with_acls(zookeeper_client::Acls::anyone_all());
+            let node = format!("{path}/qn-");
+            let observer = observer.clone();
+            async move { observer.create(&node, data.as_bytes(), &options).await.unwrap() }
+        })
+        .collect();
+    futures::future::join_all(puts).await;
+    let zk = connect_with_session(&cs, 30).await;
+    let queue = SimpleDistributedQueue::new(&zk, &path).unwrap();
+    let before = requests_read(server, &zk).await;
+    assert_eq!(queue.take().await.unwrap(), b"item-0");
+    let requests = requests_read(server, &zk).await - before;
+    // The queue's node made sure of, the watch, one listing, the first item's read and delete
+    // (and a ping or two): reading every waiting item would be 400 more.
+    assert!(requests <= 12, "{requests} requests to start and take one item of 400");
+    assert_eq!(children(&observer, &path).await.len(), 399);
+}

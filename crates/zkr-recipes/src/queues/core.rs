@@ -1,4 +1,4 @@
-//! What every queue shares: its nodes, the caches its consumers wait on, taking a node (with or
+//! What every queue shares: its nodes, the names its consumers wait on, taking a node (with or
 //! without its lock) and creating one.
 
 use std::collections::HashSet;
@@ -13,8 +13,8 @@ use zookeeper_client::{Acls, CreateMode};
 
 use super::item::{Busy, ItemLock};
 use super::{framing, QueueError};
-use crate::cache::{CacheMode, CacheSnapshot, CachedNode, CuratorCache};
 use crate::telemetry;
+use crate::watch::names::{ChildNames, Names};
 use zkr_connection::Classify as _;
 
 /// How many ready nodes one look at the snapshot tries before looking again.
@@ -32,7 +32,7 @@ pub(crate) enum Order {
     Id,
 }
 
-/// A queue's fixed parts and its lazily started caches.
+/// A queue's fixed parts and the names of its items and locks, started when first needed.
 #[derive(Debug)]
 pub(crate) struct Core {
     pub(crate) zk: ZkClient,
@@ -45,8 +45,8 @@ pub(crate) struct Core {
     /// not containers.
     persistent_parents: bool,
     ensured: OnceCell<()>,
-    items: OnceCell<CuratorCache>,
-    locks: OnceCell<CuratorCache>,
+    items: OnceCell<ChildNames>,
+    locks: OnceCell<ChildNames>,
     /// This consumer's share of `zkr_queue_items`.
     size: crate::telemetry::SizeGauge,
 }
@@ -58,10 +58,10 @@ pub(crate) struct Taken {
     pub(crate) lock: Option<ItemLock>,
 }
 
-/// The snapshots a waiting consumer follows.
+/// The names a waiting consumer follows.
 struct Views {
-    items: watch::Receiver<Arc<CacheSnapshot>>,
-    locks: Option<watch::Receiver<Arc<CacheSnapshot>>>,
+    items: watch::Receiver<Arc<Names>>,
+    locks: Option<watch::Receiver<Arc<Names>>>,
 }
 
 /// Retry options for calls that are safe on any session (reads, versioned deletes, creates not
@@ -142,21 +142,21 @@ impl Core {
             .map(drop)
     }
 
-    async fn cache<'a>(
+    /// The names of `path`'s children (the items or their locks), listed once and then kept
+    /// by a watch: no item is read before a consumer takes it.
+    async fn names<'a>(
         &self,
-        cell: &'a OnceCell<CuratorCache>,
+        cell: &'a OnceCell<ChildNames>,
         path: &str,
-    ) -> Result<&'a CuratorCache, QueueError> {
+    ) -> Result<&'a ChildNames, QueueError> {
         self.ensure().await?;
-        let start =
-            || async { CuratorCache::builder(&self.zk, path).mode(CacheMode::Children).start().await };
-        Ok(cell.get_or_try_init(start).await?)
+        Ok(cell.get_or_try_init(|| ChildNames::start(&self.zk, path)).await?)
     }
 
     async fn views(&self) -> Result<Views, QueueError> {
-        let items = self.cache(&self.items, &self.path).await?.snapshots();
+        let items = self.names(&self.items, &self.path).await?.snapshots();
         let locks = match &self.lock_path {
-            Some(lock_path) => Some(self.cache(&self.locks, lock_path).await?.snapshots()),
+            Some(lock_path) => Some(self.names(&self.locks, lock_path).await?.snapshots()),
             None => None,
         };
         Ok(Views { items, locks })
@@ -183,30 +183,21 @@ impl Core {
     /// The nodes to try now, in order, and when the next delayed one is due (epoch ms).
     fn ready(
         &self,
-        items: &CacheSnapshot,
-        locks: Option<&CacheSnapshot>,
+        items: &Names,
+        locks: Option<&Names>,
         skip: &HashSet<String>,
-    ) -> (Vec<(String, Arc<CachedNode>)>, Option<u64>) {
-        // Name order is the snapshot's own order (until the sequence wraps past 2^31, when
-        // the newest names sort first): walk it lazily instead of sorting it all.
-        // Wrapped names (a negative sequence) sort before every other name with the prefix,
-        // so the first one tells whether there are any: no walk of the whole queue per take.
-        let in_name_order = self.order == Order::Name
-            && !items
-                .children(&self.path)
-                .map(|(n, _)| n)
-                .find(|n| n.starts_with(self.prefix))
-                .is_some_and(|n| framing::is_wrapped(n, self.prefix));
+    ) -> (Vec<String>, Option<u64>) {
+        // Name order is the set's own order (until the sequence wraps past 2^31, when the
+        // newest names sort first): walk it lazily instead of sorting it all. Wrapped names
+        // (a negative sequence) sort before every other name with the prefix, so the first one
+        // tells whether there are any: no walk of the whole queue per take.
+        let ours = || items.iter().filter(|n| n.starts_with(self.prefix));
+        let in_name_order =
+            self.order == Order::Name && !ours().next().is_some_and(|n| framing::is_wrapped(n, self.prefix));
         let names: Box<dyn Iterator<Item = String>> = if in_name_order {
-            Box::new(
-                items
-                    .children(&self.path)
-                    .map(|(n, _)| n)
-                    .filter(|n| n.starts_with(self.prefix))
-                    .map(str::to_owned),
-            )
+            Box::new(ours().map(str::to_owned))
         } else {
-            let mut names: Vec<String> = items.children(&self.path).map(|(n, _)| n.to_owned()).collect();
+            let mut names: Vec<String> = items.iter().map(str::to_owned).collect();
             self.sort(&mut names);
             Box::new(names.into_iter())
         };
@@ -221,15 +212,10 @@ impl Core {
                     break;
                 }
             }
-            let locked = locks
-                .zip(self.lock_path.as_deref())
-                .is_some_and(|(l, p)| l.get(&path::join(p, &name)).is_some());
-            if locked || skip.contains(&name) {
+            if locks.is_some_and(|l| l.contains(&name)) || skip.contains(&name) {
                 continue;
             }
-            if let Some(node) = items.get(&path::join(&self.path, &name)) {
-                ready.push((name, node.clone()));
-            }
+            ready.push(name);
             if ready.len() == BATCH {
                 break;
             }
@@ -259,8 +245,8 @@ impl Core {
         let mut busy = Vec::new();
         loop {
             let (ready, next_due) = self.look(&mut views, &skip);
-            for (name, node) in &ready {
-                match self.take_node(name, Some((&node.data, node.stat.version))).await? {
+            for name in &ready {
+                match self.take_node(name).await? {
                     Ok(taken) => return Ok(Some(taken)),
                     Err(missed) => busy.extend(missed),
                 }
@@ -283,30 +269,20 @@ impl Core {
     }
 
     /// The ready nodes of the latest confirmed snapshots (none while they are unconfirmed).
-    fn look(
-        &self,
-        views: &mut Views,
-        skip: &HashSet<String>,
-    ) -> (Vec<(String, Arc<CachedNode>)>, Option<u64>) {
+    fn look(&self, views: &mut Views, skip: &HashSet<String>) -> (Vec<String>, Option<u64>) {
         let items = views.items.borrow_and_update().clone();
         let locks = views.locks.as_mut().map(|l| l.borrow_and_update().clone());
-        let confirmed = |s: &CacheSnapshot| s.is_initialized() && !s.is_stale();
-        if !confirmed(&items) || locks.as_deref().is_some_and(|l| !confirmed(l)) {
+        if !items.is_confirmed() || locks.as_deref().is_some_and(|l| !l.is_confirmed()) {
             return (Vec::new(), None);
         }
-        // The snapshot holds the queue's node and its children.
-        self.size.set(items.len().saturating_sub(1));
+        self.size.set(items.len());
         self.ready(&items, locks.as_deref(), skip)
     }
 
-    /// Takes the node `name`: deletes it (plain) or locks it and reads it again (lock-safe).
-    /// `known` is its data and version as cached; read when `None`. `Err` when another
-    /// consumer got it first: with the lock that another consumer holds on it, if any.
-    pub(crate) async fn take_node(
-        &self,
-        name: &str,
-        known: Option<(&[u8], i32)>,
-    ) -> Result<Result<Taken, Option<Busy>>, QueueError> {
+    /// Takes the node `name`: reads and deletes it (plain) or locks it and reads it (lock-safe).
+    /// `Err` when another consumer got it first: with the lock that another consumer holds on
+    /// it, if any.
+    pub(crate) async fn take_node(&self, name: &str) -> Result<Result<Taken, Option<Busy>>, QueueError> {
         let node = path::join(&self.path, name);
         if let Some(lock_path) = &self.lock_path {
             let lock = match ItemLock::acquire(&self.zk, &path::join(lock_path, name)).await? {
@@ -319,30 +295,22 @@ impl Core {
                 .map(|data| Taken { node, data, lock: Some(lock) })
                 .ok_or(None));
         }
-        let (data, version) = match known {
-            Some((data, version)) => (data.to_vec(), version),
-            None => match self
-                .zk
-                .retry(|s| {
-                    let node = &node;
-                    async move { s.client().get_data(node).await }
-                })
-                .await
-            {
-                Ok((data, stat)) => (data, stat.version),
-                Err(e) if e.is_no_node() => return Ok(Err(None)),
-                Err(e) => return Err(e.into()),
-            },
-        };
         let mut attempts = 0u32;
-        let deleted = self.zk.retry_with(any_session(), |s| {
+        // The read and the delete go out together, in that order (one round trip): the delete
+        // succeeds only for the consumer that takes the item, and the read before it on the same
+        // session saw the item as it was then (items are never rewritten).
+        let taken = self.zk.retry_with(any_session(), |s| {
             attempts += 1;
             let node = &node;
-            async move { s.client().delete(node, Some(version)).await }
+            async move {
+                let (read, deleted) =
+                    futures::join!(s.client().get_data(node), s.client().delete(node, None));
+                deleted.and(read).map(|(data, _)| data)
+            }
         });
-        match deleted.await {
-            Ok(()) => Ok(Ok(Taken { node, data, lock: None })),
-            Err(e) if e.is_no_node() || e.is_bad_version() => {
+        match taken.await {
+            Ok(data) => Ok(Ok(Taken { node, data, lock: None })),
+            Err(e) if e.is_no_node() => {
                 if attempts > 1 {
                     tracing::warn!(node = %node, "a queue item's delete lost its reply: the item may be lost (use lock safety)");
                 }
@@ -358,7 +326,7 @@ impl Core {
             if self.order == Order::Delay && framing::parse_delay(&name) > now_epoch_ms() {
                 break;
             }
-            if let Ok(taken) = self.take_node(&name, None).await? {
+            if let Ok(taken) = self.take_node(&name).await? {
                 return Ok(Some(taken));
             }
         }
@@ -447,7 +415,7 @@ impl Core {
     /// not show our own latest puts yet) and waiting on the cache for a change; `false` at
     /// `deadline`.
     async fn wait_for_room(&self, max: usize, deadline: Option<Deadline>) -> Result<bool, QueueError> {
-        let mut items = self.cache(&self.items, &self.path).await?.snapshots();
+        let mut items = self.names(&self.items, &self.path).await?.snapshots();
         loop {
             items.borrow_and_update();
             let stat = self

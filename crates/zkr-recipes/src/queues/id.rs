@@ -87,7 +87,7 @@ impl<T: Send + Sync + 'static> DistributedIdQueue<T> {
             if framing::parse_id(&name).is_none_or(|(found, _)| found != fixed) {
                 continue;
             }
-            let Ok(taken) = core.take_node(&name, None).await? else { continue };
+            let Ok(taken) = core.take_node(&name).await? else { continue };
             if let Some(lock) = taken.lock {
                 match QueueItem::<T>::new(taken.node, Vec::new(), Some(lock)).ack().await {
                     Ok(_) => {}

@@ -9,8 +9,9 @@
 //! consumer when the first one dies or drops it. [`SimpleDistributedQueue`] is ZooKeeper's own
 //! recipe (`qn-` nodes holding raw bytes, as Curator's), or kazoo's `Queue` (`entry-` nodes).
 //!
-//! Consumers wait on a [`CuratorCache`](crate::cache::CuratorCache) of the queue (the shared
-//! watch engine), so they ride out disconnects and session expiries.
+//! Consumers wait on the names of the queue's items, listed once and then kept by a watch (the
+//! shared watch engine), so they ride out disconnects and session expiries; an item is read
+//! only when a consumer takes it, its read and its delete sent together.
 //!
 //! Where zkr differs from Curator (each has a test):
 //! - in lock-safe mode the item's delete and its lock's release are one transaction, sent on

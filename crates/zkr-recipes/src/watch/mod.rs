@@ -596,6 +596,7 @@ pub(crate) fn event_stream<E: Clone + Send + 'static>(
     })
 }
 
+pub(crate) mod names;
 mod tree;
 
 pub(crate) use tree::read_tree;
