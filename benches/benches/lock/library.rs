@@ -54,7 +54,7 @@ impl Library {
         match self {
             Library::Zkr => ("zkr InterProcessMutex", "zkr", "zkr"),
             Library::ZkrDrop => ("zkr InterProcessMutex, released by drop", "zkr-drop", "zkr-drop"),
-            Library::Curator => ("Curator 5.4 InterProcessMutex", "curator", "curator"),
+            Library::Curator => ("Curator InterProcessMutex", "curator", "curator"),
             Library::ZookeeperClient => {
                 ("zookeeper-client 0.11.2 Client::lock", "zkclient", "zookeeper-client")
             }

@@ -1,4 +1,4 @@
-//! The lock benchmark: zkr's `InterProcessMutex` against Apache Curator 5.4's `InterProcessMutex`
+//! The lock benchmark: zkr's `InterProcessMutex` against Apache Curator's `InterProcessMutex`
 //! (a peer JVM run by `zkr_testing::peers::CuratorTool`) and against `zookeeper-client`'s own
 //! `Client::lock`, all on the servers started for the run: one standalone
 //! `zkr_testing::TestingServer` (its defaults: `forceSync=yes`), or a 3-server ensemble behind

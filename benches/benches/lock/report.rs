@@ -58,12 +58,16 @@ pub async fn print_setup(options: &BenchOptions, server: &Deployment, curator: &
         server.describe()
     );
     match curator {
-        Ok(_) => {
+        Ok(curator) => {
             let java = zkr_testing::Installation::detect()
                 .ok()
                 .and_then(|i| java_version(i.java()))
                 .unwrap_or_else(|| "unknown".to_string());
-            println!("- Curator: 5.4 (system jars), java: {java}");
+            let release = match curator.release() {
+                "debian" => "5.4 (Debian's jars)",
+                release => release,
+            };
+            println!("- Curator: {release} (`ZKR_CURATOR_VERSION`), java: {java}");
         }
         Err(e) => println!("- Curator: UNAVAILABLE ({e}); its rows are skipped"),
     }

@@ -63,8 +63,10 @@ struct State {
     children: HashSet<String>,
     /// Acquires in a row that saw a short queue and few other users while the view was off.
     quiet: u32,
-    /// The sequence of the last contender whose acquire found the view off.
+    /// The sequence of our last contender.
     last_sequence: Option<i64>,
+    /// Whether the sequence moved by more than [`QUIET_ADVANCE`] before it: others are busy.
+    busy: bool,
     /// Child creates since our last acquire through the view.
     creates: u32,
     /// The server refused the watch for good (a server before 3.6, no permission): never again.
@@ -131,6 +133,7 @@ impl ChildrenView {
             children: HashSet::new(),
             quiet: 0,
             last_sequence: None,
+            busy: false,
             creates: 0,
             refused: false,
         };
@@ -225,17 +228,31 @@ impl ChildrenView {
         }
     }
 
-    /// An acquire found a short queue (by its listing) with our contender at `sequence`: after
-    /// a few in a row with few other users (by how far the sequence moved since the last one),
-    /// set the view up on `session`.
-    pub(crate) fn short_queue(&self, zk: &ZkClient, session: &Session, sequence: Option<i64>) {
+    /// Our contender got `sequence`: others are busy with the lock when it moved by more than
+    /// our own node and [`FOREIGN_CREATES`] others' since our last one.
+    pub(crate) fn record(&self, sequence: Option<i64>) {
+        let mut state = self.inner.state();
+        let last = std::mem::replace(&mut state.last_sequence, sequence);
+        state.busy = last.is_some() && sequence.is_some() && !is_quiet(last, sequence);
+    }
+
+    /// Did the last acquire find others busy with the lock? Then a listing sent with the
+    /// create is seldom proved complete (their creates and deletes land in between), and costs
+    /// two requests more than a listing after it.
+    pub(crate) fn others_busy(&self) -> bool {
+        self.inner.state().busy
+    }
+
+    /// An acquire found a short queue (by its listing): after a few in a row with few other
+    /// users (by how far the sequence moved, see [`record`](Self::record)), set the view up on
+    /// `session`.
+    pub(crate) fn short_queue(&self, zk: &ZkClient, session: &Session) {
         let epoch = {
             let mut state = self.inner.state();
-            let last = std::mem::replace(&mut state.last_sequence, sequence);
             if state.phase != Phase::Off || state.refused || session.generation() != zk.generation() {
                 return;
             }
-            if !is_quiet(last, sequence) {
+            if state.busy || state.last_sequence.is_none() {
                 state.quiet = 0;
                 return;
             }
@@ -412,6 +429,7 @@ mod tests {
             children: children.iter().map(|c| c.to_string()).collect(),
             quiet: 0,
             last_sequence: None,
+            busy: false,
             creates: 0,
             refused: false,
         };

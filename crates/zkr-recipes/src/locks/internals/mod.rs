@@ -221,7 +221,8 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             // with our create: N waiters arriving at once must not each download the queue.
             let alone = attempts.alone();
             let by_view = alone && self.view.is_live(&self.zk);
-            let Some(mut node) = self.create_contender(wait, alone && !by_view).await? else {
+            let list = alone && !by_view && !self.view.others_busy();
+            let Some(mut node) = self.create_contender(wait, list).await? else {
                 return Ok(None);
             };
             let mut cleanup = NodeCleanup::new(&self.zk, &node.path, node.session.generation());
@@ -311,9 +312,10 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             siblings = zkr_connection::within(wait.deadline(), from_view).await.flatten();
         }
         let listing = siblings.map(|children| Arc::new(self.sorter()(children)));
+        self.view.record(node.sequence);
         match listing.as_deref().map(Vec::len) {
             Some(n) if n > MAX_QUEUE => self.view.long_queue(),
-            Some(_) if !by_view => self.view.short_queue(&self.zk, &node.session, node.sequence),
+            Some(_) if !by_view => self.view.short_queue(&self.zk, &node.session),
             _ => {}
         }
         // Without a listing, the first one is sent from the wait: a disruption before it does
