@@ -54,7 +54,7 @@ impl ChildNames {
     /// its retry policy allows); then follows the manager's sessions until dropped.
     ///
     /// # Cancel safety
-    /// Cancel safe: a dropped start leaves no watch behind once its session's request ends.
+    /// Cancel safe: nothing is written to ZooKeeper, and the watch goes with the dropped future.
     pub(crate) async fn start(zk: &ZkClient, dir: &str) -> Result<Self, zkr_connection::Error> {
         let (snapshot, snapshots) = watch::channel(Arc::new(Names { stale: true, ..Names::default() }));
         let copy = Copy { dir: dir.to_owned(), names: Names::default(), snapshot };
