@@ -752,3 +752,26 @@ async fn a_consumer_starts_with_one_listing_however_many_items_wait() {
     assert!(requests <= 8, "{requests} requests to start and take one item of 1000");
     assert_eq!(children(&observer, &path).await.len(), 999);
 }
+
+#[tokio::test]
+async fn an_item_the_consumer_cannot_read_stays_in_the_queue() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let observer = raw(&cs).await;
+    let root = unique_root("queue-unreadable");
+    let path = format!("{root}/q");
+    // An open queue node; alice's items are hers alone to read (a creator-only ACL).
+    for node in [&root, &path] {
+        let options = CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+        observer.create(node, b"", &options).await.unwrap();
+    }
+    let alice = builder(&cs).digest_auth("alice", "s3cret").creator_only_acl().connect().await.unwrap();
+    SimpleDistributedQueue::new(&alice, &path).unwrap().offer(b"alice's").await.unwrap();
+    let zk = connect_with_session(&cs, 30).await;
+    let queue = SimpleDistributedQueue::new(&zk, &path).unwrap();
+    // The read is refused; the item must not be deleted unread (the parent lets anyone delete).
+    assert!(queue.poll().await.is_err(), "an unreadable item is an error, not a take");
+    assert_eq!(children(&observer, &path).await.len(), 1, "the unreadable item is still there");
+    let alices = SimpleDistributedQueue::new(&alice, &path).unwrap();
+    assert_eq!(alices.poll().await.unwrap().as_deref(), Some(&b"alice's"[..]));
+}

@@ -295,22 +295,26 @@ impl Core {
                 .map(|data| Taken { node, data, lock: Some(lock) })
                 .ok_or(None));
         }
+        // Read, then delete the version read: an item this consumer cannot read (no READ
+        // permission, more than the client accepts) stays in the queue for one that can.
+        let read = self.zk.retry_with(any_session(), |s| {
+            let node = &node;
+            async move { s.client().get_data(node).await }
+        });
+        let (data, version) = match read.await {
+            Ok((data, stat)) => (data, stat.version),
+            Err(e) if e.is_no_node() => return Ok(Err(None)),
+            Err(e) => return Err(e.into()),
+        };
         let mut attempts = 0u32;
-        // The read and the delete go out together, in that order (one round trip): the delete
-        // succeeds only for the consumer that takes the item, and the read before it on the same
-        // session saw the item as it was then (items are never rewritten).
-        let taken = self.zk.retry_with(any_session(), |s| {
+        let deleted = self.zk.retry_with(any_session(), |s| {
             attempts += 1;
             let node = &node;
-            async move {
-                let (read, deleted) =
-                    futures::join!(s.client().get_data(node), s.client().delete(node, None));
-                deleted.and(read).map(|(data, _)| data)
-            }
+            async move { s.client().delete(node, Some(version)).await }
         });
-        match taken.await {
-            Ok(data) => Ok(Ok(Taken { node, data, lock: None })),
-            Err(e) if e.is_no_node() => {
+        match deleted.await {
+            Ok(()) => Ok(Ok(Taken { node, data, lock: None })),
+            Err(e) if e.is_no_node() || e.is_bad_version() => {
                 if attempts > 1 {
                     tracing::warn!(node = %node, "a queue item's delete lost its reply: the item may be lost (use lock safety)");
                 }

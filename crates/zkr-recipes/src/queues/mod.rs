@@ -11,7 +11,7 @@
 //!
 //! Consumers wait on the names of the queue's items, listed once and then kept by a watch (the
 //! shared watch engine), so they ride out disconnects and session expiries; an item is read
-//! only when a consumer takes it, its read and its delete sent together.
+//! only when a consumer takes it (then deleted at the version read).
 //!
 //! Where zkr differs from Curator (each has a test):
 //! - in lock-safe mode the item's delete and its lock's release are one transaction, sent on
