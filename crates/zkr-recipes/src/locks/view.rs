@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use std::future::Future;
 
-use futures::FutureExt;
 use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::watch;
 use zkr_connection::{is_retryable, is_session_error, Session, ZkClient};
@@ -315,10 +314,7 @@ impl Consumer for Copy {
     type Read = Vec<String>;
 
     fn read<'a>(&'a self, session: &'a Session) -> impl Future<Output = ZkResult<Vec<String>>> + Send + 'a {
-        session.client().list_children(&self.inner.base).map(|listed| match listed {
-            Err(zookeeper_client::Error::NoNode) => Ok(Vec::new()),
-            listed => listed,
-        })
+        crate::watch::names::list(session.client(), &self.inner.base)
     }
 
     fn reset(&mut self, children: Vec<String>) {
@@ -385,12 +381,8 @@ fn apply(inner: &Inner, epoch: u64, batch: Vec<WatchedEvent>) -> bool {
                 }
                 continue;
             }
-            let Some(name) = event.path.strip_prefix(base).and_then(|rest| rest.strip_prefix('/')) else {
-                continue;
-            };
-            if name.contains('/') {
-                continue; // a grandchild: not a contender
-            }
+            // A grandchild is not a contender.
+            let Some(name) = crate::watch::names::child_name(base, &event.path) else { continue };
             match event.event_type {
                 EventType::NodeCreated => {
                     state.children.insert(name.to_string());

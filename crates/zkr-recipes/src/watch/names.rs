@@ -83,11 +83,8 @@ impl Copy {
         self.snapshot.send_replace(Arc::new(self.names.clone()));
     }
 
-    /// The child `path` names, if it is a direct child of the directory.
     fn child<'p>(&self, path: &'p str) -> Option<&'p str> {
-        let name = path.strip_prefix(self.dir.as_str())?;
-        let name = if self.dir == "/" { name } else { name.strip_prefix('/')? };
-        (!name.is_empty() && !name.contains('/')).then_some(name)
+        child_name(&self.dir, path)
     }
 
     fn on_event(&mut self, event: WatchedEvent) {
@@ -108,8 +105,16 @@ impl Copy {
     }
 }
 
+/// The name of the child `path` stands for, if it is a direct child of `dir` (not `dir`
+/// itself, not a grandchild).
+pub(crate) fn child_name<'p>(dir: &str, path: &'p str) -> Option<&'p str> {
+    let name = path.strip_prefix(dir)?;
+    let name = if dir == "/" { name } else { name.strip_prefix('/')? };
+    (!name.is_empty() && !name.contains('/')).then_some(name)
+}
+
 /// The directory's children; none while it does not exist.
-async fn list(client: &SessionClient, dir: &str) -> ZkResult<Vec<String>> {
+pub(crate) async fn list(client: &SessionClient, dir: &str) -> ZkResult<Vec<String>> {
     match client.list_children(dir).await {
         Err(zookeeper_client::Error::NoNode) => Ok(Vec::new()),
         listed => listed,
