@@ -1,6 +1,6 @@
 //! Discovery at size (issue 32, item 3): one service with 10,000 instances (and one with 100, to
-//! show what grows with the count), zkr's `ServiceCache` and `ServiceProvider` against Curator
-//! 5.4's on the same server in one run.
+//! show what grows with the count), zkr's `ServiceCache` and `ServiceProvider` against Curator's
+//! (`ZKR_CURATOR_VERSION`, else Debian's 5.4) on the same server in one run.
 //!
 //! `cargo bench -p zkr-benches --bench discovery [-- --counts 100,10000 --picks N]`
 //!
@@ -11,7 +11,10 @@
 //!   `start()`, until `getInstances()` has them all);
 //! - **memory**: zkr, the bytes allocated and not freed from before the cache was built to after
 //!   the load (a counting allocator), the registrar's excluded; Curator, the heap in use after
-//!   `System.gc()` before and after;
+//!   `System.gc()` before and after. zkr is measured twice on one connection: the first load
+//!   also grows the connection's receive buffer to the service's listing (`zookeeper-client`
+//!   keeps it; Java's client allocates a buffer per reply, which the collector frees), the
+//!   second does not;
 //! - **pick**: the mean time of a round-robin provider's `get_instance()` (`getInstance()`) over
 //!   `--picks` calls (default 200,000) after as many untimed (Curator: at most 10 s of them,
 //!   after at most 5 s untimed).
@@ -54,6 +57,17 @@ fn options() -> anyhow::Result<Options> {
     Ok(options)
 }
 
+/// Waits until the caches dropped have let their instances go (their watch tasks end after the
+/// last handle): live bytes at most `bound`.
+async fn released(bound: i64) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while live_bytes() > bound {
+        ensure!(Instant::now() < deadline, "the dropped cache still holds {} bytes", live_bytes());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(())
+}
+
 fn live_bytes() -> i64 {
     let s = GLOBAL.stats();
     s.bytes_allocated as i64 - s.bytes_deallocated as i64
@@ -93,9 +107,9 @@ async fn zkr(zk: &ZkClient, name: &str, count: usize, picks: usize) -> anyhow::R
     let before = live_bytes();
     let start = Instant::now();
     let cache = discovery.service_cache(name).await?;
-    let mut snapshots = cache.cache().snapshots();
-    while cache.instances().len() < count {
-        snapshots.changed().await?;
+    let mut changes = cache.changes();
+    while cache.len() < count {
+        changes.next().await.context("the cache stopped")?;
     }
     let load = start.elapsed();
     let bytes = live_bytes() - before;
@@ -155,14 +169,22 @@ async fn main() -> anyhow::Result<()> {
         register(&discovery, &name, count).await?;
         eprintln!("[discovery]   in {:.1} s", start.elapsed().as_secs_f64());
         eprintln!("[discovery] zkr, {count} instances");
+        let baseline = live_bytes();
         let ours = zkr(&reader, &name, count, options.picks).await?;
+        released(baseline + ours.bytes / 2).await?;
+        // The same again, on a connection that has received the service's listing before: its
+        // receive buffer (zookeeper-client keeps the largest frame's room, per connection, not
+        // per cache) is no longer grown by the load.
+        eprintln!("[discovery] zkr again, {count} instances");
+        let again = zkr(&reader, &name, count, options.picks).await?;
         eprintln!("[discovery] Curator, {count} instances");
         let theirs = curator(&tool, &cs, &name, count, options.picks).await?;
         let curator = match tool.release() {
             "debian" => "Curator 5.4 (Debian)".to_string(),
             release => format!("Curator {release}"),
         };
-        for (label, f) in [("zkr", &ours), (curator.as_str(), &theirs)] {
+        let rows = [("zkr", &ours), ("zkr, a used connection", &again), (curator.as_str(), &theirs)];
+        for (label, f) in rows {
             table.row(vec![
                 count.to_string(),
                 label.to_string(),

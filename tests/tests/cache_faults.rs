@@ -48,6 +48,7 @@ fn persistent() -> zookeeper_client::CreateOptions<'static> {
 }
 
 fn seed() -> u64 {
+    zkr_integration_tests::trace_from_env();
     let seed = std::env::var("ZKR_CACHE_SEED").ok().and_then(|s| s.parse().ok());
     let seed = seed.unwrap_or_else(|| rand::rng().random());
     println!("writer seed {seed} (ZKR_CACHE_SEED={seed} replays it)");
@@ -223,7 +224,9 @@ impl Fixture {
         let mut sessions = self.zk.session_watch();
         let renewed =
             sessions.wait_for(|s| s.as_ref().is_some_and(|s| s.generation() > session.generation()));
+        let waited = Instant::now();
         assert!(tokio::time::timeout(timing().wait(), renewed).await.is_ok(), "no new session in time");
+        println!("a new session after {:?}", waited.elapsed());
     }
 
     fn writer(&self, seed: u64) -> Writer {

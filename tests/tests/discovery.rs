@@ -59,14 +59,9 @@ async fn an_instance_curator_registers_is_found_with_every_field() {
     java.close_stdin();
     java.expect_line("DONE").await.unwrap();
     finish(java).await;
-    let mut snapshots = cache.cache().snapshots();
-    tokio::time::timeout(
-        timing().wait(),
-        snapshots.wait_for(|s| s.children(&format!("{base}/api")).count() == 0),
-    )
-    .await
-    .expect("the cache sees Curator unregister")
-    .unwrap();
+    let mut changes = cache.changes();
+    while !next_instances(&mut changes).await.is_empty() {}
+    assert!(cache.is_empty(), "the cache sees Curator unregister");
 }
 
 #[tokio::test]
@@ -315,4 +310,57 @@ async fn every_concurrent_unregister_returns_once_the_node_is_gone() {
         other.await.unwrap();
     }
     zk.close().await;
+}
+
+/// Issue 47 item 2: the cache keeps instances decoded, and follows them by node name: an
+/// update, a `DynamicSequential` instance (its node named `<id><sequence>`) registered and
+/// unregistered, and nodes that are no instance of theirs (not JSON, another id) skipped. Two
+/// caches and the discovery share one client.
+#[tokio::test]
+async fn the_cache_follows_updates_and_sequential_instances_and_skips_foreign_nodes() {
+    use zkr_recipes::discovery::ServiceType;
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let base = unique_root("disc-decoded");
+    let zk = connect(&cs).await;
+    let discovery = Discovery::new(&zk, &base).unwrap();
+    let plain = ServiceInstance::builder("api", json!({ "n": 1 })).id("a").address("10.0.0.1").build();
+    discovery.register(&plain).await.unwrap();
+    let first = discovery.service_cache("api").await.unwrap();
+    let second = discovery.service_cache("api").await.unwrap();
+    let raw = zkr_integration_tests::raw(&cs).await;
+    let persistent = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    let other = ServiceInstance::builder("api", json!({})).id("y").build().to_json().unwrap();
+    raw.create(&format!("{base}/api/x"), &other, &persistent).await.unwrap();
+    raw.create(&format!("{base}/api/junk"), b"not json", &persistent).await.unwrap();
+    let sequential = ServiceInstance::builder("api", json!({}))
+        .id("s")
+        .service_type(ServiceType::DynamicSequential)
+        .build();
+    discovery.register(&sequential).await.unwrap();
+    let ids = |cache: &zkr_recipes::discovery::ServiceCache<Value>| {
+        cache.instances().into_iter().map(|i| i.id).collect::<Vec<_>>()
+    };
+    eventually("a and s in both caches", || async {
+        ids(&first) == ["a", "s"] && ids(&second) == ["a", "s"]
+    })
+    .await;
+    let nodes = zkr_integration_tests::children(&raw, &format!("{base}/api")).await;
+    let sequential_node = |n: &String| n.starts_with("_c_") && n.ends_with("s0000000003");
+    assert!(nodes.iter().any(sequential_node), "a protected sequential node: {nodes:?}");
+
+    let mut moved = plain.clone();
+    moved.address = "10.0.0.2".into();
+    discovery.update(&moved).await.unwrap();
+    eventually("the update in the cache", || async {
+        first.instances().iter().any(|i| i.id == "a" && i.address == "10.0.0.2")
+    })
+    .await;
+    discovery.unregister(&sequential).await.unwrap();
+    eventually("s gone from both caches", || async { ids(&first) == ["a"] && ids(&second) == ["a"] }).await;
+    raw.delete(&format!("{base}/api/x"), None).await.unwrap();
+    raw.delete(&format!("{base}/api/junk"), None).await.unwrap();
+    discovery.close().await;
+    eventually("nothing left", || async { first.is_empty() && second.is_empty() }).await;
+    assert!(!first.is_stale());
 }

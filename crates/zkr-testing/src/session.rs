@@ -112,6 +112,7 @@ async fn close_session_on_server(
     match read_frame(&mut stream).await {
         Ok(header) if header.len() >= 16 && header[0..4] == 1i32.to_be_bytes() => {
             let err = i32::from_be_bytes(header[12..16].try_into().expect("4 bytes"));
+            tracing::debug!(err, "the intruder's CloseSession answered");
             Ok(if err == 0 { Attempt::Closed } else { Attempt::AlreadyGone })
         }
         _ => Ok(Attempt::Raced),
@@ -201,6 +202,7 @@ async fn close_session(
             .unwrap_or_else(|_| {
                 Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer within 5 s"))
             });
+            tracing::debug!(session = format!("{session_id:#x}"), host, ?attempt, "intruder attempt");
             match attempt {
                 Ok(Attempt::Closed | Attempt::AlreadyGone) => break 'attempts,
                 Ok(Attempt::Raced) => {

@@ -10,7 +10,7 @@ use zkr_connection::SessionClient;
 use zookeeper_client::{EventType, MultiReadResult, Stat, WatchedEvent};
 
 use super::{CacheEvent, CacheSnapshot, CachedNode};
-use crate::watch::{read_tree, Consumer, Flow, ZkResult};
+use crate::watch::{multi_read, read_tree, Consumer, Flow, ZkResult};
 
 /// The cache's copy: the consumer the watch engine feeds.
 pub(super) struct Tracker {
@@ -257,37 +257,6 @@ impl Tracker {
         }
         Ok(all)
     }
-}
-
-/// Reads `nodes` (their data, or with `children` their children) in multi-reads (ZooKeeper
-/// 3.6+, as the cache's persistent watch) of up to `MULTI_READ` operations, all sent before the
-/// first reply is awaited. One multi-read costs the server and `zookeeper-client` far less than
-/// as many requests: the first read of 10,101 nodes went from ~520 ms to ~44 ms
-/// (docs/benchmarks.md). A reply holds up to `MULTI_READ` nodes' data: 64 MB at worst with
-/// ZooKeeper's 1 MB node limit, a few KB for typical nodes.
-async fn multi_read(
-    client: &SessionClient,
-    nodes: &[String],
-    children: bool,
-) -> ZkResult<Vec<MultiReadResult>> {
-    const MULTI_READ: usize = 64;
-    let mut batches = Vec::new();
-    for chunk in nodes.chunks(MULTI_READ) {
-        let mut reader = client.new_multi_reader();
-        for node in chunk {
-            if children {
-                reader.add_get_children(node)?;
-            } else {
-                reader.add_get_data(node)?;
-            }
-        }
-        batches.push(reader.commit());
-    }
-    let mut results = Vec::with_capacity(nodes.len());
-    for batch in batches {
-        results.extend(batch.await?);
-    }
-    Ok(results)
 }
 
 /// Is `new` a later state of the node than `old`: a later change, or a node created again?

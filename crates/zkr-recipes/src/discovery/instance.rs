@@ -1,5 +1,7 @@
 //! [`ServiceInstance`] in Curator's JSON layout.
 
+use std::borrow::Cow;
+
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -149,8 +151,9 @@ pub struct ServiceInstance<P> {
     pub ssl_port: Option<u16>,
     /// Application data.
     pub payload: Option<P>,
-    /// The Java class Curator's readers deserialize the payload as.
-    pub payload_class: String,
+    /// The Java class Curator's readers deserialize the payload as (borrowed when it is
+    /// [`DEFAULT_PAYLOAD_CLASS`]: an instance read does not carry its own copy).
+    pub payload_class: Cow<'static, str>,
     /// When it was registered, in milliseconds since the Unix epoch.
     pub registration_time_utc: i64,
     /// What node it gets.
@@ -205,7 +208,7 @@ impl<P> ServiceInstance<P> {
                 port: None,
                 ssl_port: None,
                 payload: Some(payload),
-                payload_class: DEFAULT_PAYLOAD_CLASS.to_owned(),
+                payload_class: Cow::Borrowed(DEFAULT_PAYLOAD_CLASS),
                 registration_time_utc: i64::try_from(now.as_millis()).unwrap_or(i64::MAX),
                 service_type: ServiceType::Dynamic,
                 uri_spec: None,
@@ -254,7 +257,7 @@ impl<P: DeserializeOwned> ServiceInstance<P> {
     pub fn from_json(json: &[u8]) -> Result<Self, DiscoveryError> {
         let wire: Wire = serde_json::from_slice(json)?;
         let (payload, payload_class) = match wire.payload {
-            None | Some(Value::Null) => (None, DEFAULT_PAYLOAD_CLASS.to_owned()),
+            None | Some(Value::Null) => (None, Cow::Borrowed(DEFAULT_PAYLOAD_CLASS)),
             Some(value) => {
                 let (value, class) = from_java(value);
                 (Some(serde_json::from_value(value)?), class)
@@ -293,21 +296,25 @@ fn to_java(value: Value, class: &str) -> Value {
 }
 
 /// The payload and its Java class from Jackson's form.
-fn from_java(value: Value) -> (Value, String) {
+fn from_java(value: Value) -> (Value, Cow<'static, str>) {
+    let class = |class: String| match class.as_str() {
+        DEFAULT_PAYLOAD_CLASS => Cow::Borrowed(DEFAULT_PAYLOAD_CLASS),
+        _ => Cow::Owned(class),
+    };
     match value {
         Value::Object(mut map) => {
             let class = match map.remove("@class") {
-                Some(Value::String(class)) => class,
-                _ => DEFAULT_PAYLOAD_CLASS.to_owned(),
+                Some(Value::String(name)) => class(name),
+                _ => Cow::Borrowed(DEFAULT_PAYLOAD_CLASS),
             };
             (Value::Object(map), class)
         }
         Value::Array(mut pair) if pair.len() == 2 && pair[0].is_string() => {
             let value = pair.pop().unwrap_or(Value::Null);
-            let class = pair.pop().and_then(|c| c.as_str().map(str::to_owned)).unwrap_or_default();
-            (value, class)
+            let name = pair.pop().and_then(|c| c.as_str().map(str::to_owned)).unwrap_or_default();
+            (value, class(name))
         }
-        other => (other, DEFAULT_PAYLOAD_CLASS.to_owned()),
+        other => (other, Cow::Borrowed(DEFAULT_PAYLOAD_CLASS)),
     }
 }
 
@@ -345,7 +352,7 @@ impl<P> ServiceInstanceBuilder<P> {
 
     /// The Java class of the payload for Curator readers (default `java.util.LinkedHashMap`;
     /// Spring Cloud Zookeeper's is `org.springframework.cloud.zookeeper.discovery.ZookeeperInstance`).
-    pub fn payload_class(mut self, class: impl Into<String>) -> Self {
+    pub fn payload_class(mut self, class: impl Into<Cow<'static, str>>) -> Self {
         self.instance.payload_class = class.into();
         self
     }

@@ -4,7 +4,7 @@
 //! - [`ServiceDiscovery`] registers this process's [`ServiceInstance`]s as nodes at
 //!   `<base path>/<name>/<id>`, each a [`PersistentNode`](crate::nodes::PersistentNode): back
 //!   after a session expiry without anyone acting;
-//! - [`ServiceCache`] keeps a service's instances up to date (a [`CuratorCache`](crate::cache::CuratorCache));
+//! - [`ServiceCache`] keeps a service's instances up to date, decoded (on the watch engine);
 //! - [`ServiceProvider`] picks one, round robin, at random or sticky, skipping instances
 //!   reported down.
 //!
@@ -21,16 +21,16 @@
 //! # Ok(()) }
 //! ```
 
+mod cache;
 mod instance;
 mod provider;
 mod service;
 
+pub use cache::ServiceCache;
 pub use instance::{
     ServiceInstance, ServiceInstanceBuilder, ServiceType, UriPart, UriSpec, DEFAULT_PAYLOAD_CLASS,
 };
-pub use provider::{
-    DownInstancePolicy, ProviderStrategy, ServiceCache, ServiceProvider, ServiceProviderBuilder,
-};
+pub use provider::{DownInstancePolicy, ProviderStrategy, ServiceProvider, ServiceProviderBuilder};
 pub use service::{ServiceDiscovery, DEFAULT_BASE_PATH};
 
 use crate::nodes::NodeError;

@@ -5,121 +5,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::{Stream, StreamExt as _};
 use parking_lot::Mutex;
 use rand::RngExt as _;
 use serde::de::DeserializeOwned;
-use zkr_connection::ZkClient;
 
-use super::service::parse;
-use super::{DiscoveryError, ServiceInstance};
-use crate::cache::{CacheMode, CacheSnapshot, CuratorCache};
-
-/// A service's instances as a [`CuratorCache`] of `<base path>/<name>` holds them (Curator's
-/// `ServiceCache`). Cheap to clone.
-///
-/// # Examples
-///
-/// ```no_run
-/// # async fn f(discovery: zkr_recipes::discovery::ServiceDiscovery<serde_json::Value>) -> Result<(), zkr_recipes::discovery::DiscoveryError> {
-/// let cache = discovery.service_cache("orders").await?;
-/// let mut changes = cache.cache().snapshots();
-/// while changes.changed().await.is_ok() {
-///     println!("{} instances", cache.instances().len());
-/// }
-/// # Ok(()) }
-/// ```
-pub struct ServiceCache<P> {
-    path: String,
-    cache: CuratorCache,
-    /// The instances parsed from the snapshot they came from, shared by the clones: each
-    /// snapshot's JSON is parsed once, not on every `instances()` (a provider's every pick).
-    parsed: Arc<Mutex<Option<Parsed<P>>>>,
-}
-
-/// A snapshot and its instances.
-type Parsed<P> = (Arc<CacheSnapshot>, Arc<Instances<P>>);
-
-/// A snapshot's instances, sorted by id, and where the enabled ones are: what a provider picks
-/// from without a copy of the list per pick.
-struct Instances<P> {
-    all: Vec<ServiceInstance<P>>,
-    enabled: Vec<usize>,
-}
-
-impl<P> std::fmt::Debug for ServiceCache<P> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServiceCache").field("path", &self.path).finish()
-    }
-}
-
-impl<P> Clone for ServiceCache<P> {
-    fn clone(&self) -> Self {
-        ServiceCache { path: self.path.clone(), cache: self.cache.clone(), parsed: self.parsed.clone() }
-    }
-}
-
-impl<P: DeserializeOwned> ServiceCache<P> {
-    pub(crate) async fn start(zk: &ZkClient, path: &str) -> Result<Self, DiscoveryError> {
-        let cache = CuratorCache::builder(zk, path).mode(CacheMode::Children).start().await?;
-        Ok(ServiceCache { path: path.to_owned(), cache, parsed: Arc::new(Mutex::new(None)) })
-    }
-
-    /// The instances in the latest snapshot, sorted by id; nodes that are not Curator's JSON
-    /// are skipped. Parsed once per snapshot.
-    fn parsed(&self) -> Arc<Instances<P>> {
-        let snapshot = self.cache.snapshot();
-        let mut parsed = self.parsed.lock();
-        if let Some((seen, instances)) = parsed.as_ref() {
-            if Arc::ptr_eq(seen, &snapshot) {
-                return instances.clone();
-            }
-        }
-        let children = snapshot.children(&self.path).map(|(name, node)| (name.to_owned(), node.data.clone()));
-        let mut all: Vec<ServiceInstance<P>> = children.filter_map(parse).collect();
-        all.sort_by(|a, b| a.id.cmp(&b.id));
-        let enabled = all.iter().enumerate().filter(|(_, i)| i.enabled).map(|(k, _)| k).collect();
-        let instances = Arc::new(Instances { all, enabled });
-        *parsed = Some((snapshot, instances.clone()));
-        instances
-    }
-
-    /// The cache underneath: its snapshots and events (a registration is a `Created`).
-    pub fn cache(&self) -> &CuratorCache {
-        &self.cache
-    }
-}
-
-impl<P: DeserializeOwned + Clone> ServiceCache<P> {
-    /// The instances in the latest snapshot, sorted by id (Curator's `getInstances`); nodes
-    /// that are not Curator's JSON are skipped.
-    pub fn instances(&self) -> Vec<ServiceInstance<P>> {
-        self.parsed().all.clone()
-    }
-}
-
-impl<P: DeserializeOwned + Clone + Send + Sync + 'static> ServiceCache<P> {
-    /// The instances now, then again after every change of the service's nodes (Curator's
-    /// `ServiceCacheListener.cacheChanged`, with the instances it would read). A subscriber
-    /// that falls behind skips to the latest instances; nothing is queued for it.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn f(cache: zkr_recipes::discovery::ServiceCache<serde_json::Value>) {
-    /// use futures::StreamExt;
-    ///
-    /// let mut changes = cache.changes();
-    /// while let Some(instances) = changes.next().await {
-    ///     println!("{} instances", instances.len());
-    /// }
-    /// # }
-    /// ```
-    pub fn changes(&self) -> impl Stream<Item = Vec<ServiceInstance<P>>> + Send + Unpin + 'static {
-        let cache = self.clone();
-        tokio_stream::wrappers::WatchStream::new(self.cache.snapshots()).map(move |_| cache.instances())
-    }
-}
+use super::cache::{Instances, ServiceCache};
+use super::ServiceInstance;
 
 /// How a [`ServiceProvider`] picks among the instances (Curator's `ProviderStrategy`s).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -301,9 +192,9 @@ impl<P: DeserializeOwned + Clone> ServiceProvider<P> {
     /// The instances it picks from: enabled, not down, through the filters (Curator's
     /// `getAllInstances` with its filters).
     pub fn get_all_instances(&self) -> Vec<ServiceInstance<P>> {
-        let instances = self.cache.parsed();
+        let instances = self.cache.current();
         let (offered, _) = self.offered();
-        instances.all.iter().filter(|i| offered(i)).cloned().collect()
+        instances.iter().filter(|i| offered(i)).cloned().collect()
     }
 
     /// One instance, or `None` when there is none to give (Curator's `getInstance`). Without
@@ -315,14 +206,11 @@ impl<P: DeserializeOwned + Clone> ServiceProvider<P> {
             let instances = self.get_all_instances();
             return pick(&instances).and_then(|i| instances.get(i).cloned());
         }
-        let instances = self.cache.parsed();
+        let instances = self.cache.current();
         let offered = self.offered();
         if self.strategy == ProviderStrategy::Sticky {
             let mut sticky = self.sticky.lock();
-            let same = sticky.as_deref().and_then(|id| {
-                let k = instances.all.binary_search_by(|i| i.id.as_str().cmp(id)).ok()?;
-                Some(&instances.all[k]).filter(|i| offered.0(i))
-            });
+            let same = sticky.as_deref().and_then(|id| instances.find_id(id).filter(|i| offered.0(i)));
             if let Some(same) = same {
                 return Some(same.clone());
             }
@@ -363,16 +251,15 @@ impl<P: DeserializeOwned + Clone> ServiceProvider<P> {
             Pick::Next => self.next.fetch_add(1, Ordering::Relaxed) % count,
             Pick::Random => rand::rng().random_range(0..count),
         };
-        let enabled = instances.enabled.iter().map(|&k| &instances.all[k]);
         if *all_enabled {
-            let count = instances.enabled.len();
-            return (count > 0).then(|| &instances.all[instances.enabled[choose(count)]]);
+            let count = instances.enabled_count();
+            return (count > 0).then(|| instances.nth_enabled(choose(count)));
         }
-        let count = enabled.clone().filter(|i| offered(i)).count();
+        let count = instances.iter().filter(|i| offered(i)).count();
         if count == 0 {
             return None;
         }
-        enabled.filter(|i| offered(i)).nth(choose(count))
+        instances.iter().filter(|i| offered(i)).nth(choose(count))
     }
 
     /// Reports that calling `instance` failed (Curator's `noteError`): after the policy's

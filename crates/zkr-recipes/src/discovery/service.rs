@@ -257,7 +257,8 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
             }
             Ok(found)
         });
-        let mut instances: Vec<ServiceInstance<P>> = read.await?.into_iter().filter_map(parse).collect();
+        let mut instances: Vec<ServiceInstance<P>> =
+            read.await?.iter().filter_map(|(path, data)| parse(path, data)).collect();
         instances.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(instances)
     }
@@ -316,8 +317,8 @@ impl<P: Serialize + DeserializeOwned + Send + Sync + 'static> ServiceDiscovery<P
 }
 
 /// An instance from a node's data; `None` (and a warning) when it is not Curator's JSON.
-pub(crate) fn parse<P: DeserializeOwned>((path, data): (String, Vec<u8>)) -> Option<ServiceInstance<P>> {
-    match ServiceInstance::from_json(&data) {
+pub(crate) fn parse<P: DeserializeOwned>(path: &str, data: &[u8]) -> Option<ServiceInstance<P>> {
+    match ServiceInstance::from_json(data) {
         Ok(instance) => Some(instance),
         Err(error) => {
             tracing::warn!(path = %path, %error, "not a service instance; skipped");

@@ -599,7 +599,7 @@ pub(crate) fn event_stream<E: Clone + Send + 'static>(
 pub(crate) mod names;
 mod tree;
 
-pub(crate) use tree::read_tree;
+pub(crate) use tree::{multi_read, read_tree};
 
 #[cfg(test)]
 mod tests;

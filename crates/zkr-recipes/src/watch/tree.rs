@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use futures::FutureExt as _;
 use zkr_connection::path;
 use zkr_connection::SessionClient;
-use zookeeper_client::{OneshotWatcher, Stat};
+use zookeeper_client::{MultiReadResult, OneshotWatcher, Stat};
 
 use super::ZkResult;
 
@@ -118,4 +118,35 @@ fn get_children<'a>(
     } else {
         client.list_children(node).map(|r| r.map(|names| (names, None))).boxed()
     }
+}
+
+/// Reads `nodes` (their data, or with `children` their children) in multi-reads (ZooKeeper
+/// 3.6+, as the cache's persistent watch) of up to `MULTI_READ` operations, all sent before the
+/// first reply is awaited. One multi-read costs the server and `zookeeper-client` far less than
+/// as many requests: the first read of 10,101 nodes went from ~520 ms to ~44 ms
+/// (docs/benchmarks.md). A reply holds up to `MULTI_READ` nodes' data: 64 MB at worst with
+/// ZooKeeper's 1 MB node limit, a few KB for typical nodes.
+pub(crate) async fn multi_read(
+    client: &SessionClient,
+    nodes: &[String],
+    children: bool,
+) -> ZkResult<Vec<MultiReadResult>> {
+    const MULTI_READ: usize = 64;
+    let mut batches = Vec::new();
+    for chunk in nodes.chunks(MULTI_READ) {
+        let mut reader = client.new_multi_reader();
+        for node in chunk {
+            if children {
+                reader.add_get_children(node)?;
+            } else {
+                reader.add_get_data(node)?;
+            }
+        }
+        batches.push(reader.commit());
+    }
+    let mut results = Vec::with_capacity(nodes.len());
+    for batch in batches {
+        results.extend(batch.await?);
+    }
+    Ok(results)
 }
