@@ -12,7 +12,11 @@
 //! from `CLOCK_MONOTONIC`, which Java's `System.nanoTime` also reads). zkr and the raw watches
 //! also run subscribed at once to the same updates (N sessions each), so that a slow fsync or a
 //! busy moment lands on both and their ratio is one run's. Reported: p50 and p99
-//! over the updates, and how many subscribers end on a stale value (2 s after the last set).
+//! over the updates, and how many subscribers end on a stale value (2 s after the last set);
+//! and the server's side (issue 47 item 3), for the first run of each library alone: the
+//! watches it held once the subscribers were subscribed (`mntr` `zk_watch_count`) and the
+//! packets it sent and received per update from then until the updates settled (the writer's
+//! set and its reply included).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -59,10 +63,63 @@ struct Outcome {
     latencies: Vec<Duration>,
     stale: usize,
     missing: usize,
+    /// The server's side of the first run measured (issue 47 item 3).
+    load: Option<Load>,
+}
+
+/// What the server did for the subscribers of one run: the watches it held once they were
+/// subscribed (`zk_watch_count`), and the packets it sent and received from then until the
+/// updates settled (`zk_packets_sent`, `zk_packets_received`; the writer's set and its reply,
+/// one packet each way per update, count too), summed over the servers.
+#[derive(Debug, Clone, Copy)]
+struct Load {
+    watches: u64,
+    sent: u64,
+    received: u64,
+    updates: usize,
+}
+
+impl Load {
+    async fn counters(server: &Deployment) -> anyhow::Result<(u64, u64, u64)> {
+        let watches = server.mntr_sum("zk_watch_count").await?;
+        Ok((
+            watches,
+            server.mntr_sum("zk_packets_sent").await?,
+            server.mntr_sum("zk_packets_received").await?,
+        ))
+    }
+
+    /// Waits until the server holds no watch: the sessions of the run before are gone.
+    async fn quiet(server: &Deployment) -> anyhow::Result<()> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while server.mntr_sum("zk_watch_count").await? > 0 {
+            ensure!(std::time::Instant::now() < deadline, "the last run's watches are still set after 30 s");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(())
+    }
+
+    /// Runs `updates` through `write`, counting what the server does meanwhile.
+    async fn around<T>(
+        server: &Deployment,
+        updates: usize,
+        write: impl std::future::Future<Output = anyhow::Result<T>>,
+    ) -> anyhow::Result<(T, Load)> {
+        let (watches, sent, received) = Self::counters(server).await?;
+        let written = write.await?;
+        let (_, sent_after, received_after) = Self::counters(server).await?;
+        let load = Load { watches, sent: sent_after - sent, received: received_after - received, updates };
+        Ok((written, load))
+    }
+
+    fn per_update(count: u64, updates: usize) -> String {
+        format!("{:.1}", count as f64 / updates.max(1) as f64)
+    }
 }
 
 impl Outcome {
     fn merge(&mut self, other: Outcome) {
+        self.load = self.load.or(other.load);
         self.latencies.extend(other.latencies);
         self.stale += other.stale;
         self.missing += other.missing;
@@ -100,7 +157,7 @@ fn outcome(seen: &[Vec<(u64, i64)>], sets: &[i64]) -> Outcome {
         }
     }
     let stale = seen.iter().filter(|l| l.last().is_none_or(|(v, _)| *v != last)).count();
-    Outcome { latencies, stale, missing }
+    Outcome { latencies, stale, missing, load: None }
 }
 
 /// Sets 1..=updates every 20 ms; returns the time just before each set.
@@ -177,6 +234,7 @@ impl Kind {
 /// `Seen`), runs the writer once, stops them, and measures each kind against the same updates:
 /// with two kinds, a slow fsync or a busy moment hits both alike.
 async fn subscribed(
+    server: &Deployment,
     kinds: &[Kind],
     cs: &str,
     n: usize,
@@ -185,40 +243,48 @@ async fn subscribed(
     updates: usize,
 ) -> anyhow::Result<Vec<Outcome>> {
     let seens: Vec<Seen> = kinds.iter().map(|_| Arc::new(Mutex::new(vec![Vec::new(); n]))).collect();
+    Load::quiet(server).await?;
     let mut keep = Vec::new();
     for i in 0..n {
         for (kind, seen) in kinds.iter().zip(&seens) {
             keep.push(kind.start(cs, path, i, seen.clone()).await?);
         }
     }
-    let sets = write(publisher, path, updates).await?;
+    let (sets, load) = Load::around(server, updates, write(publisher, path, updates)).await?;
     for task in &keep {
         task.abort();
     }
-    Ok(seens.iter().map(|seen| outcome(&seen.lock().unwrap(), &sets)).collect())
+    let mut outcomes: Vec<Outcome> = seens.iter().map(|seen| outcome(&seen.lock().unwrap(), &sets)).collect();
+    if let [alone] = outcomes.as_mut_slice() {
+        alone.load = Some(load);
+    }
+    Ok(outcomes)
 }
 
 async fn zkr(
+    server: &Deployment,
     cs: &str,
     path: &str,
     n: usize,
     publisher: &ConfigPublisher<u64>,
     updates: usize,
 ) -> anyhow::Result<Outcome> {
-    Ok(subscribed(&[Kind::Zkr], cs, n, publisher, path, updates).await?.remove(0))
+    Ok(subscribed(server, &[Kind::Zkr], cs, n, publisher, path, updates).await?.remove(0))
 }
 
 async fn raw(
+    server: &Deployment,
     cs: &str,
     path: &str,
     n: usize,
     publisher: &ConfigPublisher<u64>,
     updates: usize,
 ) -> anyhow::Result<Outcome> {
-    Ok(subscribed(&[Kind::Raw], cs, n, publisher, path, updates).await?.remove(0))
+    Ok(subscribed(server, &[Kind::Raw], cs, n, publisher, path, updates).await?.remove(0))
 }
 
 async fn curator(
+    server: &Deployment,
     tool: &CuratorTool,
     cs: &str,
     path: &str,
@@ -226,6 +292,7 @@ async fn curator(
     publisher: &ConfigPublisher<u64>,
     updates: usize,
 ) -> anyhow::Result<Outcome> {
+    Load::quiet(server).await?;
     let mut peer = tool.spawn(&["config-subscribers", cs, path, &n.to_string()])?;
     peer.set_line_timeout(Duration::from_secs(300));
     peer.expect_line("READY").await?;
@@ -254,10 +321,10 @@ async fn curator(
         ensure!(status.success(), "CuratorTool config-subscribers exited with {status}");
         Ok::<_, anyhow::Error>(seen)
     });
-    let sets = write(publisher, path, updates).await?;
+    let (sets, load) = Load::around(server, updates, write(publisher, path, updates)).await?;
     let _ = stop.send(());
     let seen = reader.await??;
-    Ok(outcome(&seen, &sets))
+    Ok(Outcome { load: Some(load), ..outcome(&seen, &sets) })
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -286,14 +353,23 @@ async fn main() -> anyhow::Result<()> {
     let tool = CuratorTool::locate().context("Apache Curator (libcurator-recipes-java)")?;
     let zk = ZkClient::connect(cs.as_str()).await?;
     let publisher = ConfigPublisher::new(&zk, Json);
-    let mut table =
-        Table::new(&["subscribers", "library", "p50", "p99", "stale at end", "updates not reached by all"]);
+    let mut table = Table::new(&[
+        "subscribers",
+        "library",
+        "p50",
+        "p99",
+        "stale at end",
+        "updates not reached by all",
+        "server: watches",
+        "packets sent / update",
+        "packets received / update",
+    ]);
     // The JVM serves faster once warm: one throwaway round of each before measuring.
     eprintln!("[config bench] warming up");
     publisher.set("/bench-config/warmup", &0).await?;
-    raw(&cs, "/bench-config/warmup", 50, &publisher, 100).await?;
+    raw(&server, &cs, "/bench-config/warmup", 50, &publisher, 100).await?;
     publisher.set("/bench-config/warmup", &0).await?;
-    zkr(&cs, "/bench-config/warmup", 50, &publisher, 100).await?;
+    zkr(&server, &cs, "/bench-config/warmup", 50, &publisher, 100).await?;
     let mut ratios = Vec::new();
     for &n in &counts {
         // zkr and the raw client alternate over ROUNDS rounds (the server drifts faster while
@@ -307,9 +383,9 @@ async fn main() -> anyhow::Result<()> {
                 publisher.set(&path, &0).await?;
                 eprintln!("[config bench] {n} subscribers, round {}: {library}", round + 1);
                 let outcome = if i == 0 {
-                    zkr(&cs, &path, n, &publisher, updates).await?
+                    zkr(&server, &cs, &path, n, &publisher, updates).await?
                 } else {
-                    raw(&cs, &path, n, &publisher, updates).await?
+                    raw(&server, &cs, &path, n, &publisher, updates).await?
                 };
                 results[i].1.merge(outcome);
             }
@@ -317,7 +393,7 @@ async fn main() -> anyhow::Result<()> {
         let path = format!("/bench-config/{n}/curator");
         publisher.set(&path, &0).await?;
         eprintln!("[config bench] {n} subscribers: {CURATOR}");
-        results.push((CURATOR, curator(&tool, &cs, &path, n, &publisher, updates).await?));
+        results.push((CURATOR, curator(&server, &tool, &cs, &path, n, &publisher, updates).await?));
         // Both subscribed at once to the same updates, ROUNDS times: a ratio per run that
         // server hiccups (a slow fsync lands on both) do not decide.
         let mut together = [Outcome::default(), Outcome::default()];
@@ -325,7 +401,8 @@ async fn main() -> anyhow::Result<()> {
             let path = format!("/bench-config/{n}/together-{round}");
             publisher.set(&path, &0).await?;
             eprintln!("[config bench] {n} subscribers, round {}: zkr and raw at once", round + 1);
-            let outcomes = subscribed(&[Kind::Zkr, Kind::Raw], &cs, n, &publisher, &path, updates).await?;
+            let outcomes =
+                subscribed(&server, &[Kind::Zkr, Kind::Raw], &cs, n, &publisher, &path, updates).await?;
             for (sum, outcome) in together.iter_mut().zip(outcomes) {
                 sum.merge(outcome);
             }
@@ -341,6 +418,9 @@ async fn main() -> anyhow::Result<()> {
                 format!("{:.1} ms", result.percentile(0.99).as_secs_f64() * 1e3),
                 result.stale.to_string(),
                 result.missing.to_string(),
+                result.load.map_or("-".into(), |l| l.watches.to_string()),
+                result.load.map_or("-".into(), |l| Load::per_update(l.sent, l.updates)),
+                result.load.map_or("-".into(), |l| Load::per_update(l.received, l.updates)),
             ]);
         }
         let p99 = |i: usize| results[i].1.percentile(0.99).as_secs_f64();

@@ -225,7 +225,14 @@ impl Fixture {
         let renewed =
             sessions.wait_for(|s| s.as_ref().is_some_and(|s| s.generation() > session.generation()));
         let waited = Instant::now();
-        assert!(tokio::time::timeout(timing().wait(), renewed).await.is_ok(), "no new session in time");
+        let renewed = tokio::time::timeout(timing().wait(), renewed).await.is_ok();
+        // What the manager and the old session's handle were doing, should it fail again.
+        let old = session.client().raw().state();
+        assert!(
+            renewed,
+            "no new session in time; the old one's handle {old:?}, the manager {:?}",
+            self.zk.status()
+        );
         println!("a new session after {:?}", waited.elapsed());
     }
 
