@@ -52,6 +52,6 @@ pub use options::ServerOptions;
 pub use proxy::{FaultProxy, Latency, ProxyMode};
 pub use release::{Release, DEFAULT_RELEASE, RELEASES, RELEASE_ENV};
 pub use server::{env_or_embedded, shared_server, TestingServer};
-pub use session::{expire_session, expire_session_id};
+pub use session::{expire_session, expire_session_id, probe_session};
 pub use timing::{Timing, TIMING_MULTIPLIER_ENV};
 pub use tls::TestCertificates;
