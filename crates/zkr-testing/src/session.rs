@@ -288,6 +288,10 @@ pub async fn expire_session(client: &Client, connect_string: &str) -> Result<()>
 /// until its first write. A second connect request for the session does not make that server
 /// drop the connection (tried).
 ///
+/// # Errors
+/// `SessionExpired` for a closed session; any other answer but `NoNode` as the client gave it
+/// (`ConnectionLoss` while disconnected).
+///
 /// # Cancel safety
 /// Cancel safe: the write changes nothing.
 ///

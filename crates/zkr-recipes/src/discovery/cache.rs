@@ -74,6 +74,15 @@ impl<P: DeserializeOwned + Send + Sync + 'static> ServiceCache<P> {
 
 impl<P> ServiceCache<P> {
     /// The service's path, `<base path>/<name>`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(discovery: zkr_recipes::discovery::ServiceDiscovery<serde_json::Value>) -> Result<(), zkr_recipes::discovery::DiscoveryError> {
+    /// let cache = discovery.service_cache("orders").await?;
+    /// assert!(cache.path().ends_with("/orders"));
+    /// # Ok(()) }
+    /// ```
     pub fn path(&self) -> &str {
         &self.path
     }
@@ -84,17 +93,45 @@ impl<P> ServiceCache<P> {
     }
 
     /// How many instances the cache holds.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(cache: zkr_recipes::discovery::ServiceCache<serde_json::Value>) {
+    /// println!("{} instances of {}", cache.len(), cache.path());
+    /// # }
+    /// ```
     pub fn len(&self) -> usize {
         self.snapshots.borrow().entries.len()
     }
 
     /// Does the cache hold no instance?
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(cache: zkr_recipes::discovery::ServiceCache<serde_json::Value>) {
+    /// if cache.is_empty() {
+    ///     println!("nobody serves {}", cache.path());
+    /// }
+    /// # }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Is what the cache holds unconfirmed by ZooKeeper (its session ended; a new one is
     /// being read)?
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(cache: zkr_recipes::discovery::ServiceCache<serde_json::Value>) {
+    /// if cache.is_stale() {
+    ///     println!("the instances may be out of date");
+    /// }
+    /// # }
+    /// ```
     pub fn is_stale(&self) -> bool {
         self.snapshots.borrow().stale
     }
@@ -103,6 +140,16 @@ impl<P> ServiceCache<P> {
 impl<P: Clone> ServiceCache<P> {
     /// The instances, sorted by id (Curator's `getInstances`); nodes that are not Curator's
     /// JSON, or whose id is not their node's name, are skipped (with a warning).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(cache: zkr_recipes::discovery::ServiceCache<serde_json::Value>) {
+    /// for instance in cache.instances() {
+    ///     println!("{} at {}:{:?}", instance.id, instance.address, instance.port);
+    /// }
+    /// # }
+    /// ```
     pub fn instances(&self) -> Vec<ServiceInstance<P>> {
         self.current().iter().cloned().collect()
     }
