@@ -55,7 +55,7 @@ use zkr_connection::ZkClient;
 use zookeeper_client::Stat;
 
 use crate::config::Codec;
-use crate::watch::{Sessions, Watch, WatchMode};
+use crate::watch::{Watch, WatchMode};
 use tracker::Tracker;
 
 /// What a [`CuratorCache`] covers: Curator's `CuratorCache.Options` and `TreeCache`'s depth.
@@ -323,9 +323,8 @@ impl CuratorCacheBuilder {
         let mut engine = Watch::new(&self.zk, &self.path, recursive, WatchMode::Auto, tracker);
         let timeout = self.initial_timeout.unwrap_or_else(|| self.zk.connection_timeout());
         let first = engine.first_sync(timeout).await?;
-        let (alive_tx, alive) = watch::channel(());
-        tokio::spawn(engine.run(Sessions::Follow, Some(first), crate::watch::handles_dropped(alive)));
-        Ok((CuratorCache { path: self.path, snapshots, events, _alive: Arc::new(alive_tx) }, first_events))
+        let _alive = engine.spawn_following(Some(first));
+        Ok((CuratorCache { path: self.path, snapshots, events, _alive }, first_events))
     }
 }
 
@@ -350,7 +349,7 @@ pub struct CuratorCache {
     snapshots: watch::Receiver<Arc<CacheSnapshot>>,
     events: broadcast::Sender<CacheEvent>,
     /// Keeps the engine running.
-    _alive: Arc<watch::Sender<()>>,
+    _alive: crate::watch::Alive,
 }
 
 impl std::fmt::Debug for CuratorCache {

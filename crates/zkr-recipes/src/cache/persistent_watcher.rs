@@ -2,15 +2,14 @@
 //! reconnects and session expiry, on the watch engine (`crate::watch`).
 
 use std::future::Future;
-use std::sync::Arc;
 
 use futures::Stream;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::broadcast;
 use zkr_connection::SessionClient;
 use zkr_connection::{path, Session, ZkClient};
 use zookeeper_client::{EventType, WatchedEvent};
 
-use crate::watch::{Consumer, Flow, Sessions, Watch, WatchMode, ZkResult};
+use crate::watch::{Consumer, Flow, Watch, WatchMode, ZkResult};
 
 /// What a [`PersistentWatcher`] hands out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +59,7 @@ pub enum WatcherEvent {
 pub struct PersistentWatcher {
     path: String,
     events: broadcast::Sender<WatcherEvent>,
-    _alive: Arc<watch::Sender<()>>,
+    _alive: crate::watch::Alive,
 }
 
 /// The engine's consumer: no copy, only events.
@@ -114,9 +113,11 @@ impl PersistentWatcher {
         let forward = Forward { events: events.clone(), set: false };
         let mut engine = Watch::new(zk, path, recursive, WatchMode::Persistent, forward);
         let established = engine.first_sync(zk.connection_timeout()).await?;
-        let (alive_tx, alive) = watch::channel(());
-        tokio::spawn(engine.run(Sessions::Follow, Some(established), crate::watch::handles_dropped(alive)));
-        let watcher = PersistentWatcher { path: path.to_owned(), events, _alive: Arc::new(alive_tx) };
+        let watcher = PersistentWatcher {
+            path: path.to_owned(),
+            events,
+            _alive: engine.spawn_following(Some(established)),
+        };
         Ok((watcher, lagging(first)))
     }
 

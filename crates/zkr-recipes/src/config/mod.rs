@@ -56,8 +56,8 @@ pub use crate::codec::Toml;
 #[cfg(feature = "yaml")]
 pub use crate::codec::Yaml;
 pub use crate::codec::{Codec, Gzip, Json, Raw, Utf8};
+use crate::watch::Watch;
 pub use crate::watch::WatchMode;
-use crate::watch::{Sessions, Watch};
 use engine::{Scope, Tracker};
 pub use error::ConfigError;
 pub use publisher::ConfigPublisher;
@@ -335,7 +335,6 @@ impl<T: Send + Sync + 'static, S: WatchScope> ConfigWatcherBuilder<T, S> {
         let (snapshot_tx, snapshots) =
             watch::channel(Arc::new(ConfigSnapshot { entries: BTreeMap::new(), stale: true }));
         let (events, _) = broadcast::channel(self.capacity);
-        let (alive_tx, alive) = watch::channel(());
         let tracker = Tracker {
             root: self.path.clone(),
             scope,
@@ -381,14 +380,8 @@ impl<T: Send + Sync + 'static, S: WatchScope> ConfigWatcherBuilder<T, S> {
         if let Some(file) = self.cache_file {
             tokio::spawn(cache_file::keep_writing(file, self.path.clone(), snapshots.clone()));
         }
-        tokio::spawn(engine.run(Sessions::Follow, established, crate::watch::handles_dropped(alive)));
-        Ok(ConfigHandle {
-            path: self.path,
-            snapshots,
-            events,
-            _alive: Arc::new(alive_tx),
-            scope: PhantomData,
-        })
+        let _alive = engine.spawn_following(established);
+        Ok(ConfigHandle { path: self.path, snapshots, events, _alive, scope: PhantomData })
     }
 }
 
@@ -444,7 +437,7 @@ pub struct ConfigHandle<T, S> {
     snapshots: watch::Receiver<Arc<ConfigSnapshot<T>>>,
     events: broadcast::Sender<ConfigEvent<T>>,
     /// Keeps the engine running.
-    _alive: Arc<watch::Sender<()>>,
+    _alive: crate::watch::Alive,
     scope: PhantomData<S>,
 }
 

@@ -15,9 +15,7 @@ use zookeeper_client::{EventType, MultiReadResult, OneshotWatcher, WatchedEvent}
 
 use super::{DiscoveryError, ServiceInstance};
 use crate::watch::names::{child_name, list};
-use crate::watch::{
-    handles_dropped, multi_read, read_tree, Consumer, Flow, Sessions, Watch, WatchMode, ZkResult,
-};
+use crate::watch::{multi_read, read_tree, Alive, Consumer, Flow, Watch, WatchMode, ZkResult};
 
 /// A service's instances, kept up to date from `<base path>/<name>` (Curator's
 /// `ServiceCache`). Cheap to clone; the watch ends when the last clone is dropped.
@@ -38,8 +36,7 @@ use crate::watch::{
 pub struct ServiceCache<P> {
     path: String,
     snapshots: watch::Receiver<Arc<Instances<P>>>,
-    /// Keeps the engine running.
-    _alive: Arc<watch::Sender<()>>,
+    _alive: Alive,
 }
 
 impl<P> std::fmt::Debug for ServiceCache<P> {
@@ -66,9 +63,7 @@ impl<P: DeserializeOwned + Send + Sync + 'static> ServiceCache<P> {
         let follower = Follower { dir: path.to_owned(), current: snapshots.borrow().clone(), snapshot };
         let mut engine = Watch::new(zk, path, true, WatchMode::Auto, follower);
         let first = engine.first_sync(zk.connection_timeout()).await?;
-        let (alive_tx, alive) = watch::channel(());
-        tokio::spawn(engine.run(Sessions::Follow, Some(first), handles_dropped(alive)));
-        Ok(ServiceCache { path: path.to_owned(), snapshots, _alive: Arc::new(alive_tx) })
+        Ok(ServiceCache { path: path.to_owned(), snapshots, _alive: engine.spawn_following(Some(first)) })
     }
 }
 

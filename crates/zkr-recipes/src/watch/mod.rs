@@ -573,6 +573,21 @@ async fn next_session(zk: &ZkClient, after: Option<u64>) -> Option<Session> {
     }
 }
 
+/// Keeps a recipe's engine running: the engine stops once every clone of the recipe's handle,
+/// each holding one of these, is dropped.
+pub(crate) type Alive = std::sync::Arc<tokio::sync::watch::Sender<()>>;
+
+impl<C: Consumer + Sync + 'static> Watch<C> {
+    /// Follows the manager's sessions in a task of its own, going on from `first`, until every
+    /// holder of the returned [`Alive`] is dropped (or the manager closes): the one way the
+    /// recipes whose handles are cheap clones run their engine.
+    pub(crate) fn spawn_following(self, first: Option<Established>) -> Alive {
+        let (alive_tx, alive) = tokio::sync::watch::channel(());
+        tokio::spawn(self.run(Sessions::Follow, first, handles_dropped(alive)));
+        std::sync::Arc::new(alive_tx)
+    }
+}
+
 /// Resolves when every clone of the handle that holds `alive`'s sender is dropped: how a
 /// recipe whose handles are cheap clones stops its engine.
 pub(crate) async fn handles_dropped(mut alive: tokio::sync::watch::Receiver<()>) {

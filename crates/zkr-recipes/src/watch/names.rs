@@ -10,7 +10,7 @@ use tokio::sync::watch;
 use zkr_connection::{Session, SessionClient, ZkClient};
 use zookeeper_client::{EventType, OneshotWatcher, WatchedEvent};
 
-use super::{handles_dropped, Consumer, Flow, Sessions, Watch, WatchMode, ZkResult};
+use super::{Consumer, Flow, Watch, WatchMode, ZkResult};
 
 /// The names at one moment: immutable, cheap to share (a persistent set: a change copies a
 /// path of the tree, not the set).
@@ -46,7 +46,7 @@ impl Names {
 #[derive(Debug, Clone)]
 pub(crate) struct ChildNames {
     snapshots: watch::Receiver<Arc<Names>>,
-    _alive: Arc<watch::Sender<()>>,
+    _alive: super::Alive,
 }
 
 impl ChildNames {
@@ -60,9 +60,7 @@ impl ChildNames {
         let copy = Copy { dir: dir.to_owned(), names: Names::default(), snapshot };
         let mut engine = Watch::new(zk, dir, true, WatchMode::Auto, copy);
         let first = engine.first_sync(zk.connection_timeout()).await?;
-        let (alive_tx, alive) = watch::channel(());
-        tokio::spawn(engine.run(Sessions::Follow, Some(first), handles_dropped(alive)));
-        Ok(ChildNames { snapshots, _alive: Arc::new(alive_tx) })
+        Ok(ChildNames { snapshots, _alive: engine.spawn_following(Some(first)) })
     }
 
     /// Every snapshot from now on.
