@@ -275,8 +275,9 @@ pub async fn expire_session(client: &Client, connect_string: &str) -> Result<()>
     waited.map_err(|_| Error::Timeout { timeout: bound, what: "the client to see its session expire" })
 }
 
-/// Sends on `client`'s session a write that changes nothing (`setData` of a node that does not
-/// exist), which only the ensemble's leader answers: `NoNode` while the session lives,
+/// Sends on `client`'s session a write that changes nothing (`setData` of
+/// `/zkr-testing-session-probe` at a version no node has), which only the ensemble's leader
+/// answers: `NoNode` (or `BadVersion`, should the node exist) while the session lives,
 /// `SessionExpired` once it is closed, which ends the handle's session
 /// ([`SessionState::Expired`]). Returns that answer.
 ///
@@ -289,8 +290,8 @@ pub async fn expire_session(client: &Client, connect_string: &str) -> Result<()>
 /// drop the connection (tried).
 ///
 /// # Errors
-/// `SessionExpired` for a closed session; any other answer but `NoNode` as the client gave it
-/// (`ConnectionLoss` while disconnected).
+/// `SessionExpired` for a closed session; any other answer but `NoNode` and `BadVersion` as the
+/// client gave it (`ConnectionLoss` while disconnected).
 ///
 /// # Cancel safety
 /// Cancel safe: the write changes nothing.
@@ -305,8 +306,10 @@ pub async fn expire_session(client: &Client, connect_string: &str) -> Result<()>
 /// # }
 /// ```
 pub async fn probe_session(client: &Client) -> std::result::Result<(), zookeeper_client::Error> {
-    match client.set_data("/zkr-testing-session-probe", b"", None).await {
-        Ok(_) | Err(zookeeper_client::Error::NoNode) => Ok(()),
+    // A node's version counts its writes from 0: none reaches i32::MAX, so nothing is written
+    // even where the node exists.
+    match client.set_data("/zkr-testing-session-probe", b"", Some(i32::MAX)).await {
+        Ok(_) | Err(zookeeper_client::Error::NoNode | zookeeper_client::Error::BadVersion) => Ok(()),
         Err(e) => Err(e),
     }
 }

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use zkr_testing::{expire_session, FaultProxy, TestingCluster, TestingServer, Timing};
+use zkr_testing::{expire_session, probe_session, FaultProxy, TestingCluster, TestingServer, Timing};
 use zookeeper_client::{Acls, Client, CreateMode, SessionState, StateWatcher};
 
 fn timing() -> Timing {
@@ -132,6 +132,24 @@ async fn expire_session_is_observed_by_the_client() {
 
     let other = connect(&server.connect_string()).await;
     assert_eq!(other.check_stat("/eph").await.unwrap(), None, "ephemeral of the expired session remains");
+}
+
+/// The probe's write changes nothing, even where its node exists; it tells a live session from
+/// a closed one.
+#[tokio::test]
+async fn the_session_probe_writes_nothing_and_tells_a_closed_session() {
+    let server = TestingServer::start().await.unwrap();
+    let client = connect(&server.connect_string()).await;
+    assert_eq!(probe_session(&client).await, Ok(()), "no node: a live session");
+    client
+        .create("/zkr-testing-session-probe", b"keep", &CreateMode::Persistent.with_acls(Acls::anyone_all()))
+        .await
+        .unwrap();
+    assert_eq!(probe_session(&client).await, Ok(()), "the node there: a live session");
+    let (data, stat) = client.get_data("/zkr-testing-session-probe").await.unwrap();
+    assert_eq!((data.as_slice(), stat.version), (&b"keep"[..], 0), "the probe wrote nothing");
+    expire_session(&client, &server.connect_string()).await.unwrap();
+    assert_eq!(probe_session(&client).await, Err(zookeeper_client::Error::SessionExpired));
 }
 
 #[tokio::test]
