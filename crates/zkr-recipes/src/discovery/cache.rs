@@ -285,7 +285,7 @@ fn decode<P: DeserializeOwned>(dir: &str, name: &str, data: &[u8]) -> Option<Ent
     } else if sequenced_id(name) == Some(instance.id.as_str()) {
         Some(Box::new(name.into()))
     } else {
-        tracing::warn!(path = %path::join(dir, name), id = %instance.id, "instance id differs from its node's name; skipped");
+        tracing::warn!(path = ?path::join(dir, name), id = ?instance.id, "instance id differs from its node's name; skipped");
         return None;
     };
     Some(Entry { instance: Arc::new(instance), node })

@@ -321,7 +321,7 @@ pub(crate) fn parse<P: DeserializeOwned>(path: &str, data: &[u8]) -> Option<Serv
     match ServiceInstance::from_json(data) {
         Ok(instance) => Some(instance),
         Err(error) => {
-            tracing::warn!(path = %path, %error, "not a service instance; skipped");
+            tracing::warn!(path = ?path, %error, "not a service instance; skipped");
             None
         }
     }
