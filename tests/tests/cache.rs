@@ -38,7 +38,7 @@ async fn server_tree(client: &Client, root: &str) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn cache_tree(cache: &CuratorCache) -> BTreeMap<String, Vec<u8>> {
-    cache.snapshot().iter().map(|(p, n)| (p.to_owned(), n.data.clone())).collect()
+    cache.snapshot().iter().map(|(p, n)| (p.to_owned(), n.data().to_vec())).collect()
 }
 
 /// Names an event as "kind path".
@@ -82,7 +82,7 @@ async fn the_first_read_and_every_change_arrive_in_order() {
         ]
     );
     assert!(cache.snapshot().is_initialized() && !cache.snapshot().is_stale());
-    assert_eq!(cache.get(&format!("{root}/a")).unwrap().data, b"1", "nodes carry their data");
+    assert_eq!(cache.get(&format!("{root}/a")).unwrap().data(), b"1", "nodes carry their data");
 
     create(&writer, &format!("{root}/b"), b"").await;
     writer.set_data(&format!("{root}/a"), b"2", None).await.unwrap();
@@ -124,6 +124,66 @@ async fn each_mode_keeps_its_depth_and_a_missing_root_comes_later() {
         })
         .await;
     }
+}
+
+/// Issue 47 item 1: a cache that keeps no data (Curator's `withDataNotCached`) and one with a
+/// selector (`TreeCacheSelector`), on one client: each keeps what it says, and a change in a
+/// subtree the selector rejects is no event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_selector_and_data_not_cached_keep_what_they_say() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("cache-select");
+    let writer = raw(&server.connect_string()).await;
+    for (path, data) in [("", ""), ("/a", "1"), ("/a/tmp-1", "t"), ("/a/tmp-1/x", "x"), ("/b", "22")] {
+        create(&writer, &format!("{root}{path}"), data.as_bytes()).await;
+    }
+    let zk = connect(&server.connect_string()).await;
+    let (bare, mut bare_events) =
+        CuratorCache::builder(&zk, &root).data_not_cached().start_with_events().await.unwrap();
+    let (picked, mut picked_events) = CuratorCache::builder(&zk, &root)
+        .selector(|path: &str| !path.rsplit('/').next().unwrap_or("").starts_with("tmp-"))
+        .start_with_events()
+        .await
+        .unwrap();
+    assert_eq!(next_events(&mut bare_events, 6).await.last().map(String::as_str), Some("initialized"));
+    assert_eq!(
+        next_events(&mut picked_events, 4).await,
+        [
+            format!("created {root}"),
+            format!("created {root}/a"),
+            format!("created {root}/b"),
+            "initialized".into()
+        ]
+    );
+    let b = bare.get(&format!("{root}/b")).unwrap();
+    assert_eq!((b.data(), b.stat().data_length), (&b""[..], 2), "no data kept; its length is");
+    assert_eq!(bare.snapshot().len(), 5);
+    let paths = |cache: &CuratorCache| cache.snapshot().iter().map(|(p, _)| p).collect::<Vec<_>>();
+    assert_eq!(paths(&picked), [root.clone(), format!("{root}/a"), format!("{root}/b")]);
+    assert_eq!(picked.get(&format!("{root}/b")).unwrap().data(), b"22");
+
+    // A change below the rejected node, then one the selector keeps: only the second reaches
+    // the picking cache; the bare cache's event carries the data it did not keep.
+    writer.set_data(&format!("{root}/a/tmp-1/x"), b"y", None).await.unwrap();
+    create(&writer, &format!("{root}/a/tmp-2"), b"").await;
+    writer.set_data(&format!("{root}/b"), b"333", None).await.unwrap();
+    assert_eq!(next_events(&mut picked_events, 1).await, [format!("changed {root}/b")]);
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        let event = tokio::time::timeout(timing().wait(), bare_events.next()).await.unwrap().unwrap();
+        if let CacheEvent::Changed { path, old, new } = &event {
+            if path.ends_with("/b") {
+                assert_eq!((old.data(), new.data()), (&b""[..], &b"333"[..]));
+            }
+        }
+        seen.push(describe(&event));
+    }
+    assert_eq!(
+        seen,
+        [format!("changed {root}/a/tmp-1/x"), format!("created {root}/a/tmp-2"), format!("changed {root}/b")]
+    );
+    assert_eq!(paths(&picked).len(), 3, "{:?}", paths(&picked));
+    assert_eq!(bare.get(&format!("{root}/b")).unwrap().data(), b"", "the copy keeps no data");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -224,7 +284,7 @@ async fn random_writes_replayed_from_the_events_give_the_servers_tree() {
     while let Ok(Some(event)) = tokio::time::timeout(Duration::from_millis(300), events.next()).await {
         match event {
             CacheEvent::Created { path, node } | CacheEvent::Changed { path, new: node, .. } => {
-                replayed.insert(path, node.data.clone());
+                replayed.insert(path, node.data().to_vec());
             }
             CacheEvent::Deleted { path, .. } => drop(replayed.remove(&path)),
             CacheEvent::Initialized => {}

@@ -106,7 +106,7 @@ fn cache_tree(cache: &CuratorCache) -> Tree {
     cache
         .snapshot()
         .iter()
-        .map(|(p, n)| (p.to_owned(), (n.data.clone(), n.stat.czxid, n.stat.mzxid)))
+        .map(|(p, n)| (p.to_owned(), (n.data().to_vec(), n.stat().czxid, n.stat().mzxid)))
         .collect()
 }
 
@@ -305,7 +305,7 @@ fn replay(events: &[CacheEvent]) -> Result<Tree, String> {
     let mut latest: BTreeMap<&str, i64> = BTreeMap::new();
     let mut initialized = false;
     for (i, event) in events.iter().enumerate() {
-        let node = |n: &zkr_recipes::cache::CachedNode| (n.data.clone(), n.stat.czxid, n.stat.mzxid);
+        let node = |n: &zkr_recipes::cache::CachedNode| (n.data().to_vec(), n.stat().czxid, n.stat().mzxid);
         let (path, new) = match event {
             CacheEvent::Initialized if !initialized => {
                 initialized = true;
@@ -320,13 +320,13 @@ fn replay(events: &[CacheEvent]) -> Result<Tree, String> {
             tree.remove(path);
             continue;
         };
-        if latest.get(path.as_str()).is_some_and(|m| *m >= new.stat.mzxid) {
+        if latest.get(path.as_str()).is_some_and(|m| *m >= new.stat().mzxid) {
             return Err(format!(
                 "event {i} reports {path} at mzxid {} again or older: {event:?}",
-                new.stat.mzxid
+                new.stat().mzxid
             ));
         }
-        latest.insert(path, new.stat.mzxid);
+        latest.insert(path, new.stat().mzxid);
         tree.insert(path.clone(), node(new));
     }
     if !initialized {

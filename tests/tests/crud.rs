@@ -385,7 +385,7 @@ async fn curator_and_zkr_read_each_others_compressed_data() {
 
     // A cache told so and a config watcher with the `Gzip` codec read Curator's node as written.
     let cache = CuratorCache::builder(&plain, &root).compressed(true).start().await.unwrap();
-    assert_eq!(cache.get(&theirs).expect("cached").data, value.as_bytes());
+    assert_eq!(cache.get(&theirs).expect("cached").data(), value.as_bytes());
     let config = ConfigWatcher::builder(&plain, &theirs, Gzip(Utf8)).start().await.unwrap();
     assert_eq!(*config.get().expect("a value").value, value);
     // A node told so stores its data as Curator does with compression on.
@@ -565,11 +565,11 @@ async fn a_gzip_bomb_is_refused_not_inflated() {
     // the capped client's the small node too.
     let stored_small = plain.get_data(&small).await.unwrap().expect("the node").0;
     let cache = CuratorCache::builder(&plain, &root).compressed(true).start().await.unwrap();
-    assert_eq!(cache.get(&path).expect("cached").data, bomb, "kept as stored");
-    assert_eq!(cache.get(&small).expect("cached").data, [b'a'; 4096]);
+    assert_eq!(cache.get(&path).expect("cached").data(), bomb, "kept as stored");
+    assert_eq!(cache.get(&small).expect("cached").data(), [b'a'; 4096]);
     drop(cache);
     let cache = CuratorCache::builder(&capped, &root).start().await.unwrap();
-    assert_eq!(cache.get(&small).expect("cached").data, stored_small, "kept as stored");
+    assert_eq!(cache.get(&small).expect("cached").data(), stored_small, "kept as stored");
     drop(cache);
     zk.delete_recursive(&root).await.unwrap();
     for zk in [zk, plain, capped] {

@@ -4,7 +4,8 @@
 //! `cargo bench -p zkr-benches --bench cache [-- --quick | --reps N | --writes N | --caches N]`
 //! `cargo bench -p zkr-benches --bench cache -- --parents 1000 --children 1000 --reps 1 --writer --load-only`
 //! (a million nodes; `--writer`: a client sets one cached node throughout every zkr load, and the
-//! cache must show a write made after it; `--load-only`: no propagation part, one warm-up load)
+//! cache must show a write made after it; `--load-only`: no propagation part, one warm-up load,
+//! and one for Curator's JVM)
 //!
 //! - initial load: a tree of 100 parents × 100 children (32 bytes each, 10,101 nodes with the
 //!   root); the time from `start()` until the cache is initialized, for a new cache on a
@@ -14,7 +15,9 @@
 //! - memory per node: zkr: bytes allocated and still live (a counting global allocator,
 //!   `stats_alloc`) with a loaded cache minus before it started; Curator: used heap after
 //!   `System.gc()` with a loaded cache minus before (approximate); both divided by the nodes
-//!   cached;
+//!   cached. For each library, the full cache and one that keeps no data (`data_not_cached`,
+//!   Curator's `CuratorCacheStorage.dataNotCached()`); for zkr also a selector that keeps every other parent's
+//!   subtree (Curator's `CuratorCache` has no selector), divided by the nodes it keeps;
 //! - propagation: `--caches` caches (default 50) of one subtree over 5 sessions; a writer sets a
 //!   node `--writes` times (default 200), each once every cache has seen the one before; zkr and
 //!   the baseline alternate over 8 rounds, each round after 20 untimed writes; latency from just before the `set` until each cache's event (times from
@@ -215,7 +218,7 @@ async fn catch_up(cache: &CuratorCache, client: &Client) -> anyhow::Result<()> {
     client.set_data(&written(), last.as_bytes(), None).await?;
     let mut snapshots = cache.snapshots();
     loop {
-        if snapshots.borrow_and_update().get(&written()).is_some_and(|n| n.data == last.as_bytes()) {
+        if snapshots.borrow_and_update().get(&written()).is_some_and(|n| n.data() == last.as_bytes()) {
             break;
         }
         tokio::time::timeout(Duration::from_secs(120), snapshots.changed()).await??;
@@ -230,9 +233,10 @@ async fn catch_up(cache: &CuratorCache, client: &Client) -> anyhow::Result<()> {
 }
 
 /// `reps` timed Curator loads (in a new JVM, after its own warm-up loads).
-async fn curator_load(tool: &CuratorTool, cs: &str, reps: usize, nodes: usize) -> anyhow::Result<Loads> {
-    let mut peer = tool.spawn(&["cache-load", cs, LOAD_ROOT, &reps.to_string()])?;
-    peer.set_line_timeout(Duration::from_secs(300));
+async fn curator_load(tool: &CuratorTool, cs: &str, o: &Options, nodes: usize) -> anyhow::Result<Loads> {
+    let (reps, warmups) = (o.reps.to_string(), if o.load_only { "1" } else { "3" });
+    let mut peer = tool.spawn(&["cache-load", cs, LOAD_ROOT, &reps, warmups])?;
+    peer.set_line_timeout(curator_bound(nodes));
     let mut times = Vec::new();
     let line = loop {
         let line = peer.expect_line("").await?;
@@ -246,8 +250,34 @@ async fn curator_load(tool: &CuratorTool, cs: &str, reps: usize, nodes: usize) -
     eprintln!("[cache bench] Curator: {line}");
     let cached = field(&line, "nodes")? as usize;
     ensure!(cached == nodes, "Curator cached {cached} of {nodes} nodes");
-    let cpu = Duration::from_micros(field(&line, "cpu_us_per_load")?) * reps as u32;
+    let cpu = Duration::from_micros(field(&line, "cpu_us_per_load")?) * o.reps as u32;
     Ok(Loads { times, cpu })
+}
+
+/// How long Curator may take for one line (a load, or a load and five collections): enough
+/// for a million nodes (Curator 5.9 took over 75 s a load), so that its time is measured, not
+/// cut.
+fn curator_bound(nodes: usize) -> Duration {
+    Duration::from_secs(300) + Duration::from_millis(nodes as u64)
+}
+
+/// What a measured cache keeps.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Keeps {
+    Everything,
+    NoData,
+    /// The subtrees of the even-numbered parents (zkr only).
+    HalfTheParents,
+}
+
+impl Keeps {
+    fn label(self) -> &'static str {
+        match self {
+            Keeps::Everything => "everything",
+            Keeps::NoData => "no data (data_not_cached / dataNotCached storage)",
+            Keeps::HalfTheParents => "every other parent's subtree (a selector)",
+        }
+    }
 }
 
 fn field(line: &str, key: &str) -> anyhow::Result<u64> {
@@ -256,13 +286,27 @@ fn field(line: &str, key: &str) -> anyhow::Result<u64> {
     value.1.parse().with_context(|| format!("{key}= in {line}"))
 }
 
+/// A cache of the load tree keeping what `keeps` says.
+async fn start_keeping(zk: &ZkClient, keeps: Keeps) -> anyhow::Result<CuratorCache> {
+    let builder = CuratorCache::builder(zk, LOAD_ROOT);
+    let builder = match keeps {
+        Keeps::Everything => builder,
+        Keeps::NoData => builder.data_not_cached(),
+        Keeps::HalfTheParents => builder.selector(|path: &str| {
+            let parent = path.strip_prefix(LOAD_ROOT).and_then(|p| p.split('/').nth(1)).unwrap_or("");
+            parent.strip_prefix('p').and_then(|n| n.parse::<u32>().ok()).is_none_or(|n| n % 2 == 0)
+        }),
+    };
+    Ok(builder.start().await?)
+}
+
 /// zkr's live bytes per cached node, on a fresh connection.
-async fn zkr_memory(cs: &str) -> anyhow::Result<(f64, usize)> {
+async fn zkr_memory(cs: &str, keeps: Keeps) -> anyhow::Result<(f64, usize)> {
     let zk = ZkClient::connect(cs).await?;
-    drop(CuratorCache::builder(&zk, LOAD_ROOT).start().await?); // connection buffers grow once
+    drop(start_keeping(&zk, keeps).await?); // connection buffers grow once
     tokio::time::sleep(SETTLE).await;
     let before = live_bytes();
-    let cache = CuratorCache::builder(&zk, LOAD_ROOT).start().await?;
+    let cache = start_keeping(&zk, keeps).await?;
     let after = live_bytes();
     let nodes = cache.snapshot().len();
     drop(cache);
@@ -274,15 +318,53 @@ async fn zkr_memory(cs: &str) -> anyhow::Result<(f64, usize)> {
     Ok(((after - before) as f64 / nodes as f64, nodes))
 }
 
-async fn curator_memory(tool: &CuratorTool, cs: &str) -> anyhow::Result<(f64, usize)> {
-    let mut peer = tool.spawn(&["cache-memory", cs, LOAD_ROOT])?;
-    peer.set_line_timeout(Duration::from_secs(300));
+async fn curator_memory(
+    tool: &CuratorTool,
+    cs: &str,
+    keeps: Keeps,
+    nodes: usize,
+) -> anyhow::Result<(f64, usize)> {
+    let mut args = vec!["cache-memory", cs, LOAD_ROOT];
+    if keeps == Keeps::NoData {
+        args.push("no-data");
+    }
+    let mut peer = tool.spawn(&args)?;
+    peer.set_line_timeout(curator_bound(nodes));
     let line = peer.expect_line("RESULT").await?;
     ensure!(peer.wait().await?.success(), "CuratorTool cache-memory failed");
     eprintln!("[cache bench] Curator: {line}");
     let nodes = field(&line, "nodes")? as f64;
     let heap = field(&line, "heap_after")? as f64 - field(&line, "heap_before")? as f64;
     Ok((heap / nodes, nodes as usize))
+}
+
+/// The memory table by what the cache keeps (the full caches' figures measured already).
+async fn memory_by_what_is_kept(
+    setup: &zkr_benches::Setup,
+    cs: &str,
+    nodes: usize,
+    (zkr_full, curator_full): (f64, f64),
+) -> anyhow::Result<()> {
+    let mut table =
+        Table::new(&["the cache keeps", "zkr per kept node", "Curator per kept node", "zkr / Curator"]);
+    for keeps in [Keeps::Everything, Keeps::NoData, Keeps::HalfTheParents] {
+        let ((zkr, kept), curator) = match keeps {
+            Keeps::Everything => ((zkr_full, nodes), Some(curator_full)),
+            Keeps::NoData => {
+                let curator = curator_memory(&setup.curator, cs, keeps, nodes).await?.0;
+                (zkr_memory(cs, keeps).await?, Some(curator))
+            }
+            Keeps::HalfTheParents => (zkr_memory(cs, keeps).await?, None),
+        };
+        table.row(vec![
+            format!("{} ({kept} nodes)", keeps.label()),
+            format!("{zkr:.0} B"),
+            curator.map_or("(no selector)".into(), |c| format!("{c:.0} B")),
+            curator.map_or("".into(), |c| fmt_ratio(zkr, c)),
+        ]);
+    }
+    zkr_benches::print_report(&format!("Cache memory by what it keeps ({nodes} nodes in the tree)"), &table);
+    Ok(())
 }
 
 fn ms(d: Duration) -> String {
@@ -310,12 +392,12 @@ async fn main() -> anyhow::Result<()> {
             if zkr_turn {
                 zkr.merge(zkr_load(&setup.zk, o.reps, nodes, o.writer.then_some(&writer)).await?);
             } else {
-                curator.merge(curator_load(&setup.curator, &cs, o.reps, nodes).await?);
+                curator.merge(curator_load(&setup.curator, &cs, &o, nodes).await?);
             }
         }
     }
-    let (zkr_bytes, _) = zkr_memory(&cs).await?;
-    let (curator_bytes, _) = curator_memory(&setup.curator, &cs).await?;
+    let (zkr_bytes, _) = zkr_memory(&cs, Keeps::Everything).await?;
+    let (curator_bytes, _) = curator_memory(&setup.curator, &cs, Keeps::Everything, nodes).await?;
 
     let mut table =
         Table::new(&["library", "initial load (median)", "client CPU per load", "memory per node"]);
@@ -345,6 +427,7 @@ async fn main() -> anyhow::Result<()> {
         fmt_ratio(zkr_bytes, curator_bytes)
     );
 
+    memory_by_what_is_kept(&setup, &cs, nodes, (zkr_bytes, curator_bytes)).await?;
     if o.load_only {
         return Ok(());
     }

@@ -152,7 +152,7 @@ async fn zkr(cs: &str, writer: &Client, root: &str, n: usize, writes: usize) -> 
                     CacheEvent::Changed { new, .. } => new,
                     _ => continue,
                 };
-                if let Some(value) = value_of(&node.data) {
+                if let Some(value) = value_of(node.data()) {
                     let _ = tx.send((i, value, mono_us()));
                 }
             }

@@ -102,10 +102,10 @@ pub(crate) async fn members(args: MembersArgs, connect: &ConnectArgs) -> anyhow:
     }
     for (id, node) in snapshot.children(&args.path) {
         let line = if args.json {
-            let (encoding, payload) = encode_value(&node.data);
+            let (encoding, payload) = encode_value(node.data());
             json!({ "id": id, "encoding": encoding, "payload": payload }).to_string()
         } else {
-            format!("{id}\t{}", String::from_utf8_lossy(&node.data))
+            format!("{id}\t{}", String::from_utf8_lossy(node.data()))
         };
         print_line(&line)?;
     }

@@ -85,12 +85,12 @@ fn event_line(event: &CacheEvent) -> Option<String> {
 }
 
 fn node_json(event: &str, path: &str, node: &CachedNode) -> serde_json::Value {
-    let (encoding, value) = encode_value(&node.data);
+    let (encoding, value) = encode_value(node.data());
     json!({
         "event": event,
         "path": path,
-        "version": node.stat.version,
-        "mzxid": node.stat.mzxid,
+        "version": node.stat().version,
+        "mzxid": node.stat().mzxid,
         "encoding": encoding,
         "value": value,
     })

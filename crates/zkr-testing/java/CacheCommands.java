@@ -3,11 +3,12 @@
 //   config-subscribers CONNECT PATH N          N sessions, each a SINGLE_NODE_CACHE on PATH (a number);
 //                                              READY once all are primed, then SEEN <i> <value> <t_us>
 //                                              whenever subscriber i holds a larger value; until stdin EOF
-//   cache-load CONNECT PATH REPS               3 untimed warm-up loads, then REPS loads of PATH's tree by a
+//   cache-load CONNECT PATH REPS [WARMUPS]     WARMUPS (default 3) untimed warm-up loads, then REPS loads of PATH's tree by a
 //                                              new cache on one client: LOAD <rep> <micros> <nodes> each
 //                                              (start() until forInitialized); RESULT median_us= nodes= reps=
 //                                              cpu_us_per_load= (the JVM's CPU time over the timed loads / REPS)
-//   cache-memory CONNECT PATH                  the heap a loaded cache of PATH holds: used heap after
+//   cache-memory CONNECT PATH [no-data]        the heap a loaded cache of PATH holds (no-data: its storage
+//                                              CuratorCacheStorage.dataNotCached()): used heap after
 //                                              System.gc() (5 rounds) with the cache loaded minus before it
 //                                              started; RESULT nodes= heap_before= heap_after= bytes_per_node=
 //                                              (approximate: GC timing and heap accounting are the JVM's)
@@ -37,14 +38,15 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.recipes.cache.ChildData;
 import org.apache.curator.framework.recipes.cache.CuratorCache;
 import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
+import org.apache.curator.framework.recipes.cache.CuratorCacheStorage;
 import org.apache.curator.framework.recipes.nodes.GroupMember;
 
 final class CacheCommands {
-    static final String USAGE = " | config-subscribers CONNECT PATH N | cache-load CONNECT PATH REPS"
-            + " | cache-memory CONNECT PATH | cache-propagation CONNECT PATH CLIENTS N"
+    static final String USAGE = " | config-subscribers CONNECT PATH N | cache-load CONNECT PATH REPS [WARMUPS]"
+            + " | cache-memory CONNECT PATH [no-data] | cache-propagation CONNECT PATH CLIENTS N"
             + " | group-member CONNECT PATH ID PAYLOAD | compressed-write CONNECT PATH VALUE"
             + " | compressed-read CONNECT PATH";
-    private static final long INIT_TIMEOUT_S = 300;
+    private static final long INIT_TIMEOUT_S = 1800; // a million nodes take Curator 5.9 minutes
     private static final int GC_ROUNDS = 5;
     private static final int WARMUP_LOADS = 3;
 
@@ -58,12 +60,20 @@ final class CacheCommands {
                 configSubscribers(args[1], args[2], Peer.positiveInt(args[3], "N"));
                 return true;
             case "cache-load":
-                Peer.arity(args, 4);
-                cacheLoad(args[1], args[2], Peer.positiveInt(args[3], "REPS"));
+                if (args.length == 5) {
+                    cacheLoad(args[1], args[2], Peer.positiveInt(args[3], "REPS"), Integer.parseInt(args[4]));
+                } else {
+                    Peer.arity(args, 4);
+                    cacheLoad(args[1], args[2], Peer.positiveInt(args[3], "REPS"), WARMUP_LOADS);
+                }
                 return true;
             case "cache-memory":
-                Peer.arity(args, 3);
-                cacheMemory(args[1], args[2]);
+                if (args.length == 4 && args[3].equals("no-data")) {
+                    cacheMemory(args[1], args[2], false);
+                } else {
+                    Peer.arity(args, 3);
+                    cacheMemory(args[1], args[2], true);
+                }
                 return true;
             case "cache-propagation":
                 Peer.arity(args, 5);
@@ -143,23 +153,23 @@ final class CacheCommands {
         }
     }
 
-    private static void cacheLoad(String connect, String path, int reps) throws Exception {
+    private static void cacheLoad(String connect, String path, int reps, int warmups) throws Exception {
         CuratorFramework client = Peer.connect(connect);
-        for (int i = 0; i < WARMUP_LOADS; i++) {
-            loadOnce(client, path).close(); // warm-up: class loading and JIT, not counted
+        for (int i = 0; i < warmups; i++) {
+            loadOnce(client, path, true).close(); // warm-up: class loading and JIT, not counted
         }
         long[] micros = new long[reps];
         long cpu0 = processCpuNanos();
         for (int rep = 0; rep < reps; rep++) {
             long t0 = System.nanoTime();
-            CuratorCache cache = loadOnce(client, path);
+            CuratorCache cache = loadOnce(client, path, true);
             micros[rep] = (System.nanoTime() - t0) / 1000L;
             int nodes = cache.size();
             cache.close();
             Peer.out("LOAD " + rep + " " + micros[rep] + " " + nodes);
         }
         long cpuPerLoad = (processCpuNanos() - cpu0) / reps / 1000L;
-        CuratorCache check = loadOnce(client, path);
+        CuratorCache check = loadOnce(client, path, true);
         int nodes = check.size();
         check.close();
         long[] sorted = Arrays.copyOf(micros, reps);
@@ -174,10 +184,12 @@ final class CacheCommands {
                 .getProcessCpuTime();
     }
 
-    /** A started cache of `path`'s tree, once it is initialized. */
-    private static CuratorCache loadOnce(CuratorFramework client, String path) throws Exception {
+    /** A started cache of `path`'s tree, once it is initialized; `data`: false for withDataNotCached. */
+    private static CuratorCache loadOnce(CuratorFramework client, String path, boolean data) throws Exception {
         CountDownLatch initialized = new CountDownLatch(1);
-        CuratorCache cache = CuratorCache.build(client, path);
+        CuratorCache cache = data
+                ? CuratorCache.build(client, path)
+                : CuratorCache.builder(client, path).withStorage(CuratorCacheStorage.dataNotCached()).build();
         cache.listenable().addListener(CuratorCacheListener.builder()
                 .forInitialized(initialized::countDown)
                 .build());
@@ -186,11 +198,11 @@ final class CacheCommands {
         return cache;
     }
 
-    private static void cacheMemory(String connect, String path) throws Exception {
+    private static void cacheMemory(String connect, String path, boolean data) throws Exception {
         CuratorFramework client = Peer.connect(connect);
-        loadOnce(client, path).close(); // loads the classes the measured cache will use
+        loadOnce(client, path, data).close(); // loads the classes the measured cache will use
         long before = usedHeapAfterGc();
-        CuratorCache cache = loadOnce(client, path);
+        CuratorCache cache = loadOnce(client, path, data);
         long after = usedHeapAfterGc();
         int nodes = cache.size(); // also keeps the cache reachable until after the measurement
         cache.close();

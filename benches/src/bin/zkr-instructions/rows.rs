@@ -175,7 +175,7 @@ impl Side {
                 use futures::StreamExt as _;
                 while let Some(event) = events.next().await {
                     if let CacheEvent::Changed { new, .. } = event {
-                        if value(&new.data) == Some(i) {
+                        if value(new.data()) == Some(i) {
                             return Ok(());
                         }
                     }

@@ -34,13 +34,13 @@ pub(crate) enum At {
 /// What the reads fail with (unreachable, `NoAuth`, ...).
 pub(crate) async fn read(zk: &ZkClient, path: &str) -> anyhow::Result<At> {
     let Some((data, stat)) = zk.get_data(path).await? else { return Ok(At::Missing) };
-    let mut nodes = vec![(path.to_owned(), CachedNode { data, stat })];
+    let mut nodes = vec![(path.to_owned(), CachedNode::new(&data, &stat))];
     let names = zk.get_children(path).await?.map(|(names, _)| names).unwrap_or_default();
     for name in names {
         let child = join(path, &name);
         // A child deleted between the two reads is simply gone.
         if let Some((data, stat)) = zk.get_data(&child).await? {
-            nodes.push((child, CachedNode { data, stat }));
+            nodes.push((child, CachedNode::new(&data, &stat)));
         }
     }
     Ok(recognise_at(nodes.iter().map(|(p, n)| (p.as_str(), n)), path))
@@ -48,7 +48,8 @@ pub(crate) async fn read(zk: &ZkClient, path: &str) -> anyhow::Result<At> {
 
 /// What `path` holds in a cache's `snapshot` (of the path and at least its children).
 pub(crate) fn in_snapshot(snapshot: &CacheSnapshot, path: &str) -> At {
-    recognise_at(snapshot.iter().map(|(p, n)| (p, n.as_ref())), path)
+    let nodes: Vec<(String, &CachedNode)> = snapshot.iter().collect();
+    recognise_at(nodes.iter().map(|(p, n)| (p.as_str(), *n)), path)
 }
 
 fn recognise_at<'a>(nodes: impl IntoIterator<Item = (&'a str, &'a CachedNode)>, path: &str) -> At {
@@ -128,7 +129,7 @@ mod tests {
             data_length: i32::try_from(data.len()).unwrap_or(i32::MAX),
             num_children: 0,
         };
-        CachedNode { data: data.to_vec(), stat }
+        CachedNode::new(data, &stat)
     }
 
     #[test]

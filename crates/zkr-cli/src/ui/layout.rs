@@ -116,8 +116,8 @@ pub(crate) fn semaphore(tree: &Tree<'_>, names: &Names<'_>) -> Option<Match> {
 /// kazoo's `Semaphore`: the maximum as decimal text in the node, a lease per ephemeral child
 /// named by a hex UUID, acquirers queued on the kazoo lock at the sibling `<path>-__lock__`.
 pub(crate) fn kazoo_semaphore(tree: &Tree<'_>, names: &Names<'_>) -> Option<Match> {
-    let max: u64 = std::str::from_utf8(&tree.get(names.path)?.data).ok()?.trim().parse().ok()?;
-    let all_leases = names.children.iter().all(|(n, node)| node.stat.ephemeral_owner != 0 && is_uuid(n));
+    let max: u64 = std::str::from_utf8(tree.get(names.path)?.data()).ok()?.trim().parse().ok()?;
+    let all_leases = names.children.iter().all(|(n, node)| node.stat().ephemeral_owner != 0 && is_uuid(n));
     if names.children.is_empty() || !all_leases {
         return None;
     }
@@ -150,13 +150,13 @@ pub(crate) fn leader(names: &Names<'_>) -> Option<Match> {
 /// consumer's lock on an item).
 pub(crate) fn queue(names: &Names<'_>) -> Option<Match> {
     let is_item = |(name, node): &(&str, &CachedNode), prefix: &str| {
-        node.stat.ephemeral_owner == 0 && is_queue_item(name, prefix)
+        node.stat().ephemeral_owner == 0 && is_queue_item(name, prefix)
     };
     let (prefix, origin) =
         QUEUE_PREFIXES.iter().find(|(p, _)| names.children.iter().any(|c| is_item(c, p)))?;
     let items: Vec<(&str, &CachedNode)> =
         names.children.iter().copied().filter(|c| is_item(c, prefix)).collect();
-    let oldest_ms = items.iter().map(|(_, node)| node.stat.ctime).min();
+    let oldest_ms = items.iter().map(|(_, node)| node.stat().ctime).min();
     let owned = names.owned(items.iter().map(|c| c.0));
     Some((origin.name(), Kind::Queue { depth: items.len(), oldest_ms, locked: Vec::new() }, owned))
 }
@@ -180,8 +180,8 @@ pub(crate) fn queue_locks(tree: &Tree<'_>, recipes: &mut [Recipe], claimed: &Has
                 }
                 locked.push(LockedItem {
                     item: item.to_owned(),
-                    session: session_hex(node.stat.ephemeral_owner),
-                    since_ms: node.stat.ctime,
+                    session: session_hex(node.stat().ephemeral_owner),
+                    since_ms: node.stat().ctime,
                 });
                 owned.push(join(parent, item));
             }
@@ -196,7 +196,7 @@ pub(crate) fn service(names: &Names<'_>) -> Option<Match> {
     let mut instances = Vec::new();
     let mut owned = Vec::new();
     for &(child, node) in &names.children {
-        let Ok(instance) = ServiceInstance::<serde_json::Value>::from_json(&node.data) else { continue };
+        let Ok(instance) = ServiceInstance::<serde_json::Value>::from_json(node.data()) else { continue };
         name.get_or_insert_with(|| instance.name.clone());
         instances.push(Instance {
             id: instance.id,
@@ -205,7 +205,7 @@ pub(crate) fn service(names: &Names<'_>) -> Option<Match> {
             ssl_port: instance.ssl_port,
             enabled: instance.enabled,
             registered_ms: instance.registration_time_utc,
-            session: (node.stat.ephemeral_owner != 0).then(|| session_hex(node.stat.ephemeral_owner)),
+            session: (node.stat().ephemeral_owner != 0).then(|| session_hex(node.stat().ephemeral_owner)),
         });
         owned.push(join(names.path, child));
     }
@@ -221,7 +221,7 @@ pub(crate) fn barrier(names: &Names<'_>) -> Option<Match> {
         .children
         .iter()
         .copied()
-        .filter(|(n, node)| node.stat.ephemeral_owner != 0 && is_uuid(n))
+        .filter(|(n, node)| node.stat().ephemeral_owner != 0 && is_uuid(n))
         .collect();
     let others = names.children.len() - members.len() - usize::from(ready);
     if others != 0 || (members.is_empty() && !ready) {
@@ -255,7 +255,7 @@ pub(crate) fn group(names: &Names<'_>) -> Option<Match> {
     let ephemeral = names
         .children
         .iter()
-        .all(|(n, node)| node.stat.ephemeral_owner != 0 && Marker::of(n).is_none() && !item(n));
+        .all(|(n, node)| node.stat().ephemeral_owner != 0 && Marker::of(n).is_none() && !item(n));
     if names.children.is_empty() || !ephemeral {
         return None;
     }

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use zkr_connection::ConnectionState;
-use zkr_recipes::cache::CacheSnapshot;
+use zkr_recipes::cache::{CacheSnapshot, CachedNode};
 
 use super::recognize::recognise;
 use super::tree::Tree;
@@ -34,7 +34,8 @@ impl Model {
         state: Option<ConnectionState>,
         now_ms: i64,
     ) -> View {
-        let tree = Tree::new(snapshot.iter().map(|(p, n)| (p, n.as_ref())));
+        let nodes: Vec<(String, &CachedNode)> = snapshot.iter().collect();
+        let tree = Tree::new(nodes.iter().map(|(p, n)| (p.as_str(), *n)));
         let mut view = self.view_of(&tree, now_ms);
         view.connection = connection(state);
         view.stale = snapshot.is_stale() || !state.is_some_and(ConnectionState::is_connected);

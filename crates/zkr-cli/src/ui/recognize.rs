@@ -72,7 +72,7 @@ fn conflict(tree: &Tree<'_>, path: &str, claimed: &mut HashSet<String>) -> Optio
         if !layouts.contains(&layout) {
             layouts.push(layout);
         }
-        if let Some(node) = tree.get(&join(path, name)).filter(|n| n.stat.ephemeral_owner != 0) {
+        if let Some(node) = tree.get(&join(path, name)).filter(|n| n.stat().ephemeral_owner != 0) {
             contenders.push(contender(name, node));
         }
     }
@@ -89,16 +89,16 @@ fn conflict(tree: &Tree<'_>, path: &str, claimed: &mut HashSet<String>) -> Optio
 /// A counter or a config node.
 fn leaf(tree: &Tree<'_>, path: &str, show_values: bool) -> Option<Recipe> {
     let node = tree.get(path)?;
-    if node.stat.ephemeral_owner != 0 || node.data.is_empty() {
+    if node.stat().ephemeral_owner != 0 || node.data().is_empty() {
         return None;
     }
-    let kind = match counter(&node.data) {
+    let kind = match counter(node.data()) {
         Some((value, bits)) => Kind::Counter { value, bits },
         None => Kind::Config {
-            version: node.stat.version,
-            mtime_ms: node.stat.mtime,
-            size: node.data.len(),
-            value: show_values.then(|| String::from_utf8_lossy(&node.data).into_owned()),
+            version: node.stat().version,
+            mtime_ms: node.stat().mtime,
+            size: node.data().len(),
+            value: show_values.then(|| String::from_utf8_lossy(node.data()).into_owned()),
         },
     };
     Some(Recipe { path: path.to_owned(), layout: "curator", kind })
@@ -127,7 +127,7 @@ fn leftovers(tree: &Tree<'_>, claimed: &HashSet<String>) -> Vec<TreeNode> {
     for &path in paths.iter().rev() {
         let Some(node) = tree.get(path) else { continue };
         let children = tree.children(path);
-        let container = node.data.is_empty()
+        let container = node.data().is_empty()
             && !children.is_empty()
             && children.iter().all(|c| {
                 let child = join(path, c);
@@ -140,8 +140,8 @@ fn leftovers(tree: &Tree<'_>, claimed: &HashSet<String>) -> Vec<TreeNode> {
         out.push(TreeNode {
             path: path.to_owned(),
             children: children.len(),
-            size: node.data.len(),
-            session: (node.stat.ephemeral_owner != 0).then(|| session_hex(node.stat.ephemeral_owner)),
+            size: node.data().len(),
+            session: (node.stat().ephemeral_owner != 0).then(|| session_hex(node.stat().ephemeral_owner)),
         });
     }
     out.reverse();

@@ -27,7 +27,7 @@ impl Nodes {
             data_length: data.len() as i32,
             num_children: 0,
         };
-        self.0.push((path.to_owned(), CachedNode { data: data.to_vec(), stat }));
+        self.0.push((path.to_owned(), CachedNode::new(data, &stat)));
         self
     }
 

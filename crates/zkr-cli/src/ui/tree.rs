@@ -47,7 +47,7 @@ impl<'a> Tree<'a> {
 
     /// Every ephemeral node as `(parent, name, node)`.
     pub(crate) fn ephemerals(&self) -> impl Iterator<Item = (&'a str, &'a str, &'a CachedNode)> + '_ {
-        self.nodes.iter().filter(|(_, node)| node.stat.ephemeral_owner != 0).filter_map(|(&path, &node)| {
+        self.nodes.iter().filter(|(_, node)| node.stat().ephemeral_owner != 0).filter_map(|(&path, &node)| {
             let (parent, name) = split(path)?;
             Some((parent, name, node))
         })

@@ -182,11 +182,11 @@ pub(crate) fn printable(data: &[u8]) -> Option<String> {
 pub(crate) fn contender(name: &str, node: &CachedNode) -> Contender {
     Contender {
         node: name.to_owned(),
-        session: session_hex(node.stat.ephemeral_owner),
-        fencing_token: node.stat.czxid,
-        created_ms: node.stat.ctime,
+        session: session_hex(node.stat().ephemeral_owner),
+        fencing_token: node.stat().czxid,
+        created_ms: node.stat().ctime,
         since_ms: None,
-        id: printable(&node.data),
+        id: printable(node.data()),
         mode: None,
     }
 }

@@ -249,13 +249,13 @@ impl DistributedDoubleBarrier {
     /// node is not in it (being created). `entered_at` is the czxid of our first node.
     fn step(&self, snapshot: &CacheSnapshot, entered_at: Option<i64>) -> Option<Step> {
         let ours = snapshot.get(&self.member)?;
-        let entered_at = entered_at.unwrap_or(ours.stat.czxid).min(ours.stat.czxid);
+        let entered_at = entered_at.unwrap_or(ours.stat().czxid).min(ours.stat().czxid);
         let name = path::node_name(&self.member);
         let ready = snapshot.get(&path::join(&self.path, READY));
-        let names = ready.and_then(|r| rounds::named(&r.data)).unwrap_or_default();
+        let names = ready.and_then(|r| rounds::named(r.data())).unwrap_or_default();
         tracing::trace!(
             member = %self.member,
-            ready = ?ready.map(|r| (r.stat.czxid, r.stat.version)),
+            ready = ?ready.map(|r| (r.stat().czxid, r.stat().version)),
             entered_at,
             "double barrier: a view while entering"
         );
@@ -263,8 +263,9 @@ impl DistributedDoubleBarrier {
         // node and is newer than the last we passed (window 4: our first create's reply was
         // lost with its session, and the node made again is newer than our round's `ready`).
         if let Some(ready) = ready {
-            if ready.stat.czxid > entered_at || (ready.stat.czxid > self.passed && names.contains(&name)) {
-                return Some(Step::Pass(ready.stat.czxid));
+            if ready.stat().czxid > entered_at || (ready.stat().czxid > self.passed && names.contains(&name))
+            {
+                return Some(Step::Pass(ready.stat().czxid));
             }
         }
         // An older one was left by an earlier round: with the quota met it is replaced by this
@@ -275,7 +276,7 @@ impl DistributedDoubleBarrier {
         let members = counted(snapshot, &self.path, name, &names);
         let quota = members.len() >= self.member_qty;
         match ready {
-            Some(stale) if quota => Some(Step::CreateReady(members, Some(stale.stat.version))),
+            Some(stale) if quota => Some(Step::CreateReady(members, Some(stale.stat().version))),
             None if quota => Some(Step::CreateReady(members, None)),
             _ => None,
         }
@@ -376,7 +377,7 @@ fn counted(snapshot: &CacheSnapshot, path: &str, ours: &str, stale: &[&str]) -> 
         .children(path)
         .filter(|(name, _)| *name != READY)
         .filter(|(name, node)| {
-            *name == ours || (!stale.contains(name) && rounds::passed(&node.data).is_none())
+            *name == ours || (!stale.contains(name) && rounds::passed(node.data()).is_none())
         })
         .map(|(name, _)| name.to_owned())
         .collect()

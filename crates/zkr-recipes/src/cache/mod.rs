@@ -30,7 +30,7 @@
 //!
 //! let cache = CuratorCache::builder(&zk, "/services").mode(CacheMode::Tree { max_depth: Some(2) }).start().await?;
 //! for (name, node) in cache.snapshot().children("/services") {
-//!     println!("{name}: version {}", node.stat.version);
+//!     println!("{name}: version {}", node.stat().version);
 //! }
 //! let mut events = cache.events();
 //! while let Some(event) = events.next().await {
@@ -42,21 +42,21 @@
 //! ```
 
 mod persistent_watcher;
+mod store;
 mod tracker;
 
 pub use persistent_watcher::{PersistentWatcher, WatcherEvent};
+pub use store::CachedNode;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::Stream;
-use tokio::sync::{broadcast, watch};
-use zkr_connection::ZkClient;
-use zookeeper_client::Stat;
-
-use crate::config::Codec;
 use crate::watch::{Watch, WatchMode};
+use futures::Stream;
+use store::Tree;
+use tokio::sync::{broadcast, watch};
 use tracker::Tracker;
+use zkr_connection::ZkClient;
 
 /// What a [`CuratorCache`] covers: Curator's `CuratorCache.Options` and `TreeCache`'s depth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,56 +73,6 @@ pub enum CacheMode {
     },
 }
 
-/// A node as the cache holds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CachedNode {
-    /// The node's data.
-    pub data: Vec<u8>,
-    /// The node's `Stat` as read.
-    pub stat: Stat,
-}
-
-impl CachedNode {
-    /// A node created at `czxid`, last written at `mzxid` (version 0), holding `data`: for the
-    /// recipes' unit tests.
-    #[cfg(test)]
-    pub(crate) fn made(czxid: i64, mzxid: i64, data: &[u8]) -> Self {
-        let stat = Stat {
-            czxid,
-            mzxid,
-            pzxid: mzxid,
-            ctime: 0,
-            mtime: 0,
-            version: 0,
-            cversion: 0,
-            aversion: 0,
-            ephemeral_owner: 0,
-            data_length: data.len() as i32,
-            num_children: 0,
-        };
-        CachedNode { data: data.to_vec(), stat }
-    }
-
-    /// The data decoded by `codec` (for example [`Json`](crate::config::Json)).
-    ///
-    /// # Errors
-    /// The codec's message when the data is not a value.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use zkr_recipes::cache::CachedNode;
-    /// use zkr_recipes::config::Utf8;
-    ///
-    /// fn address(node: &CachedNode) -> Option<String> {
-    ///     node.decode(&Utf8).ok()
-    /// }
-    /// ```
-    pub fn decode<T>(&self, codec: &impl Codec<T>) -> Result<T, crate::codec::CodecError> {
-        codec.decode(&self.data)
-    }
-}
-
 /// A change the cache applied, in the order it applied them.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -134,23 +84,23 @@ pub enum CacheEvent {
         /// Its path.
         path: String,
         /// The node as read.
-        node: Arc<CachedNode>,
+        node: CachedNode,
     },
     /// A node's data or `Stat` changed (or it was deleted and created again in between).
     Changed {
         /// Its path.
         path: String,
         /// What the cache held.
-        old: Arc<CachedNode>,
-        /// What it holds now.
-        new: Arc<CachedNode>,
+        old: CachedNode,
+        /// What it holds now (as read: with its data even when the cache keeps none).
+        new: CachedNode,
     },
     /// A node went.
     Deleted {
         /// Its path.
         path: String,
         /// What the cache held.
-        old: Arc<CachedNode>,
+        old: CachedNode,
     },
     /// This subscriber fell this many events behind and missed them; the snapshot is current.
     Lagged {
@@ -159,61 +109,74 @@ pub enum CacheEvent {
     },
 }
 
-/// The cache's nodes by path: a persistent map, so that a snapshot shares every node with the
-/// tracker's copy and a change copies one path of the tree, not the map (with a `BTreeMap`
-/// behind an `Arc`, each change after a snapshot copied every entry: 24-38 ms an event at
-/// 100,000 nodes).
-pub(super) type Nodes = rpds::RedBlackTreeMapSync<String, Arc<CachedNode>>;
-
 /// The cache's contents at one moment: immutable, cheap to share (`Arc`).
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct CacheSnapshot {
     /// Shares its nodes with the tracker's copy and with every other snapshot.
-    nodes: Nodes,
+    nodes: Tree,
     initialized: bool,
     stale: bool,
 }
 
+impl std::fmt::Debug for CacheSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CacheSnapshot")
+            .field("len", &self.len())
+            .field("initialized", &self.initialized)
+            .field("stale", &self.stale)
+            .finish()
+    }
+}
+
 impl CacheSnapshot {
-    /// A confirmed snapshot of `nodes`, for a recipe's unit tests.
+    /// A confirmed snapshot of `nodes` under `/`, for a recipe's unit tests: a node's missing
+    /// parents are made, empty.
     #[cfg(test)]
     pub(crate) fn of(nodes: impl IntoIterator<Item = (String, CachedNode)>) -> Self {
-        let nodes = nodes.into_iter().map(|(path, node)| (path, Arc::new(node))).collect();
-        CacheSnapshot { nodes, initialized: true, stale: false }
+        let mut tree = Tree::new("/");
+        let mut nodes: Vec<_> = nodes.into_iter().collect();
+        nodes.sort_by(|a, b| a.0.cmp(&b.0));
+        for (path, node) in nodes {
+            let mut parent = String::new();
+            for name in path.split('/') {
+                parent = if parent.is_empty() && name.is_empty() {
+                    "/".into()
+                } else {
+                    zkr_connection::path::join(&parent, name)
+                };
+                if tree.get(&parent).is_none() {
+                    let _ = tree.put(&parent, &CachedNode::made(0, 0, b""));
+                }
+            }
+            let _ = tree.put(&path, &node);
+        }
+        CacheSnapshot { nodes: tree, initialized: true, stale: false }
     }
 
     /// The node at `path`.
-    pub fn get(&self, path: &str) -> Option<&Arc<CachedNode>> {
+    pub fn get(&self, path: &str) -> Option<&CachedNode> {
         self.nodes.get(path)
     }
 
     /// The direct children of `parent` the cache holds, by name, in name order.
-    pub fn children<'a>(
-        &'a self,
-        parent: &'a str,
-    ) -> impl Iterator<Item = (&'a str, &'a Arc<CachedNode>)> + 'a {
-        let prefix = if parent == "/" { String::from("/") } else { format!("{parent}/") };
-        self.nodes.range(prefix.clone()..).take_while(move |(p, _)| p.starts_with(&prefix)).filter_map(
-            move |(p, node)| {
-                let name = &p[if parent == "/" { 1 } else { parent.len() + 1 }..];
-                (!name.contains('/')).then_some((name, node))
-            },
-        )
+    pub fn children<'a>(&'a self, parent: &str) -> impl Iterator<Item = (&'a str, &'a CachedNode)> + 'a {
+        self.nodes.children(parent)
     }
 
-    /// Every node, by path, in path order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &Arc<CachedNode>)> {
-        self.nodes.iter().map(|(p, n)| (p.as_str(), n))
+    /// Every node with its path: parents before their children, siblings in name order. Each
+    /// path is built as it is visited (the copy keeps names, not paths).
+    pub fn iter(&self) -> impl Iterator<Item = (String, &CachedNode)> {
+        self.nodes.iter()
     }
 
     /// How many nodes the cache holds.
     pub fn len(&self) -> usize {
-        self.nodes.size()
+        self.nodes.len()
     }
 
     /// Does the cache hold no node (the root does not exist)?
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.nodes.len() == 0
     }
 
     /// Has the first full read been applied?
@@ -237,6 +200,63 @@ pub struct CuratorCacheBuilder {
     initial_timeout: Option<Duration>,
     capacity: usize,
     compressed: Option<bool>,
+    keep_data: bool,
+    selector: Option<Selector>,
+}
+
+/// Curator's `TreeCacheSelector`: which nodes below the root a cache keeps and which it
+/// reads the children of. The root is always kept. A closure `Fn(&str) -> bool` is a
+/// selector that keeps the paths it answers `true` for (and reads below them).
+///
+/// A node is kept when every node from the root down to it was accepted and every parent on
+/// the way was traversed; events of other nodes are ignored, so a selector that rejects a
+/// busy subtree saves its reads too.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_connection::Error> {
+/// use zkr_recipes::cache::{CacheSelector, CuratorCache};
+///
+/// /// The services and their instances, without each instance's `metrics` subtree.
+/// struct NoMetrics;
+/// impl CacheSelector for NoMetrics {
+///     fn accept_child(&self, path: &str) -> bool {
+///         !path.ends_with("/metrics")
+///     }
+/// }
+/// let cache = CuratorCache::builder(&zk, "/services").selector(NoMetrics).start().await?;
+/// let no_tmp = CuratorCache::builder(&zk, "/jobs").selector(|path: &str| !path.contains("/tmp-")).start().await?;
+/// # Ok(()) }
+/// ```
+pub trait CacheSelector: Send + Sync + 'static {
+    /// Are the children of `path` (a kept node) read and kept? Default: yes.
+    fn traverse_children(&self, path: &str) -> bool {
+        let _ = path;
+        true
+    }
+
+    /// Is the node at `path` (below the root) kept? Default: yes.
+    fn accept_child(&self, path: &str) -> bool {
+        let _ = path;
+        true
+    }
+}
+
+impl<F: Fn(&str) -> bool + Send + Sync + 'static> CacheSelector for F {
+    fn accept_child(&self, path: &str) -> bool {
+        self(path)
+    }
+}
+
+/// A builder's selector (shown by `Debug` as set or not).
+#[derive(Clone)]
+pub(crate) struct Selector(Arc<dyn CacheSelector>);
+
+impl std::fmt::Debug for Selector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Selector")
+    }
 }
 
 impl CuratorCacheBuilder {
@@ -260,6 +280,22 @@ impl CuratorCacheBuilder {
     /// [`compression`](zkr_connection::ZkClientBuilder::compression).
     pub fn compressed(mut self, compressed: bool) -> Self {
         self.compressed = Some(compressed);
+        self
+    }
+
+    /// Curator's `CuratorCacheStorage.dataNotCached()`: the cache keeps every node's `Stat` but not its data
+    /// ([`CachedNode::data`] is empty in snapshots and in the `old` of events); a `Created`
+    /// or `Changed` event still carries the data it read. For a cache that only tells which
+    /// nodes exist and when they change, at a fraction of the memory.
+    pub fn data_not_cached(mut self) -> Self {
+        self.keep_data = false;
+        self
+    }
+
+    /// Keeps only the nodes `selector` accepts (Curator's `TreeCacheSelector`; see
+    /// [`CacheSelector`]).
+    pub fn selector(mut self, selector: impl CacheSelector) -> Self {
+        self.selector = Some(Selector(Arc::new(selector)));
         self
     }
 
@@ -318,7 +354,8 @@ impl CuratorCacheBuilder {
         let compressed =
             self.compressed.unwrap_or(self.zk.compression_enabled()).then(|| self.zk.max_decompressed_len());
         let size = crate::telemetry::SizeGauge::cache_nodes(&self.path, self.zk.metrics_path_labels());
-        let tracker = Tracker::new(&self.path, max_depth, snapshot, events.clone(), compressed, size);
+        let keep = tracker::Keep { max_depth, data: self.keep_data, selector: self.selector.map(|s| s.0) };
+        let tracker = Tracker::new(&self.path, keep, snapshot, events.clone(), compressed, size);
         let recursive = max_depth != Some(0);
         let mut engine = Watch::new(&self.zk, &self.path, recursive, WatchMode::Auto, tracker);
         let timeout = self.initial_timeout.unwrap_or_else(|| self.zk.connection_timeout());
@@ -368,6 +405,8 @@ impl CuratorCache {
             initial_timeout: None,
             capacity: 4096,
             compressed: None,
+            keep_data: true,
+            selector: None,
         }
     }
 
@@ -382,7 +421,7 @@ impl CuratorCache {
     }
 
     /// The node at `path` in the latest snapshot.
-    pub fn get(&self, path: &str) -> Option<Arc<CachedNode>> {
+    pub fn get(&self, path: &str) -> Option<CachedNode> {
         self.snapshot().get(path).cloned()
     }
 

@@ -9,16 +9,26 @@ use zkr_connection::path;
 use zkr_connection::SessionClient;
 use zookeeper_client::{EventType, MultiReadResult, Stat, WatchedEvent};
 
+use super::store::Tree;
 use super::{CacheEvent, CacheSnapshot, CachedNode};
 use crate::watch::{multi_read, read_tree, Consumer, Flow, ZkResult};
+
+/// Which nodes and what of them the cache keeps.
+pub(super) struct Keep {
+    /// How deep below the root nodes are kept (`Some(0)`: the root alone).
+    pub(super) max_depth: Option<usize>,
+    /// Whether node data is kept (Curator's `dataNotCached` when not).
+    pub(super) data: bool,
+    /// Which nodes below the root are kept and which are read below.
+    pub(super) selector: Option<Arc<dyn super::CacheSelector>>,
+}
 
 /// The cache's copy: the consumer the watch engine feeds.
 pub(super) struct Tracker {
     root: String,
-    /// How deep below the root nodes are kept (`Some(0)`: the root alone).
-    max_depth: Option<usize>,
+    keep: Keep,
     /// The copy; the latest snapshot shares it until the next change.
-    nodes: super::Nodes,
+    nodes: Tree,
     initialized: bool,
     snapshot: watch::Sender<Arc<CacheSnapshot>>,
     events: broadcast::Sender<CacheEvent>,
@@ -57,8 +67,8 @@ impl Consumer for Tracker {
         &self,
         session: &zkr_connection::Session,
     ) -> ZkResult<(Self::Read, Vec<zookeeper_client::OneshotWatcher>)> {
-        let (nodes, watchers) = read_tree(session.client(), &self.root, self.max_depth, true).await?;
-        let nodes = nodes.into_iter().map(|(path, (data, stat))| {
+        let (nodes, watchers) = read_tree(session.client(), &self.root, self.keep.max_depth, true).await?;
+        let nodes = nodes.into_iter().filter(|(path, _)| self.keeps(path)).map(|(path, (data, stat))| {
             let node = self.cached(&path, data, stat);
             (path, node)
         });
@@ -66,15 +76,20 @@ impl Consumer for Tracker {
     }
 
     fn reset(&mut self, read: Self::Read) {
-        let gone: Vec<String> = self.nodes.keys().filter(|p| !read.contains_key(*p)).cloned().collect();
+        let gone: Vec<String> = self.nodes.iter().map(|(p, _)| p).filter(|p| !read.contains_key(p)).collect();
         // A burst that failed part-way applied some of its rounds: their events go out now.
         let mut events = std::mem::take(&mut self.pending);
         // What a full read finds changed goes out in the order it was written (by `mzxid`),
-        // as the events of a watch would; the deletes it finds carry no zxid and come last.
-        let mut read: Vec<(String, CachedNode)> = read.into_iter().collect();
-        read.sort_by_key(|(_, node)| node.stat.mzxid);
-        events.extend(read.into_iter().filter_map(|(path, node)| self.put(&path, Some(node))));
-        events.extend(gone.iter().filter_map(|path| self.put(path, None)));
+        // as the events of a watch would; the deletes it finds carry no zxid and come last,
+        // children before their parents. Applied in path order: parents before children.
+        let mut written = Vec::new();
+        for (path, node) in read {
+            let mzxid = node.zxids().1;
+            written.extend(self.put(&path, Some(node)).into_iter().map(|e| (mzxid, e)));
+        }
+        written.sort_by_key(|(mzxid, _)| *mzxid);
+        events.extend(written.into_iter().map(|(_, e)| e));
+        events.extend(gone.iter().rev().flat_map(|path| self.put(path, None)));
         if !self.initialized {
             self.initialized = true;
             events.push(CacheEvent::Initialized);
@@ -117,12 +132,12 @@ impl Consumer for Tracker {
 }
 
 impl Tracker {
-    /// An empty copy of the tree at `root` (down to `max_depth`), publishing its snapshots to
+    /// An empty copy of the tree at `root` (what `keep` says of it), publishing its snapshots to
     /// `snapshot` and its events to `events`; `compressed`: the inflate cap of gzip data, if
     /// the data is to be inflated; `size`: the cache's share of `zkr_cache_nodes`.
     pub(super) fn new(
         root: &str,
-        max_depth: Option<usize>,
+        keep: Keep,
         snapshot: watch::Sender<Arc<CacheSnapshot>>,
         events: broadcast::Sender<CacheEvent>,
         compressed: Option<usize>,
@@ -130,8 +145,8 @@ impl Tracker {
     ) -> Self {
         Tracker {
             root: root.to_owned(),
-            max_depth,
-            nodes: super::Nodes::default(),
+            keep,
+            nodes: Tree::new(root),
             initialized: false,
             snapshot,
             events,
@@ -152,36 +167,48 @@ impl Tracker {
                 Err(error) => tracing::warn!(%error, "cached as it is"),
             }
         }
-        data.shrink_to_fit();
-        CachedNode { data, stat }
+        CachedNode::named(path::node_name(path), &data, &stat)
     }
 
     fn keeps(&self, node: &str) -> bool {
-        depth_under(&self.root, node).is_some_and(|d| self.max_depth.is_none_or(|max| d <= max))
+        let Some(depth) = depth_under(&self.root, node) else { return false };
+        if self.keep.max_depth.is_some_and(|max| depth > max) {
+            return false;
+        }
+        let Some(selector) = &self.keep.selector else { return true };
+        // Every node from the root's child down to `node` accepted, every parent traversed.
+        let mut at = node.len();
+        for _ in 0..depth {
+            let (parent, _) = node[..at].rsplit_once('/').unwrap_or_default();
+            let parent = if parent.is_empty() { "/" } else { parent };
+            if !selector.accept_child(&node[..at]) || !selector.traverse_children(parent) {
+                return false;
+            }
+            at = parent.len();
+        }
+        true
     }
 
-    /// Applies what a read of `path` found and returns its event; a read no newer than what
+    /// Applies what a read of `path` found and returns its events; a read no newer than what
     /// the cache holds (same `mzxid`, same node) changes nothing, so nothing is reported twice.
-    fn put(&mut self, path: &str, found: Option<CachedNode>) -> Option<CacheEvent> {
-        let event = match (self.nodes.get(path), found) {
-            (None, None) => return None,
-            (Some(_), None) => {
-                let old = self.nodes.get(path).cloned().expect("present");
-                self.nodes.remove_mut(path);
-                CacheEvent::Deleted { path: path.to_owned(), old }
-            }
-            (Some(old), Some(new)) if !is_newer(&old.stat, &new.stat) => return None,
-            (old, Some(new)) => {
-                let old = old.cloned();
-                let new = Arc::new(new);
-                self.nodes.insert_mut(path.to_owned(), new.clone());
-                match old {
-                    Some(old) => CacheEvent::Changed { path: path.to_owned(), old, new },
-                    None => CacheEvent::Created { path: path.to_owned(), node: new },
-                }
-            }
+    /// A node gone takes what the copy holds below it too (each reported, children first).
+    fn put(&mut self, path: &str, found: Option<CachedNode>) -> Vec<CacheEvent> {
+        let Some(new) = found else {
+            let gone = self.nodes.remove(path);
+            return gone.into_iter().map(|(path, old)| CacheEvent::Deleted { path, old }).collect();
         };
-        Some(event)
+        if self.nodes.get(path).is_some_and(|old| !is_newer(old.zxids(), new.zxids())) {
+            return Vec::new();
+        }
+        let kept = if self.keep.data { new.clone() } else { new.without_data() };
+        match self.nodes.put(path, &kept) {
+            Ok(Some(old)) => vec![CacheEvent::Changed { path: path.to_owned(), old, new }],
+            Ok(None) => vec![CacheEvent::Created { path: path.to_owned(), node: new }],
+            Err(_) => {
+                tracing::warn!(path = ?path, "not cached: its parent is not in the cache");
+                Vec::new()
+            }
+        }
     }
 
     /// Applies a burst's reads of `paths`, all or none: when one failed, the copy stays as it
@@ -197,8 +224,7 @@ impl Tracker {
                 Err(e) => return Err(e),
             });
         }
-        let events: Vec<_> =
-            paths.iter().zip(found).filter_map(|(path, node)| self.put(path, node)).collect();
+        let events: Vec<_> = paths.iter().zip(found).flat_map(|(path, node)| self.put(path, node)).collect();
         // Published when the whole burst is applied (`burst_done`).
         self.pending.extend(events);
         Ok(())
@@ -209,7 +235,7 @@ impl Tracker {
     fn publish(&self, stale: bool, events: Vec<CacheEvent>) {
         let snapshot = CacheSnapshot { nodes: self.nodes.clone(), initialized: self.initialized, stale };
         self.snapshot.send_replace(Arc::new(snapshot));
-        self.size.set(self.nodes.size());
+        self.size.set(self.nodes.len());
         for event in events {
             let _ = self.events.send(event);
         }
@@ -224,13 +250,14 @@ impl Tracker {
         let mut level = vec![self.root.clone()];
         let mut depth = 0;
         while !level.is_empty() {
-            let deeper = self.max_depth.is_none_or(|max| depth < max);
+            let deeper = self.keep.max_depth.is_none_or(|max| depth < max);
             let data = multi_read(client, &level, false).await?;
             let mut parents = Vec::new();
             for (node, reply) in level.iter().zip(data) {
                 match reply {
                     MultiReadResult::Data { data, stat } => {
-                        if deeper && stat.num_children > 0 {
+                        let traverse = self.keep.selector.as_ref().is_none_or(|s| s.traverse_children(node));
+                        if deeper && traverse && stat.num_children > 0 {
                             parents.push(node.clone());
                         }
                         all.insert(node.clone(), self.cached(node, data, stat));
@@ -245,7 +272,9 @@ impl Tracker {
             for (node, reply) in parents.iter().zip(children) {
                 match reply {
                     MultiReadResult::Children { children } => {
-                        next.extend(children.iter().map(|c| path::join(node, c)))
+                        let accepted =
+                            |c: &String| self.keep.selector.as_ref().is_none_or(|s| s.accept_child(c));
+                        next.extend(children.iter().map(|c| path::join(node, c)).filter(accepted))
                     }
                     MultiReadResult::Error { err: zookeeper_client::Error::NoNode } => {}
                     MultiReadResult::Error { err } => return Err(err),
@@ -259,9 +288,10 @@ impl Tracker {
     }
 }
 
-/// Is `new` a later state of the node than `old`: a later change, or a node created again?
-fn is_newer(old: &Stat, new: &Stat) -> bool {
-    new.mzxid > old.mzxid || new.czxid != old.czxid
+/// Is `new` a later state of the node than `old` (each `(czxid, mzxid)`): a later change, or
+/// a node created again?
+fn is_newer((old_czxid, old_mzxid): (i64, i64), (new_czxid, new_mzxid): (i64, i64)) -> bool {
+    new_mzxid > old_mzxid || new_czxid != old_czxid
 }
 
 #[cfg(test)]
@@ -283,7 +313,8 @@ mod tests {
         let (events, receiver) = broadcast::channel(64);
         let snapshot = watch::channel(Arc::new(CacheSnapshot::default())).0;
         let size = crate::telemetry::SizeGauge::cache_nodes("/r", false);
-        let tracker = Tracker::new("/r", max_depth, snapshot, events, None, size);
+        let keep = Keep { max_depth, data: true, selector: None };
+        let tracker = Tracker::new("/r", keep, snapshot, events, None, size);
         (tracker, receiver)
     }
 
@@ -336,10 +367,11 @@ mod tests {
     #[test]
     fn an_older_read_is_ignored() {
         let (mut tracker, mut events) = tracker(None);
-        assert!(tracker.put("/r/a", Some(node(2, 7, "new"))).is_some());
-        assert!(tracker.put("/r/a", Some(node(2, 5, "old"))).is_none());
+        assert_eq!(tracker.put("/r", Some(node(1, 1, ""))).len(), 1);
+        assert_eq!(tracker.put("/r/a", Some(node(2, 7, "new"))).len(), 1);
+        assert!(tracker.put("/r/a", Some(node(2, 5, "old"))).is_empty());
         assert!(kinds(&mut events).is_empty(), "put reports; publish sends");
-        assert_eq!(tracker.nodes["/r/a"].data, b"new");
+        assert_eq!(tracker.nodes.get("/r/a").unwrap().data(), b"new");
     }
 
     /// Issue: across disconnects and expiries, every change is reported once. A burst whose
@@ -354,16 +386,16 @@ mod tests {
         assert_eq!(kinds(&mut events).len(), 3);
         let paths = ["/r/a".to_owned(), "/r/b".to_owned()];
         let read =
-            vec![Ok((b"y".to_vec(), node(2, 5, "y").stat)), Err(zookeeper_client::Error::ConnectionLoss)];
+            vec![Ok((b"y".to_vec(), node(2, 5, "y").stat())), Err(zookeeper_client::Error::ConnectionLoss)];
         assert_eq!(tracker.settle(&paths, read), Err(zookeeper_client::Error::ConnectionLoss));
         assert!(kinds(&mut events).is_empty());
-        assert_eq!(tracker.nodes["/r/a"].data, b"x", "the copy is as it was");
+        assert_eq!(tracker.nodes.get("/r/a").unwrap().data(), b"x", "the copy is as it was");
         // The resync after the error finds the change and reports it.
         tracker
             .reset(BTreeMap::from([("/r".to_owned(), node(1, 1, "")), ("/r/a".to_owned(), node(2, 5, "y"))]));
         assert_eq!(kinds(&mut events), ["changed /r/a"]);
         // A node gone (NoNode) is a read like any other.
-        let read = vec![Ok((b"z".to_vec(), node(2, 6, "z").stat)), Err(zookeeper_client::Error::NoNode)];
+        let read = vec![Ok((b"z".to_vec(), node(2, 6, "z").stat())), Err(zookeeper_client::Error::NoNode)];
         assert_eq!(tracker.settle(&paths, read), Ok(()));
         assert!(kinds(&mut events).is_empty(), "published when the burst is done");
         tracker.burst_done();
@@ -379,7 +411,7 @@ mod tests {
         assert_eq!(kinds(&mut events).len(), 2);
         let mut snapshots = tracker.snapshot.subscribe();
         let round =
-            |path: &str, zxid| (vec![path.to_owned()], vec![Ok((Vec::new(), node(zxid, zxid, "").stat))]);
+            |path: &str, zxid| (vec![path.to_owned()], vec![Ok((Vec::new(), node(zxid, zxid, "").stat()))]);
         let (paths, read) = round("/r/a", 3);
         tracker.settle(&paths, read).unwrap();
         let (paths, read) = round("/r/b", 3);
@@ -393,11 +425,45 @@ mod tests {
         tracker.settle(&paths, read).unwrap();
         let failed = vec![Err(zookeeper_client::Error::ConnectionLoss)];
         assert!(tracker.settle(&["/r/d".to_owned()], failed).is_err());
-        let mut resync =
-            tracker.nodes.iter().map(|(p, n)| (p.clone(), (**n).clone())).collect::<BTreeMap<_, _>>();
+        let mut resync = tracker.nodes.iter().map(|(p, n)| (p, n.clone())).collect::<BTreeMap<_, _>>();
         resync.insert("/r/d".to_owned(), node(4, 4, ""));
         tracker.reset(resync);
         assert_eq!(kinds(&mut events), ["created /r/c", "created /r/d"]);
+    }
+
+    /// Issue 47 item 1: a selector's answers for a node and every node above it decide.
+    #[test]
+    fn a_selector_keeps_what_it_accepts_below_what_it_traverses() {
+        struct Picky;
+        impl super::super::CacheSelector for Picky {
+            fn traverse_children(&self, path: &str) -> bool {
+                path != "/r/leaf"
+            }
+            fn accept_child(&self, path: &str) -> bool {
+                !path.ends_with("/no")
+            }
+        }
+        let (mut tracker, mut events) = tracker(None);
+        tracker.keep.selector = Some(Arc::new(Picky));
+        assert!(tracker.keeps("/r") && tracker.keeps("/r/a") && tracker.keeps("/r/leaf"));
+        assert!(!tracker.keeps("/r/no") && !tracker.keeps("/r/no/yes") && !tracker.keeps("/r/a/no"));
+        assert!(!tracker.keeps("/r/leaf/a") && tracker.keeps("/r/a/leaf/a"));
+        // Without data: the copy keeps the Stat, the event the data read.
+        tracker.keep.data = false;
+        tracker
+            .reset(BTreeMap::from([("/r".to_owned(), node(1, 1, "")), ("/r/a".to_owned(), node(2, 2, "x"))]));
+        assert_eq!(kinds(&mut events).len(), 3);
+        let (paths, read) = (["/r/a".to_owned()], vec![Ok((b"yz".to_vec(), node(2, 5, "yz").stat()))]);
+        tracker.settle(&paths, read).unwrap();
+        tracker.burst_done();
+        match events.try_recv() {
+            Ok(CacheEvent::Changed { old, new, .. }) => {
+                assert_eq!((old.data(), new.data()), (&b""[..], &b"yz"[..]))
+            }
+            other => panic!("a change, not {other:?}"),
+        }
+        let kept = tracker.nodes.get("/r/a").unwrap();
+        assert_eq!((kept.data(), kept.stat().data_length, kept.stat().mzxid), (&b""[..], 2, 5));
     }
 
     #[test]

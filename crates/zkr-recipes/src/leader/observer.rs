@@ -146,7 +146,7 @@ impl Election {
             .enumerate()
             .filter_map(|(at, name)| {
                 let node = path::join(path, &name);
-                let data = &snapshot.get(&node)?.data;
+                let data = snapshot.get(&node)?.data();
                 Some(Participant { id: String::from_utf8_lossy(data).into_owned(), node, is_leader: at == 0 })
             })
             .collect();

@@ -317,7 +317,7 @@ impl<T: 'static> Follower<T> {
             // A snapshot read after the delete (at start or a resync) may show the node
             // created again: that one stays.
             CacheEvent::Deleted { path, old }
-                if self.seen.get(&path).is_none_or(|&s| s <= old.stat.mzxid) =>
+                if self.seen.get(&path).is_none_or(|&s| s <= old.stat().mzxid) =>
             {
                 out.extend(self.put(&path, None));
             }
@@ -329,7 +329,7 @@ impl<T: 'static> Follower<T> {
     /// Brings the models to `snapshot`, reporting what differs.
     fn resync(&mut self, snapshot: &CacheSnapshot, out: &mut Vec<ModelEvent<T>>) {
         for (path, node) in snapshot.iter() {
-            out.extend(self.put(path, Some(node)));
+            out.extend(self.put(&path, Some(node)));
         }
         let gone: Vec<String> = self.seen.keys().filter(|p| snapshot.get(p).is_none()).cloned().collect();
         for path in gone {
@@ -346,14 +346,14 @@ impl<T: 'static> Follower<T> {
             self.seen.remove(path);
             return self.remove(path);
         };
-        if self.seen.get(path).is_some_and(|&seen| seen >= node.stat.mzxid) {
+        if self.seen.get(path).is_some_and(|&seen| seen >= node.stat().mzxid) {
             return None;
         }
-        self.seen.insert(path.to_owned(), node.stat.mzxid);
+        self.seen.insert(path.to_owned(), node.stat().mzxid);
         let zpath = ZPath::from_node_path(path);
-        match self.spec.decode(&node.data) {
+        match self.spec.decode(node.data()) {
             Ok(Some(model)) => {
-                let new = ZNode { path: zpath, stat: node.stat, model: Arc::new(model) };
+                let new = ZNode { path: zpath, stat: node.stat(), model: Arc::new(model) };
                 let old = Arc::make_mut(&mut self.models).insert(path.to_owned(), new.clone());
                 Some(match old {
                     Some(old) => ModelEvent::Changed { old, new },
@@ -363,7 +363,7 @@ impl<T: 'static> Follower<T> {
             Ok(None) => self.remove(path),
             Err(error) => {
                 tracing::warn!(path, %error, "a model does not decode: the last good one stays");
-                Some(ModelEvent::DecodeFailed { path: zpath, stat: node.stat, error })
+                Some(ModelEvent::DecodeFailed { path: zpath, stat: node.stat(), error })
             }
         }
     }
@@ -425,11 +425,11 @@ mod tests {
         let mut f = follower();
         let empty = || Arc::new(CacheSnapshot::default());
         let mut out = Vec::new();
-        f.apply(CacheEvent::Created { path: "/u/a".into(), node: Arc::new(node(5, "5")) }, empty, &mut out);
-        f.apply(CacheEvent::Created { path: "/u/b".into(), node: Arc::new(node(6, "6")) }, empty, &mut out);
+        f.apply(CacheEvent::Created { path: "/u/a".into(), node: node(5, "5") }, empty, &mut out);
+        f.apply(CacheEvent::Created { path: "/u/b".into(), node: node(6, "6") }, empty, &mut out);
         // The delete of an older incarnation (mzxid 3) is no news for a copy holding mzxid 5.
-        f.apply(CacheEvent::Deleted { path: "/u/a".into(), old: Arc::new(node(3, "3")) }, empty, &mut out);
-        f.apply(CacheEvent::Deleted { path: "/u/b".into(), old: Arc::new(node(6, "6")) }, empty, &mut out);
+        f.apply(CacheEvent::Deleted { path: "/u/a".into(), old: node(3, "3") }, empty, &mut out);
+        f.apply(CacheEvent::Deleted { path: "/u/b".into(), old: node(6, "6") }, empty, &mut out);
         let seen: Vec<String> = out.drain(..).map(|e| describe(Some(e))).collect();
         assert_eq!(seen, ["created /u/a 5", "created /u/b 6", "deleted /u/b 6"]);
         // After a lag the cache's snapshot decides: here it is empty, so /u/a went.

@@ -74,7 +74,7 @@ impl GroupMember {
         let snapshot = self.cache.snapshot();
         snapshot
             .children(&self.membership_path)
-            .map(|(id, node)| (id.to_owned(), node.data.clone()))
+            .map(|(id, node)| (id.to_owned(), node.data().to_vec()))
             .collect()
     }
 
