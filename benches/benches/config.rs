@@ -71,55 +71,33 @@ struct Outcome {
 /// subscribed (`zk_watch_count`), and the packets it sent and received from then until the
 /// updates settled (`zk_packets_sent`, `zk_packets_received`; the writer's set and its reply,
 /// one packet each way per update, count too), summed over the servers.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Load {
     watches: u64,
-    sent: u64,
-    received: u64,
-    updates: usize,
+    /// Per update.
+    sent: String,
+    /// Per update.
+    received: String,
 }
 
 impl Load {
-    async fn counters(server: &Deployment) -> anyhow::Result<(u64, u64, u64)> {
-        let watches = server.mntr_sum("zk_watch_count").await?;
-        Ok((
-            watches,
-            server.mntr_sum("zk_packets_sent").await?,
-            server.mntr_sum("zk_packets_received").await?,
-        ))
-    }
-
-    /// Waits until the server holds no watch: the sessions of the run before are gone.
-    async fn quiet(server: &Deployment) -> anyhow::Result<()> {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while server.mntr_sum("zk_watch_count").await? > 0 {
-            ensure!(std::time::Instant::now() < deadline, "the last run's watches are still set after 30 s");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        Ok(())
-    }
-
     /// Runs `updates` through `write`, counting what the server does meanwhile.
     async fn around<T>(
         server: &Deployment,
         updates: usize,
         write: impl std::future::Future<Output = anyhow::Result<T>>,
     ) -> anyhow::Result<(T, Load)> {
-        let (watches, sent, received) = Self::counters(server).await?;
+        let before = server.counters().await?;
         let written = write.await?;
-        let (_, sent_after, received_after) = Self::counters(server).await?;
-        let load = Load { watches, sent: sent_after - sent, received: received_after - received, updates };
-        Ok((written, load))
-    }
-
-    fn per_update(count: u64, updates: usize) -> String {
-        format!("{:.1}", count as f64 / updates.max(1) as f64)
+        let after = server.counters().await?;
+        let (sent, received) = after.per_operation(&before, updates);
+        Ok((written, Load { watches: before.watches, sent, received }))
     }
 }
 
 impl Outcome {
     fn merge(&mut self, other: Outcome) {
-        self.load = self.load.or(other.load);
+        self.load = self.load.take().or(other.load);
         self.latencies.extend(other.latencies);
         self.stale += other.stale;
         self.missing += other.missing;
@@ -243,7 +221,7 @@ async fn subscribed(
     updates: usize,
 ) -> anyhow::Result<Vec<Outcome>> {
     let seens: Vec<Seen> = kinds.iter().map(|_| Arc::new(Mutex::new(vec![Vec::new(); n]))).collect();
-    Load::quiet(server).await?;
+    server.quiet().await?;
     let mut keep = Vec::new();
     for i in 0..n {
         for (kind, seen) in kinds.iter().zip(&seens) {
@@ -292,7 +270,7 @@ async fn curator(
     publisher: &ConfigPublisher<u64>,
     updates: usize,
 ) -> anyhow::Result<Outcome> {
-    Load::quiet(server).await?;
+    server.quiet().await?;
     let mut peer = tool.spawn(&["config-subscribers", cs, path, &n.to_string()])?;
     peer.set_line_timeout(Duration::from_secs(300));
     peer.expect_line("READY").await?;
@@ -418,9 +396,9 @@ async fn main() -> anyhow::Result<()> {
                 format!("{:.1} ms", result.percentile(0.99).as_secs_f64() * 1e3),
                 result.stale.to_string(),
                 result.missing.to_string(),
-                result.load.map_or("-".into(), |l| l.watches.to_string()),
-                result.load.map_or("-".into(), |l| Load::per_update(l.sent, l.updates)),
-                result.load.map_or("-".into(), |l| Load::per_update(l.received, l.updates)),
+                result.load.as_ref().map_or("-".into(), |l| l.watches.to_string()),
+                result.load.as_ref().map_or("-".into(), |l| l.sent.clone()),
+                result.load.as_ref().map_or("-".into(), |l| l.received.clone()),
             ]);
         }
         let p99 = |i: usize| results[i].1.percentile(0.99).as_secs_f64();

@@ -137,11 +137,60 @@ impl Deployment {
         self.mntr_sum("zk_packets_received").await
     }
 
+    /// The watches the servers hold and the packets they have sent and received so far
+    /// (`zk_watch_count`, `zk_packets_sent`, `zk_packets_received`, each summed).
+    ///
+    /// # Errors
+    /// A server did not answer `mntr`.
+    pub async fn counters(&self) -> anyhow::Result<ServerCounters> {
+        Ok(ServerCounters {
+            watches: self.mntr_sum("zk_watch_count").await?,
+            sent: self.mntr_sum("zk_packets_sent").await?,
+            received: self.mntr_sum("zk_packets_received").await?,
+        })
+    }
+
+    /// Waits until the servers hold no watch: the sessions of the run before are gone.
+    ///
+    /// # Errors
+    /// Watches still set after 30 s, or a server that did not answer `mntr`.
+    pub async fn quiet(&self) -> anyhow::Result<()> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while self.mntr_sum("zk_watch_count").await? > 0 {
+            anyhow::ensure!(
+                std::time::Instant::now() < deadline,
+                "the last run's watches are still set after 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(())
+    }
+
     /// Where the (first) server keeps its data, for the report's file system line.
     pub fn data_dir(&self) -> &std::path::Path {
         match self {
             Deployment::Standalone(server) => server.data_dir(),
             Deployment::Ensemble { cluster, .. } => cluster.root_dir(),
         }
+    }
+}
+
+/// What the servers' `mntr` counted at one moment (issue 47 item 3: the server's load).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ServerCounters {
+    /// Watches held (`zk_watch_count`; a persistent watch counts twice).
+    pub watches: u64,
+    /// Packets sent (`zk_packets_sent`).
+    pub sent: u64,
+    /// Packets received (`zk_packets_received`).
+    pub received: u64,
+}
+
+impl ServerCounters {
+    /// The packets sent and received from `earlier` until these, each divided by `operations`
+    /// (one decimal).
+    pub fn per_operation(&self, earlier: &ServerCounters, operations: usize) -> (String, String) {
+        let per = |count: u64| format!("{:.1}", count as f64 / operations.max(1) as f64);
+        (per(self.sent.saturating_sub(earlier.sent)), per(self.received.saturating_sub(earlier.received)))
     }
 }

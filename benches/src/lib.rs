@@ -15,7 +15,7 @@
 mod deploy;
 pub mod wide;
 
-pub use deploy::Deployment;
+pub use deploy::{Deployment, ServerCounters};
 
 use std::fmt::Write as _;
 use std::future::Future;

@@ -6,6 +6,8 @@
 //! (a million nodes; `--writer`: a client sets one cached node throughout every zkr load, and the
 //! cache must show a write made after it; `--load-only`: no propagation part, one warm-up load,
 //! and one for Curator's JVM)
+//! `cargo bench -p zkr-benches --bench cache -- --server-load [--caches N]` (the server's load of
+//! N caches of the load tree and of changes to one of its nodes, zkr and Curator: `server_load.rs`)
 //!
 //! - initial load: a tree of 100 parents × 100 children (32 bytes each, 10,101 nodes with the
 //!   root); the time from `start()` until the cache is initialized, for a new cache on a
@@ -30,6 +32,7 @@
 //! divided by their number: the rest of a load is the server's work and the wait for it.
 
 mod propagation;
+mod server_load;
 
 use std::time::{Duration, Instant};
 
@@ -63,6 +66,7 @@ struct Options {
     children: usize,
     load_only: bool,
     writer: bool,
+    server_load: bool,
 }
 
 impl Options {
@@ -74,6 +78,7 @@ impl Options {
             parents: 100,
             children: 100,
             load_only: false,
+            server_load: false,
             writer: false,
         };
         let mut args = std::env::args().skip(1);
@@ -93,10 +98,11 @@ impl Options {
                 "--children" => o.children = value("--children")?,
                 "--load-only" => o.load_only = true,
                 "--writer" => o.writer = true,
+                "--server-load" => o.server_load = true,
                 "--bench" => {}
                 other => anyhow::bail!(
                     "unknown argument {other}; usage: --quick | --reps N | --writes N | --caches N | \
-                     --parents N --children N | --load-only | --writer"
+                     --parents N --children N | --load-only | --writer | --server-load"
                 ),
             }
         }
@@ -379,6 +385,9 @@ async fn main() -> anyhow::Result<()> {
     let writer = Client::connect(&cs).await?;
     eprintln!("[cache bench] creating {} x {} nodes", o.parents, o.children);
     let nodes = create_tree(&writer, o.parents, o.children).await?;
+    if o.server_load {
+        return server_load::run(&setup, &writer, o.caches, nodes).await;
+    }
 
     // The server compiles its hot paths during the first loads: warm it up, then alternate.
     let warmups = if o.load_only { 1 } else { SERVER_WARMUP_LOADS };

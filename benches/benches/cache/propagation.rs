@@ -15,7 +15,7 @@ use zkr_testing::peers::PeerProcess;
 use zookeeper_client::{Acls, AddWatchMode, Client, CreateMode, EventType};
 
 /// Sessions the caches (and the raw watches) are spread over.
-const SESSIONS: usize = 5;
+pub const SESSIONS: usize = 5;
 /// Writes before the measured ones, in every round.
 const WARMUP_WRITES: u64 = 20;
 /// zkr and the raw watches alternate over this many rounds, so that the machine's other work
@@ -31,16 +31,21 @@ fn mono_us() -> i64 {
 }
 
 /// One cache (or watch) applied value `.1` at `.2` (µs).
-type Seen = (usize, u64, i64);
+pub type Seen = (usize, u64, i64);
 
 /// Latencies of (write, cache) pairs, and per write until the last cache had it.
 #[derive(Default)]
-struct Outcome {
+pub struct Outcome {
     each: Vec<Duration>,
     last: Vec<Duration>,
 }
 
 impl Outcome {
+    /// How many writes were made (the untimed ones too).
+    pub fn writes(&self) -> usize {
+        self.last.len() + WARMUP_WRITES as usize
+    }
+
     fn merge(&mut self, other: Outcome) {
         self.each.extend(other.each);
         self.last.extend(other.last);
@@ -57,11 +62,11 @@ fn percentile(values: &[Duration], p: f64) -> Duration {
 }
 
 /// Where each write's sightings come from.
-trait Sightings {
+pub trait Sightings {
     async fn next(&mut self) -> anyhow::Result<Seen>;
 }
 
-struct Channel(mpsc::UnboundedReceiver<Seen>);
+pub struct Channel(mpsc::UnboundedReceiver<Seen>);
 
 impl Sightings for Channel {
     async fn next(&mut self) -> anyhow::Result<Seen> {
@@ -70,7 +75,7 @@ impl Sightings for Channel {
 }
 
 /// `SEEN <i> <value> <t_us>` lines of `CuratorTool cache-propagation`.
-struct Peer(PeerProcess);
+pub struct Peer(pub PeerProcess);
 
 impl Sightings for Peer {
     async fn next(&mut self) -> anyhow::Result<Seen> {
@@ -85,7 +90,7 @@ impl Sightings for Peer {
 
 /// Sets `node` to 1, 2, ... (`WARMUP_WRITES` + `writes` times), each after all `n` caches saw
 /// the one before.
-async fn write(
+pub async fn write(
     writer: &Client,
     node: &str,
     n: usize,
@@ -134,6 +139,15 @@ fn value_of(data: &[u8]) -> Option<u64> {
 
 async fn zkr(cs: &str, writer: &Client, root: &str, n: usize, writes: usize) -> anyhow::Result<Outcome> {
     let node = subtree(writer, root).await?;
+    let (tasks, mut seen) = zkr_caches(cs, root, n).await?;
+    let outcome = write(writer, &node, n, writes, &mut seen).await;
+    tasks.iter().for_each(JoinHandle::abort);
+    outcome
+}
+
+/// `n` zkr caches of `root` over [`SESSIONS`] new sessions, each reporting the numbers it sees
+/// created or changed; aborting the tasks drops the caches and the sessions.
+pub async fn zkr_caches(cs: &str, root: &str, n: usize) -> anyhow::Result<(Vec<JoinHandle<()>>, Channel)> {
     let (tx, rx) = mpsc::unbounded_channel();
     let mut sessions = Vec::new();
     for _ in 0..SESSIONS {
@@ -158,9 +172,7 @@ async fn zkr(cs: &str, writer: &Client, root: &str, n: usize, writes: usize) -> 
             }
         }));
     }
-    let outcome = write(writer, &node, n, writes, &mut Channel(rx)).await;
-    tasks.iter().for_each(JoinHandle::abort);
-    outcome
+    Ok((tasks, Channel(rx)))
 }
 
 async fn raw(cs: &str, writer: &Client, root: &str, n: usize, writes: usize) -> anyhow::Result<Outcome> {
