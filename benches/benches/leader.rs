@@ -17,6 +17,16 @@
 //! delete's commit, one way to the watcher: a round trip plus the commit).
 //!
 //! Times are wall-clock microseconds on one machine (the peers print epoch microseconds).
+//!
+//! `cargo bench -p zkr-benches --bench leader -- --server-load [--participants N] [--sessions S]`:
+//! the server's load of a latch (issue 47 item 3): N participants (default 100) over S sessions
+//! (default 10; participant i on session i mod S), in this
+//! process for zkr and in one JVM for Curator (`CuratorTool latch-participants`), started on a
+//! server that holds no watch, the election path made beforehand; then the leader closes its latch. From `mntr`: the watches the
+//! server holds once all N nodes exist (and 500 ms more), and the packets it sent and received for the joins (per
+//! participant) and for the change (from the close until another participant leads, and 300 ms
+//! more for what follows it). Both include the bench's own listing every 20 ms until all N nodes
+//! exist, and the sessions' pings.
 
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -120,14 +130,142 @@ fn summary(values: &[Duration]) -> (Duration, Duration, Duration) {
     (sorted[0], median, sorted[sorted.len() - 1])
 }
 
+/// Sessions the latch participants of `--server-load` are spread over, by default.
+const LOAD_SESSIONS: usize = 10;
+
+/// Waits (listing every 20 ms) until `n` participants' nodes exist under `path`,
+/// and 500 ms more for what the joins do after their creates (the watches on the nodes ahead).
+async fn all_joined(cs: &str, path: &str, n: usize) -> anyhow::Result<()> {
+    let zk = zookeeper_client::Client::connect(cs).await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while zk.list_children(path).await.map(|c| c.len()).unwrap_or(0) < n {
+        ensure!(tokio::time::Instant::now() < deadline, "the participants never all joined");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    Ok(())
+}
+
+/// The server's counters before the joins, once all joined, and after the change.
+type Counters = [zkr_benches::ServerCounters; 3];
+
+async fn zkr_latch_load(
+    server: &Deployment,
+    path: &str,
+    n: usize,
+    spread: usize,
+) -> anyhow::Result<Counters> {
+    use zkr_recipes::leader::LeaderLatch;
+    let cs = server.connect_string();
+    let before = server.counters().await?;
+    let mut sessions = Vec::new();
+    for _ in 0..spread {
+        sessions.push(zkr_connection::ZkClient::connect(&cs).await?);
+    }
+    let mut latches = Vec::new();
+    for i in 0..n {
+        latches.push(LeaderLatch::start(&sessions[i % spread], path, &format!("p{i}")).await?);
+    }
+    all_joined(&cs, path, n).await?;
+    let leader = loop {
+        if let Some(at) = latches.iter().position(LeaderLatch::has_leadership) {
+            break at;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let joined = server.counters().await?;
+    latches[leader].close().await;
+    let others =
+        latches.iter().enumerate().filter(|(i, _)| *i != leader).map(|(_, l)| Box::pin(l.await_leadership()));
+    tokio::time::timeout(Duration::from_secs(60), futures::future::select_all(others)).await?.0?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after = server.counters().await?;
+    for latch in &latches {
+        latch.close().await;
+    }
+    Ok([before, joined, after])
+}
+
+async fn curator_latch_load(
+    server: &Deployment,
+    tool: &CuratorTool,
+    path: &str,
+    n: usize,
+    spread: usize,
+) -> anyhow::Result<Counters> {
+    let cs = server.connect_string();
+    let before = server.counters().await?;
+    let args = ["latch-participants", &cs, path, &n.to_string(), &spread.to_string()];
+    let mut peer = PeerProcess::spawn("CuratorTool latch-participants", tool.command(&args))?;
+    peer.set_line_timeout(Duration::from_secs(300));
+    peer.expect_line("READY").await?;
+    all_joined(&cs, path, n).await?;
+    let joined = server.counters().await?;
+    peer.send_line("close-leader").await?;
+    peer.expect_line("CHANGED").await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after = server.counters().await?;
+    peer.close_stdin();
+    peer.wait().await?;
+    Ok([before, joined, after])
+}
+
+/// `--server-load`: the latch's row of the server's load, zkr then Curator.
+async fn server_load(server: &Deployment, tool: &CuratorTool, n: usize, spread: usize) -> anyhow::Result<()> {
+    let mut table = Table::new(&[
+        "library",
+        "watches the server holds",
+        "packets sent / join",
+        "packets received / join",
+        "packets sent for the change",
+        "packets received for the change",
+    ]);
+    for (i, library) in ["zkr LeaderLatch", "Curator LeaderLatch"].into_iter().enumerate() {
+        server.quiet().await?;
+        let path = format!("/bench-leader-load/{i}");
+        // The election path exists, as it does once a service has run: the joins are measured,
+        // not the first wave's making of the path.
+        let raw = zookeeper_client::Client::connect(&server.connect_string()).await?;
+        raw.mkdir(&path, &CreateMode::Persistent.with_acls(Acls::anyone_all())).await?;
+        eprintln!("[leader bench] server load: {n} participants, {library}");
+        let [before, joined, after] = match i {
+            0 => zkr_latch_load(server, &path, n, spread).await?,
+            _ => curator_latch_load(server, tool, &path, n, spread).await?,
+        };
+        let (join_sent, join_received) = joined.per_operation(&before, n);
+        let (change_sent, change_received) = after.per_operation(&joined, 1);
+        table.row(vec![
+            library.into(),
+            joined.watches.to_string(),
+            join_sent,
+            join_received,
+            change_sent,
+            change_received,
+        ]);
+    }
+    zkr_benches::print_report(
+        &format!(
+            "The server's load: {n} latch participants over {spread} sessions, then the leader closes its latch, on {}",
+            server.describe()
+        ),
+        &table,
+    );
+    Ok(())
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     let mut rounds = 5;
+    let mut load_participants = None;
+    let mut spread = LOAD_SESSIONS;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--rounds" => rounds = args.next().context("--rounds N")?.parse()?,
             "--quick" => rounds = 2,
+            "--server-load" => load_participants = Some(load_participants.unwrap_or(100)),
+            "--participants" => load_participants = Some(args.next().context("--participants N")?.parse()?),
+            "--sessions" => spread = args.next().context("--sessions N")?.parse::<usize>()?.max(1),
             "--bench" => {}
             other => anyhow::bail!("unknown argument {other}"),
         }
@@ -136,6 +274,9 @@ async fn main() -> anyhow::Result<()> {
     eprintln!("[leader bench] on {}", server.describe());
     let cs = server.connect_string();
     let tool = CuratorTool::locate().context("Apache Curator (libcurator-recipes-java)")?;
+    if let Some(n) = load_participants {
+        return server_load(&server, &tool, n, spread).await;
+    }
     let mut table = Table::new(&["scenario", "library", "min", "median", "max"]);
     let mut floors = Vec::new();
     for round in 0..rounds.max(5) {

@@ -511,3 +511,40 @@ async fn a_proclaim_after_the_term_ended_writes_nothing() {
     assert_eq!(ids, ["a"], "the next term starts with the id; nothing late was written");
     a.close().await;
 }
+
+/// Issue 47 item 3: a latch joins with Curator's three requests (create, list, watch the node
+/// ahead), and a missing election path costs its parents and one create more, not two (the
+/// latch sent its listing and the parent's `Stat` with its create, four requests; a protected
+/// create refused for a missing parent sent the same create again before making the parents).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_latch_joins_with_three_requests_and_a_missing_path_costs_its_parents() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // A server of its own: the packet count must be ours alone.
+    let server = zkr_testing::TestingServer::start().await.unwrap();
+    let (first, second) = (connect(&server.connect_string()).await, connect(&server.connect_string()).await);
+    // Each `mntr` is a packet the server counts as received: the count takes them out.
+    let asked = AtomicU64::new(0);
+    let mntr = |key| {
+        asked.fetch_add(1, Ordering::Relaxed);
+        zkr_integration_tests::mntr_counter(&server, key)
+    };
+    let requests_since =
+        |since: (u64, u64), now: u64| now - since.0 - (asked.load(Ordering::Relaxed) - since.1);
+    let start = (mntr("zk_packets_received").await, asked.load(Ordering::Relaxed));
+    // The first joins at a missing path: create (NoNode), its two parents, create, list, and
+    // a watch on its own node as the leader.
+    let leader = LeaderLatch::start(&first, "/election/a", "first").await.unwrap();
+    leader.await_leadership_timeout(timing().wait()).await.unwrap().expect("the first leads");
+    eventually("the leader's watch", || async { mntr("zk_watch_count").await == 1 }).await;
+    let first_join = requests_since(start, mntr("zk_packets_received").await);
+    // The second: create, list, a watch on the leader's node.
+    let start = (mntr("zk_packets_received").await, asked.load(Ordering::Relaxed));
+    let follower = LeaderLatch::start(&second, "/election/a", "second").await.unwrap();
+    eventually("the follower's watch", || async { mntr("zk_watch_count").await == 2 }).await;
+    let second_join = requests_since(start, mntr("zk_packets_received").await);
+    // A ping per session at most besides.
+    assert!((6..=7).contains(&first_join), "{first_join} requests for the first join");
+    assert!((3..=4).contains(&second_join), "{second_join} requests for the second join");
+    assert!(!follower.has_leadership());
+    drop((leader, follower));
+}

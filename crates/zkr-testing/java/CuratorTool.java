@@ -30,6 +30,10 @@
 //   bench-ids CONNECT PATH SECONDS             RESULT ... (one EPHEMERAL_SEQUENTIAL create)
 //   atomic-ids CONNECT PATH N                  ID <value> per DistributedAtomicLong.increment(); DONE
 //   bench-leader-failover CONNECT PATH         LEADER <epoch_us> / NOT_LEADER <epoch_us>; until stdin EOF
+//   latch-participants CONNECT PATH N SESSIONS  N LeaderLatches over SESSIONS sessions (latch i on session
+//                                              i mod SESSIONS): READY once all are started and one leads;
+//                                              each stdin line `close-leader` closes the leader's latch:
+//                                              CHANGED once another leads; until stdin EOF
 //   latch-leader CONNECT PATH                  LEADER <id> from LeaderLatch.getLeader() (a latch
 //                                              not started: an onlooker), or NO_LEADER
 //
@@ -190,6 +194,10 @@ public final class CuratorTool {
             case "bench-leader-failover":
                 Peer.arity(args, 3);
                 benchLeaderFailover(args[1], args[2]);
+                return 0;
+            case "latch-participants":
+                Peer.arity(args, 5);
+                latchParticipants(args[1], args[2], Peer.positiveInt(args[3], "N"), Peer.positiveInt(args[4], "SESSIONS"));
                 return 0;
             case "latch-leader": {
                 Peer.arity(args, 3);
@@ -520,6 +528,51 @@ public final class CuratorTool {
             // Runs until stdin is closed.
         }
         latch.close();
+    }
+
+    private static void latchParticipants(String connect, String path, int n, int sessions) throws Exception {
+        List<CuratorFramework> clients = new ArrayList<>();
+        for (int i = 0; i < sessions; i++) {
+            clients.add(Peer.connect(connect));
+        }
+        java.util.concurrent.LinkedBlockingQueue<Integer> leaders = new java.util.concurrent.LinkedBlockingQueue<>();
+        List<LeaderLatch> latches = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            final int index = i;
+            LeaderLatch latch = new LeaderLatch(clients.get(i % sessions), path, "p" + i);
+            latch.addListener(new LeaderLatchListener() {
+                @Override
+                public void isLeader() {
+                    leaders.add(index);
+                }
+
+                @Override
+                public void notLeader() {}
+            });
+            latch.start();
+            latches.add(latch);
+        }
+        Integer leader = leaders.poll(300, TimeUnit.SECONDS);
+        if (leader == null) {
+            throw new IllegalStateException("no leader within 300 s");
+        }
+        Peer.out("READY");
+        String line;
+        while ((line = Peer.STDIN.readLine()) != null) {
+            if (line.equals("close-leader")) {
+                latches.get(leader).close();
+                leader = leaders.poll(300, TimeUnit.SECONDS);
+                if (leader == null) {
+                    throw new IllegalStateException("no new leader within 300 s");
+                }
+                Peer.out("CHANGED");
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            if (latches.get(i).getState() == LeaderLatch.State.STARTED) {
+                latches.get(i).close();
+            }
+        }
     }
 
     // ---------------------------------------------------------------------------------------

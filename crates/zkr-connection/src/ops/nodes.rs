@@ -128,19 +128,30 @@ pub(crate) async fn create_spec_on(
     spec: &NodeSpec<'_>,
 ) -> std::result::Result<(Stat, CreateSequence), zookeeper_client::Error> {
     let acls = spec.acl_for(zk, path);
-    let options = spec.options(&acls);
+    match client.create(path, data, &spec.options(&acls)).await {
+        Err(zookeeper_client::Error::NoNode) => create_after_no_node(zk, client, path, data, spec).await,
+        other => other,
+    }
+}
+
+/// For a create of `path` just refused with `NoNode`: makes the missing parents as `spec` says
+/// (none with [`Parents::None`]: `NoNode` again), then creates `path`, without sending the
+/// refused create once more.
+pub(crate) async fn create_after_no_node(
+    zk: &ZkClient,
+    client: &SessionClient,
+    path: &str,
+    data: &[u8],
+    spec: &NodeSpec<'_>,
+) -> std::result::Result<(Stat, CreateSequence), zookeeper_client::Error> {
     let parents = match spec.parents {
-        Parents::None => return client.create(path, data, &options).await,
+        Parents::None => return Err(zookeeper_client::Error::NoNode),
         Parents::Containers => CreateMode::Container,
         Parents::Persistent => CreateMode::Persistent,
     };
-    match client.create(path, data, &options).await {
-        Err(zookeeper_client::Error::NoNode) => {
-            create_parents_as(zk, client, path, parents).await?;
-            client.create(path, data, &options).await
-        }
-        other => other,
-    }
+    create_parents_as(zk, client, path, parents).await?;
+    let acls = spec.acl_for(zk, path);
+    client.create(path, data, &spec.options(&acls)).await
 }
 
 impl ZkClient {

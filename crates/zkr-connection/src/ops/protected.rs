@@ -10,7 +10,7 @@ use zookeeper_client::{CreateMode, Stat};
 use crate::error::{Error, Result};
 use crate::guard::DropGuard;
 use crate::kind::{is_retryable, is_session_error};
-use crate::ops::nodes::{create_spec_on, ttl_error, validate_ttl, NodeSpec, Parents};
+use crate::ops::nodes::{create_after_no_node, ttl_error, validate_ttl, NodeSpec, Parents};
 use crate::ops::retry_loop::RetryOptions;
 use crate::path;
 use crate::session::client::{Session, ZkClient};
@@ -358,7 +358,8 @@ impl ZkClient {
         };
         let (stat, seq) = match created {
             Err(zookeeper_client::Error::NoNode) if a.spec.parents != Parents::None => {
-                let created = Box::pin(create_spec_on(self, client, a.node_path, a.data, &a.spec)).await?;
+                let created =
+                    Box::pin(create_after_no_node(self, client, a.node_path, a.data, &a.spec)).await?;
                 let name = node_name(a.node_prefix, a.spec.mode, created.1);
                 return Ok((name, created.0, is_sequential(a.spec.mode).then(|| created.1.into_i64()), None));
             }

@@ -145,7 +145,8 @@ impl LeaderLatch {
     pub async fn start(zk: &ZkClient, path: &str, id: &str) -> Result<Self, LockError> {
         check_participant_id(id)?;
         let internals = LockInternals::new(zk, path, LATCH_NAME, StandardLockInternalsDriver, 1)?
-            .with_node_data(id.as_bytes().to_vec())?;
+            .with_node_data(id.as_bytes().to_vec())?
+            .listing_after_create();
         let inner = Arc::new(Inner {
             internals,
             id: id.to_owned(),

@@ -112,6 +112,9 @@ pub struct LockInternals<D> {
     view: ChildrenView,
     /// What the latest listing showed of another layout's contenders.
     layout: Arc<LayoutCheck>,
+    /// Whether a lone attempt may send its first listing with its create (one round trip
+    /// less, one request more: see [`listing_after_create`](Self::listing_after_create)).
+    list_with_create: bool,
 }
 
 impl<D: LockInternalsDriver> LockInternals<D> {
@@ -145,7 +148,18 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             released_heads: ReleasedHeads::default(),
             view: ChildrenView::new(base_path),
             layout: Arc::default(),
+            list_with_create: true,
         })
+    }
+
+    /// Every attempt lists the directory after its create, as Curator's recipes do (create,
+    /// list, watch the node ahead: three requests), never with it (list, create and the
+    /// parent's `Stat`, one round trip less). For recipes that join once and many at a time,
+    /// such as the leader latch: 100 participants joining at once made the server handle
+    /// 9.2 packets each way per join with the listing sent along, against Curator's 5.5.
+    pub(crate) fn listing_after_create(mut self) -> Self {
+        self.list_with_create = false;
+        self
     }
 
     /// Data stored in every contender node (for example who holds it). Defaults to empty.
@@ -221,7 +235,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             // with our create: N waiters arriving at once must not each download the queue.
             let alone = attempts.alone();
             let by_view = alone && self.view.is_live(&self.zk);
-            let list = alone && !by_view && !self.view.others_busy();
+            let list = self.list_with_create && alone && !by_view && !self.view.others_busy();
             let Some(mut node) = self.create_contender(wait, list).await? else {
                 return Ok(None);
             };
