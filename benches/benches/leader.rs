@@ -166,13 +166,10 @@ async fn zkr_latch_load(
     for i in 0..n {
         latches.push(LeaderLatch::start(&sessions[i % spread], path, &format!("p{i}")).await?);
     }
+    let elected = futures::future::select_all(latches.iter().map(|l| Box::pin(l.await_leadership())));
+    let (term, leader, _) = tokio::time::timeout(Duration::from_secs(60), elected).await?;
+    term?;
     all_joined(&cs, path, n).await?;
-    let leader = loop {
-        if let Some(at) = latches.iter().position(LeaderLatch::has_leadership) {
-            break at;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    };
     let joined = server.counters().await?;
     latches[leader].close().await;
     let others =
