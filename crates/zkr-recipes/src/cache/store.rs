@@ -422,13 +422,40 @@ fn join(parent: &str, name: &str) -> String {
     }
 }
 
+/// `entry` and everything under it with their paths, children before their parents; without
+/// recursion, so that a tree as deep as ZooKeeper allows cannot exhaust the stack.
 fn post_order(entry: &Entry, path: String, out: &mut Vec<(String, CachedNode)>) {
-    if let Some(dir) = &entry.children {
-        for child in dir.iter() {
-            post_order(child, join(&path, child.node.name()), out);
+    // Each entry is pushed after its children are (depth-first), then the list is reversed.
+    let mut pre: Vec<(String, &Entry)> = Vec::new();
+    let mut todo = vec![(path, entry)];
+    while let Some((path, entry)) = todo.pop() {
+        if let Some(dir) = &entry.children {
+            todo.extend(dir.iter().map(|child| (join(&path, child.node.name()), child)));
+        }
+        pre.push((path, entry));
+    }
+    out.extend(pre.into_iter().rev().map(|(path, entry)| (path, entry.node.clone())));
+}
+
+/// Dropping a directory takes apart the ones below it that nothing else shares, one at a time:
+/// the default drop would recurse once per level.
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let mut below: Vec<Arc<Dir>> = Vec::new();
+        let take = |chunks: &mut Vec<Arc<Vec<Entry>>>, below: &mut Vec<Arc<Dir>>| {
+            for chunk in chunks.drain(..) {
+                if let Ok(entries) = Arc::try_unwrap(chunk) {
+                    below.extend(entries.into_iter().filter_map(|mut e| e.children.take()));
+                }
+            }
+        };
+        take(&mut self.chunks, &mut below);
+        while let Some(dir) = below.pop() {
+            if let Ok(mut dir) = Arc::try_unwrap(dir) {
+                take(&mut dir.chunks, &mut below);
+            }
         }
     }
-    out.push((path, entry.node.clone()));
 }
 
 #[cfg(test)]
@@ -502,6 +529,39 @@ mod tests {
         assert_eq!(snapshot.len(), 5, "a clone keeps what it had");
         assert!(snapshot.get("/r/a/x").is_some());
         assert!(tree.remove("/r/a").is_empty());
+    }
+
+    /// A chain of `depth` nodes below the root, made directly (a put walks from the root).
+    fn chain(depth: usize) -> Tree {
+        let mut below: Option<Arc<Dir>> = None;
+        for _ in 0..depth {
+            let entry = Entry { node: CachedNode::named("a", b"", &stat(1, 0)), children: below.take() };
+            below = Some(Arc::new(Dir { chunks: vec![Arc::new(vec![entry])] }));
+        }
+        let root = Entry { node: CachedNode::named("", b"", &stat(1, 0)), children: below };
+        Tree { root_path: "/".into(), root: Some(root), len: depth + 1 }
+    }
+
+    /// Hostile input: ZooKeeper allows paths of many thousand levels. Removing or dropping such
+    /// a subtree recursed once per level and overflowed the stack (the process aborted). Run
+    /// on a thread with a 64 KiB stack, which the recursion exhausted at this depth.
+    #[test]
+    fn a_deep_tree_is_removed_and_dropped_without_recursion() {
+        let run = || {
+            let depth = 3_000;
+            let mut tree = chain(depth);
+            let snapshot = tree.clone();
+            let gone = tree.remove("/a");
+            assert_eq!(gone.len(), depth);
+            assert_eq!(gone.first().map(|(p, _)| p.len()), Some(2 * depth), "the deepest first");
+            assert_eq!(gone.last().map(|(p, _)| p.as_str()), Some("/a"));
+            drop(tree);
+            assert_eq!(snapshot.len(), depth + 1, "a clone keeps what it shares");
+            drop(snapshot);
+            drop(chain(200_000)); // no paths built: deep enough for any stack
+        };
+        let thread = std::thread::Builder::new().stack_size(64 * 1024).spawn(run).unwrap();
+        thread.join().unwrap();
     }
 
     proptest! {
