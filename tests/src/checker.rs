@@ -8,6 +8,11 @@
 //! an update. Each lost update is one **violation**. The workers' own records are checked
 //! against the node too: `COMMIT`s ≤ version ≤ `COMMIT`s + `UNKNOWN`s.
 //!
+//! The workers' reports also make a history of every acquire, read, guarded write and release,
+//! with its times, checked for linearizability against a mutex with fenced writes
+//! ([`crate::history::lock`]): a part of it that no order explains is a violation too, printed
+//! in the report's notes.
+//!
 //! Also counted: **leaked** lock nodes left once every worker has stopped and every killed
 //! worker's session has expired; **hung** acquires (no answer within the timeout + 3 s, or a
 //! worker that does not stop when asked); and, per fault, the **recovery** time from the
@@ -27,6 +32,7 @@ use tokio::time::Instant;
 use zkr_testing::{FaultProxy, TestingCluster};
 
 use crate::faults;
+use crate::history::lock::LockHistory;
 use zookeeper_client::{Client, CreateMode};
 
 /// A fault the checker injects.
@@ -72,7 +78,8 @@ impl Fault {
         Fault::ExpiryDuringPartition,
     ];
 
-    fn name(self) -> &'static str {
+    /// The fault's name in the report.
+    pub fn name(self) -> &'static str {
         match self {
             Fault::LeaderKill => "leader kill",
             Fault::FollowerKill => "follower kill",
@@ -152,6 +159,9 @@ pub struct CheckOptions {
     pub session_timeout: Duration,
     /// Each acquire's timeout.
     pub acquire_timeout: Duration,
+    /// Workers write without the guard's fence (`ZKR_WORKER_UNFENCED`): the defect the checker
+    /// must catch, for the test that shows it does.
+    pub unfenced: bool,
 }
 
 impl CheckOptions {
@@ -162,6 +172,7 @@ impl CheckOptions {
             workers: 3,
             session_timeout: Duration::from_secs(3),
             acquire_timeout: Duration::from_secs(2),
+            unfenced: false,
         }
     }
 }
@@ -187,9 +198,11 @@ pub struct Report {
     pub cancelled: usize,
     /// Faults injected.
     pub faults: usize,
-    /// Lost updates (counter value below its version), plus records that disagree with the
-    /// counter node.
+    /// Lost updates (counter value below its version), records that disagree with the counter
+    /// node, and failing parts of the history.
     pub violations: usize,
+    /// Operations in the checked history, and the segments it was checked in.
+    pub history: (usize, usize),
     /// Lock nodes left behind.
     pub leaked_nodes: usize,
     /// Acquires without an answer in time, and workers that did not stop.
@@ -222,8 +235,8 @@ impl Report {
 
     /// The markdown table header for [`row`](Self::row).
     pub fn header() -> String {
-        "| schedule | acquisitions | commits | refused / unknown writes | faults | cancelled | violations | leaked nodes | hung acquires | p99 recovery |\n\
-         |---|---|---|---|---|---|---|---|---|---|"
+        "| schedule | acquisitions | commits | refused / unknown writes | faults | cancelled | history: operations / segments | violations | leaked nodes | hung acquires | p99 recovery |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|"
             .to_owned()
     }
 
@@ -231,7 +244,7 @@ impl Report {
     pub fn row(&self) -> String {
         let p99 = self.recovery_p99().map_or_else(|| "-".to_owned(), |d| format!("{} ms", d.as_millis()));
         format!(
-            "| {} | {} | {} | {} / {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} / {} | {} | {} | {} / {} | {} | {} | {} | {} |",
             self.schedule,
             self.acquisitions,
             self.commits,
@@ -239,6 +252,8 @@ impl Report {
             self.unknown,
             self.faults,
             self.cancelled,
+            self.history.0,
+            self.history.1,
             self.violations,
             self.leaked_nodes,
             self.hung,
@@ -251,6 +266,8 @@ impl Report {
 #[derive(Debug)]
 struct Event {
     worker: usize,
+    /// Which process (counted over the run: a worker restarted is a new one).
+    process: usize,
     at: Instant,
     line: String,
 }
@@ -278,6 +295,9 @@ struct Run<'a> {
     report: Report,
     /// Workers that have printed `DONE`.
     done: Vec<bool>,
+    /// Processes started so far.
+    spawned: usize,
+    history: LockHistory,
 }
 
 /// Runs one schedule against `cluster` under `root` (a path no one else uses) and reports.
@@ -309,6 +329,8 @@ pub async fn run_schedule(
         sender,
         report: Report { schedule: schedule.name.clone(), ..Report::default() },
         done: Vec::new(),
+        spawned: 0,
+        history: LockHistory::new(),
     };
     for index in 0..options.workers {
         let proxies = run.proxies().await?;
@@ -346,9 +368,15 @@ impl Run<'_> {
         Ok(proxies)
     }
 
-    fn spawn(&self, index: usize, proxies: Vec<FaultProxy>) -> Result<Worker, String> {
+    fn spawn(&mut self, index: usize, proxies: Vec<FaultProxy>) -> Result<Worker, String> {
+        let process = self.spawned;
+        self.spawned += 1;
         let connect = proxies.iter().map(FaultProxy::connect_string).collect::<Vec<_>>().join(",");
-        let mut child = Command::new(&self.options.worker)
+        let mut command = Command::new(&self.options.worker);
+        if self.options.unfenced {
+            command.env("ZKR_WORKER_UNFENCED", "1");
+        }
+        let mut child = command
             .args([
                 connect.as_str(),
                 &self.lock_path,
@@ -369,7 +397,7 @@ impl Run<'_> {
         tokio::spawn(async move {
             let mut lines = tokio::io::BufReader::new(stdout).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                if sender.send(Event { worker: index, at: Instant::now(), line }).is_err() {
+                if sender.send(Event { worker: index, process, at: Instant::now(), line }).is_err() {
                     return;
                 }
             }
@@ -394,6 +422,7 @@ impl Run<'_> {
     }
 
     fn record(&mut self, event: &Event) {
+        self.record_history(event);
         let r = &mut self.report;
         let (word, rest) = event.line.split_once(' ').unwrap_or((event.line.as_str(), ""));
         match word {
@@ -410,8 +439,39 @@ impl Run<'_> {
                 r.notes.push(format!("worker {} hung in acquire", event.worker));
             }
             "DONE" => self.done[event.worker] = true,
-            "HOLDING" | "RELEASE_ERROR" => {}
+            "HOLDING" | "RELEASE_ERROR" | "READ" | "WRITE" | "RELEASED" | "LOST" => {}
             other => r.notes.push(format!("worker {}: unexpected line {other} {rest}", event.worker)),
+        }
+    }
+
+    /// Adds what `event` reports to the history.
+    fn record_history(&mut self, event: &Event) {
+        let (h, p) = (&mut self.history, event.process);
+        let mut words = event.line.split_whitespace();
+        let word = words.next().unwrap_or("");
+        let n: Vec<u64> = words.map_while(|w| w.parse().ok()).collect();
+        match (word, n.as_slice()) {
+            ("ACQUIRED", [invoked, returned, ..]) => h.acquired(p, *invoked, *returned),
+            ("READ", [invoked, returned, value, ..]) => h.read(p, *value, *invoked, *returned),
+            ("WRITE", [invoked, value, ..]) => h.writing(p, *value, *invoked),
+            ("COMMIT", [returned, ..]) => h.wrote(p, Some(true), *returned),
+            ("ABORT", [returned, ..]) => h.wrote(p, Some(false), *returned),
+            ("UNKNOWN", [returned, ..]) => h.wrote(p, None, *returned),
+            ("RELEASED", [invoked, returned, ..]) => h.released(p, *invoked, *returned),
+            ("LOST", [_, returned, ..]) => h.lost(p, *returned),
+            ("RELEASE_ERROR", [invoked, ..]) => h.release_failed(p, *invoked),
+            (
+                "ACQUIRED" | "READ" | "WRITE" | "COMMIT" | "ABORT" | "UNKNOWN" | "RELEASED" | "LOST"
+                | "RELEASE_ERROR",
+                _,
+            ) => {
+                self.report.violations += 1;
+                let line = &event.line;
+                self.report
+                    .notes
+                    .push(format!("worker {}: a report without its times: {line}", event.worker));
+            }
+            _ => {}
         }
     }
 
@@ -429,7 +489,7 @@ impl Run<'_> {
     /// Records events until any worker commits after `since`; the time from `since`, or None at
     /// the deadline.
     async fn next_commit_after(&mut self, since: Instant, deadline: Instant) -> Option<Duration> {
-        let commit = self.record_until(deadline, |e| e.line == "COMMIT" && e.at >= since).await?;
+        let commit = self.record_until(deadline, |e| e.line.starts_with("COMMIT") && e.at >= since).await?;
         Some(commit.at - since)
     }
 
@@ -609,6 +669,7 @@ impl Run<'_> {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
 
+        self.check_history();
         match observer.get_data(&self.counter_path).await {
             Ok((data, stat)) => {
                 let value: i64 = std::str::from_utf8(&data).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
@@ -633,6 +694,20 @@ impl Run<'_> {
                 }
             }
             Err(e) => self.report.notes.push(format!("reading {}: {e}", self.counter_path)),
+        }
+    }
+}
+
+impl Run<'_> {
+    /// Checks the history; each failing part is a violation, the first two printed in the notes.
+    fn check_history(&mut self) {
+        let history = std::mem::take(&mut self.history);
+        let operations = history.len();
+        let (violations, segments) = history.check(0);
+        self.report.history = (operations, segments);
+        self.report.violations += violations.len();
+        for violation in violations.iter().take(2) {
+            self.report.notes.push(format!("history: {violation}"));
         }
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod checker;
 pub mod faults;
+pub mod history;
 pub mod id_worker;
 
 use std::time::Duration;

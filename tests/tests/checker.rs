@@ -1,10 +1,13 @@
 //! The mutual-exclusion checker's CI run (`zkr_integration_tests::checker`): 3 worker
 //! processes share one `InterProcessMutex` on a 3-server ensemble under each fault schedule
 //! alone and all together. No lost update, no leaked lock node, no hung acquire, and every
-//! fault is followed by a committed critical section. The report table goes to stderr; the
+//! fault is followed by a committed critical section, and the history of every acquire, read,
+//! write and release is linearizable; the same run with the fence taken away fails. The report table goes to stderr; the
 //! long run is `cargo run -p zkr-integration-tests --bin zkr-checker -- --rounds N`.
 
-use zkr_integration_tests::checker::{run_all, CheckOptions, Schedule};
+use std::time::Duration;
+
+use zkr_integration_tests::checker::{run_all, CheckOptions, Fault, Schedule};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_exclusion_holds_under_every_fault_schedule() {
@@ -22,4 +25,20 @@ async fn mutual_exclusion_holds_under_every_fault_schedule() {
         );
         assert!(report.faults > 0 || report.cancelled > 0, "schedule `{}` injected nothing", report.schedule);
     }
+
+    // The same checker fails a lock whose holder writes without its fence: a holder blackholed
+    // past its session writes after another took the lock. The history says where.
+    let unfenced = CheckOptions { unfenced: true, ..options };
+    let schedule = Schedule {
+        name: "holder blackholed, writes unfenced".to_owned(),
+        faults: vec![Fault::Blackhole],
+        rounds: 1,
+        cancel_percent: 0,
+        quiet_run: Duration::ZERO,
+    };
+    let (reports, table) = run_all(&cluster, &[schedule], &unfenced).await.unwrap();
+    eprintln!("{table}");
+    let history_notes: Vec<_> = reports[0].notes.iter().filter(|n| n.starts_with("history:")).collect();
+    assert!(reports[0].violations > 0 && !history_notes.is_empty(), "{:?}", reports[0]);
+    eprintln!("{}", history_notes[0]);
 }

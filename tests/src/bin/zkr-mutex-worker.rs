@@ -6,18 +6,27 @@
 //! ACQUIRE_MS; inside, does a deliberately unsafe read-modify-write of the counter node (read,
 //! pause 1-5 ms, write value+1 with no version check) through the guard's guarded write, which
 //! fails when the lock node is gone; then releases. With CANCEL_PERCENT, that share of acquires
-//! is dropped after a random 0-30 ms instead (a cancelled acquire future).
+//! is dropped after a random 0-30 ms instead (a cancelled acquire future). With
+//! `ZKR_WORKER_UNFENCED` in its environment the write is a plain one (the defect the checker
+//! must catch).
 //!
-//! Every event is one line on stdout, flushed at once:
+//! Every event is one line on stdout, flushed at once. Times are nanoseconds of the machine's
+//! monotonic clock (`zkr_integration_tests::history::now`), taken before a request is sent and
+//! after its answer came, so that the checker can check the history:
 //!
 //! - `SESSION <id>`: the session in use, at start and after every new session;
-//! - `ACQUIRED`, `TIMEOUT`, `CANCELLED`, `HANG` (no answer within ACQUIRE_MS + 3 s),
-//!   `ACQUIRE_ERROR <error>`;
+//! - `ACQUIRED <invoked> <returned>`, `TIMEOUT`, `CANCELLED`, `HANG` (no answer within
+//!   ACQUIRE_MS + 3 s), `ACQUIRE_ERROR <error>`;
 //! - `HOLDING` before a long pause asked for by a `hold <ms>` line on stdin (the next critical
-//!   section pauses that long before its write: for faults aimed at the holder);
-//! - `COMMIT`, `ABORT <error>` (the write was refused: the lock was lost), `UNKNOWN <error>` (no
-//!   answer: the write may or may not have been applied);
-//! - `RELEASE_ERROR <error>`; `DONE` at the end.
+//!   section pauses that long after its read, before its write: for faults aimed at the
+//!   holder);
+//! - `READ <invoked> <returned> <value>`: the counter read in the critical section;
+//! - `WRITE <invoked> <value>`: the guarded write is about to be sent;
+//! - `COMMIT <returned>`, `ABORT <returned> <error>` (the write was refused: the lock was lost;
+//!   or the read failed), `UNKNOWN <returned> <error>` (no answer: the write may or may not have
+//!   been applied);
+//! - `RELEASED <invoked> <returned>`, `LOST <invoked> <returned>` (the release said the lock
+//!   had been lost), `RELEASE_ERROR <invoked> <error>`; `DONE` at the end.
 
 use std::io::Write as _;
 use std::time::Duration;
@@ -26,6 +35,7 @@ use rand::RngExt as _;
 use tokio::io::AsyncBufReadExt as _;
 use zkr_connection::Classify as _;
 use zkr_connection::ZkClient;
+use zkr_integration_tests::history::now;
 use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard, LockError};
 
 /// How much longer than its timeout an acquire may take before it counts as hung.
@@ -46,25 +56,42 @@ fn refused(error: &LockError) -> bool {
     !error.is_ambiguous()
 }
 
-/// The unsafe read-modify-write: read the counter, pause, write value+1 through the guard.
+/// The unsafe read-modify-write: read the counter, pause, write value+1 through the guard. A
+/// `long` pause is announced (`HOLDING`) once the read is done.
 /// Returns the line to report.
 async fn critical_section(
     zk: &ZkClient,
     guard: &InterProcessMutexGuard,
     counter_path: &str,
     pause: Duration,
+    long: bool,
 ) -> String {
     let read = async { zk.client().await?.get_data(counter_path).await.map_err(zkr_connection::Error::Zk) };
+    let invoked = now();
     let data = match read.await {
         Ok((data, _)) => data,
-        Err(e) => return format!("ABORT reading the counter: {e}"),
+        Err(e) => return format!("ABORT {} reading the counter: {e}", now()),
     };
     let value: u64 = std::str::from_utf8(&data).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    say(&format!("READ {invoked} {} {value}", now()));
+    if long {
+        say("HOLDING");
+    }
     tokio::time::sleep(pause).await;
-    match guard.set_data(counter_path, (value + 1).to_string().as_bytes(), None).await {
-        Ok(_) => "COMMIT".to_owned(),
-        Err(e) if refused(&e) => format!("ABORT {e}"),
-        Err(e) => format!("UNKNOWN {e}"),
+    say(&format!("WRITE {} {}", now(), value + 1));
+    let data = (value + 1).to_string();
+    let written = if std::env::var_os("ZKR_WORKER_UNFENCED").is_some() {
+        let (path, data) = (counter_path, data.as_bytes());
+        let plain = zk.retry(|s| async move { s.client().set_data(path, data, None).await });
+        plain.await.map_err(LockError::Connection)
+    } else {
+        guard.set_data(counter_path, data.as_bytes(), None).await
+    };
+    let returned = now();
+    match written {
+        Ok(_) => format!("COMMIT {returned}"),
+        Err(e) if refused(&e) => format!("ABORT {returned} {e}"),
+        Err(e) => format!("UNKNOWN {returned} {e}"),
     }
 }
 
@@ -128,6 +155,7 @@ async fn main() {
         let cancel_after = (rng.random_range(0..100) < cancel_percent)
             .then(|| Duration::from_millis(rng.random_range(0..=30)));
         let acquire = mutex.acquire_timeout(acquire_timeout);
+        let invoked = now();
         let guard = match cancel_after {
             Some(after) => match tokio::time::timeout(after, acquire).await {
                 Ok(result) => result,
@@ -157,19 +185,17 @@ async fn main() {
                 continue;
             }
         };
-        say("ACQUIRED");
-        let pause = match hold_rx.try_recv() {
-            Ok(ms) => {
-                say("HOLDING");
-                Duration::from_millis(ms)
-            }
-            Err(_) => Duration::from_millis(rng.random_range(1..=5)),
+        say(&format!("ACQUIRED {invoked} {}", now()));
+        let (pause, long) = match hold_rx.try_recv() {
+            Ok(ms) => (Duration::from_millis(ms), true),
+            Err(_) => (Duration::from_millis(rng.random_range(1..=5)), false),
         };
-        say(&critical_section(&zk, &guard, counter_path, pause).await);
-        if let Err(e) = guard.release().await {
-            if !matches!(e, LockError::Lost { .. }) {
-                say(&format!("RELEASE_ERROR {e}"));
-            }
+        say(&critical_section(&zk, &guard, counter_path, pause, long).await);
+        let invoked = now();
+        match guard.release().await {
+            Ok(()) => say(&format!("RELEASED {invoked} {}", now())),
+            Err(LockError::Lost { .. }) => say(&format!("LOST {invoked} {}", now())),
+            Err(e) => say(&format!("RELEASE_ERROR {invoked} {e}")),
         }
     }
     zk.close().await;
