@@ -25,6 +25,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use rand::rngs::StdRng;
+use rand::{RngExt as _, SeedableRng as _};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
@@ -95,6 +97,12 @@ impl Fault {
 }
 
 /// One run of the checker: which faults, how often, and the share of cancelled acquires.
+///
+/// Its `seed` draws which worker each holder fault strikes and seeds every worker's own choices
+/// (which acquires it cancels, when, and its critical sections' pauses); [`Schedule::seeded`]
+/// draws the faults from it too, so that a failing run is replayed from its seed alone
+/// ([`Schedule::replay`]). The servers' and the network's timing is not drawn: a replay runs the
+/// same schedule, not the same interleaving.
 #[derive(Debug, Clone)]
 pub struct Schedule {
     /// Shown in the report.
@@ -107,6 +115,10 @@ pub struct Schedule {
     pub cancel_percent: u32,
     /// Without faults (cancellation only): how long the workers run.
     pub quiet_run: Duration,
+    /// What the run's random choices are drawn from.
+    pub seed: u64,
+    /// The arguments of `zkr-checker` that run it again (empty: it is not one of its schedules).
+    pub replay_args: String,
 }
 
 impl Schedule {
@@ -122,20 +134,24 @@ impl Schedule {
     }
 
     fn all(rounds: usize) -> Vec<Schedule> {
-        let single = |fault: Fault| Schedule {
+        let single = |(seed, fault): (usize, &Fault)| Schedule {
             name: fault.name().to_owned(),
-            faults: vec![fault],
+            faults: vec![*fault],
             rounds: rounds * 2,
             cancel_percent: 0,
             quiet_run: Duration::ZERO,
+            seed: seed as u64,
+            replay_args: format!("--schedule '{}' --rounds {rounds}", fault.name()),
         };
-        let mut schedules: Vec<Schedule> = Fault::ALL.iter().map(|f| single(*f)).collect();
+        let mut schedules: Vec<Schedule> = Fault::ALL.iter().enumerate().map(single).collect();
         schedules.push(Schedule {
             name: "acquires cancelled (30%)".to_owned(),
             faults: Vec::new(),
             rounds: 1,
             cancel_percent: 30,
             quiet_run: Duration::from_secs(5 * rounds as u64),
+            seed: 100,
+            replay_args: format!("--schedule 'acquires cancelled (30%)' --rounds {rounds}"),
         });
         schedules.push(Schedule {
             name: "all of them, 10% cancelled".to_owned(),
@@ -143,8 +159,41 @@ impl Schedule {
             rounds,
             cancel_percent: 10,
             quiet_run: Duration::ZERO,
+            seed: 101,
+            replay_args: format!("--schedule 'all of them, 10% cancelled' --rounds {rounds}"),
         });
         schedules
+    }
+
+    /// `faults` faults drawn from `seed` (with repeats), with 0, 10 or 30% of acquires
+    /// cancelled, also drawn. Replay it with `zkr-checker --seed <seed> --faults <faults>`
+    /// ([`replay`](Self::replay)).
+    pub fn seeded(seed: u64, faults: usize) -> Schedule {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let drawn: Vec<Fault> =
+            (0..faults).map(|_| Fault::ALL[rng.random_range(0..Fault::ALL.len())]).collect();
+        let names: Vec<&str> = drawn.iter().map(|f| f.name()).collect();
+        Schedule {
+            name: format!("seed {seed}: {}", names.join(", ")),
+            faults: drawn,
+            rounds: 1,
+            cancel_percent: [0, 10, 30][rng.random_range(0..3)],
+            quiet_run: if faults == 0 { Duration::from_secs(5) } else { Duration::ZERO },
+            seed,
+            replay_args: format!("--seed {seed} --faults {faults}"),
+        }
+    }
+
+    /// The command that runs this schedule again.
+    pub fn replay(&self) -> String {
+        if self.replay_args.is_empty() {
+            return "(not a schedule of zkr-checker)".to_owned();
+        }
+        // The checker runs the worker binary beside it: build both.
+        format!(
+            "cargo build -p zkr-integration-tests --bins && target/debug/zkr-checker {}",
+            self.replay_args
+        )
     }
 }
 
@@ -213,6 +262,8 @@ pub struct Report {
     pub unrecovered: usize,
     /// What went wrong, for the test's failure message.
     pub notes: Vec<String>,
+    /// The command that runs the schedule again ([`Schedule::replay`]).
+    pub replay: String,
 }
 
 impl Report {
@@ -289,6 +340,9 @@ struct Run<'a> {
     lock_path: String,
     counter_path: String,
     cancel_percent: u32,
+    seed: u64,
+    /// Draws the holder of each fault aimed at one.
+    rng: StdRng,
     workers: Vec<Worker>,
     events: mpsc::UnboundedReceiver<Event>,
     sender: mpsc::UnboundedSender<Event>,
@@ -324,10 +378,12 @@ pub async fn run_schedule(
         lock_path: format!("{root}/lock"),
         counter_path,
         cancel_percent: schedule.cancel_percent,
+        seed: schedule.seed,
+        rng: StdRng::seed_from_u64(schedule.seed),
         workers: Vec::new(),
         events,
         sender,
-        report: Report { schedule: schedule.name.clone(), ..Report::default() },
+        report: Report { schedule: schedule.name.clone(), replay: schedule.replay(), ..Report::default() },
         done: Vec::new(),
         spawned: 0,
         history: LockHistory::new(),
@@ -384,6 +440,8 @@ impl Run<'_> {
                 &self.options.session_timeout.as_millis().to_string(),
                 &self.options.acquire_timeout.as_millis().to_string(),
                 &self.cancel_percent.to_string(),
+                // Each process its own stream, the same in a replay.
+                &self.seed.wrapping_mul(1_000).wrapping_add(process as u64).to_string(),
             ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -507,7 +565,7 @@ impl Run<'_> {
     async fn inject(&mut self, fault: Fault) -> Result<(), String> {
         let session_timeout = self.options.session_timeout;
         let beyond_session = session_timeout + Duration::from_secs(2);
-        let holder = self.report.faults % self.workers.len();
+        let holder = self.rng.random_range(0..self.workers.len());
         let injected_at;
         match fault {
             Fault::LeaderKill | Fault::FollowerKill => {
@@ -743,4 +801,26 @@ pub fn worker_next_to_current_exe() -> Option<PathBuf> {
         .into_iter()
         .map(|d| d.join("zkr-mutex-worker"))
         .find(|p| p.exists())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_draws_the_same_schedule_and_says_how_to_replay_it() {
+        let (a, b) = (Schedule::seeded(46, 5), Schedule::seeded(46, 5));
+        assert_eq!((&a.faults, a.cancel_percent, &a.name), (&b.faults, b.cancel_percent, &b.name));
+        assert_eq!(a.faults.len(), 5);
+        assert!(a.name.starts_with("seed 46: "), "{}", a.name);
+        assert!(a.replay().ends_with("zkr-checker --seed 46 --faults 5"), "{}", a.replay());
+        let others: Vec<_> = (0..20).map(|seed| Schedule::seeded(seed, 5).faults).collect();
+        assert!(others.iter().any(|f| *f != a.faults), "every seed drew the same faults");
+        let named = &Schedule::ci()[0];
+        assert!(
+            named.replay().ends_with(&format!("--schedule '{}' --rounds 1", named.name)),
+            "{}",
+            named.replay()
+        );
+    }
 }

@@ -3,7 +3,7 @@
 //! alone and all together. No lost update, no leaked lock node, no hung acquire, and every
 //! fault is followed by a committed critical section, and the history of every acquire, read,
 //! write and release is linearizable; the same run with the fence taken away fails. The report table goes to stderr; the
-//! long run is `cargo run -p zkr-integration-tests --bin zkr-checker -- --rounds N`.
+//! long run is `cargo build -p zkr-integration-tests --bins && target/debug/zkr-checker --rounds N`.
 
 use std::time::Duration;
 
@@ -13,15 +13,19 @@ use zkr_integration_tests::checker::{run_all, CheckOptions, Fault, Schedule};
 async fn mutual_exclusion_holds_under_every_fault_schedule() {
     let cluster = zkr_integration_tests::faults::partitionable_cluster().await;
     let options = CheckOptions::new(env!("CARGO_BIN_EXE_zkr-mutex-worker"));
-    let (reports, table) = run_all(&cluster, &Schedule::ci(), &options).await.unwrap();
+    // The usual schedules, and one drawn from a fixed seed (a failing one prints its replay).
+    let mut schedules = Schedule::ci();
+    schedules.push(Schedule::seeded(46, 3));
+    let (reports, table) = run_all(&cluster, &schedules, &options).await.unwrap();
     eprintln!("{table}");
     for report in &reports {
         assert!(
             report.passed(),
-            "schedule `{}` failed: {}\n{:?}",
+            "schedule `{}` failed: {}\n{:?}\nreplay: {}",
             report.schedule,
             report.row(),
-            report.notes
+            report.notes,
+            report.replay
         );
         assert!(report.faults > 0 || report.cancelled > 0, "schedule `{}` injected nothing", report.schedule);
     }
@@ -35,6 +39,8 @@ async fn mutual_exclusion_holds_under_every_fault_schedule() {
         rounds: 1,
         cancel_percent: 0,
         quiet_run: Duration::ZERO,
+        seed: 0,
+        replay_args: String::new(),
     };
     let (reports, table) = run_all(&cluster, &[schedule], &unfenced).await.unwrap();
     eprintln!("{table}");

@@ -1,10 +1,19 @@
 //! The mutual-exclusion checker as a soak run: `zkr-checker [--rounds N] [--servers 3|5]`
 //! starts its own ensemble, runs every fault schedule of
 //! [`zkr_integration_tests::checker`] N times over (default 5) and prints the report table.
-//! Exit status 0 when every schedule passed, 1 when one did not, 2 for bad arguments.
+//!
+//! - `--seed S --faults N`: only the schedule of N faults drawn from seed S
+//!   ([`Schedule::seeded`]): what a failing seeded run prints to replay it;
+//! - `--seeds K [--faults N]`: K seeded schedules of N faults (default 4), their seeds drawn
+//!   from the system's entropy and printed;
+//! - `--schedule NAME`: only the named schedule of the usual set (with `--rounds`, default 1:
+//!   the length `make test` runs).
+//!
+//! Exit status 0 when every schedule passed, 1 when one did not, 2 for bad arguments. A failed
+//! schedule prints the command that replays it.
 //!
 //! ```sh
-//! cargo run -p zkr-integration-tests --bin zkr-checker -- --rounds 5
+//! cargo build -p zkr-integration-tests --bins && target/debug/zkr-checker --rounds 5
 //! ```
 
 use std::process::ExitCode;
@@ -13,22 +22,47 @@ use zkr_integration_tests::checker::{run_all, worker_next_to_current_exe, CheckO
 use zkr_testing::TestingCluster;
 
 fn usage() -> ExitCode {
-    eprintln!("usage: zkr-checker [--rounds N] [--servers 3|5]");
+    eprintln!(
+        "usage: zkr-checker [--rounds N] [--servers 3|5] [--seed S --faults N | --seeds K [--faults N] | --schedule NAME]"
+    );
     ExitCode::from(2)
+}
+
+/// What to run, from the command line; `None` for bad arguments.
+fn schedules(args: &[String]) -> Option<(Vec<Schedule>, usize)> {
+    let (mut rounds, mut servers, mut faults) = (None, 3usize, None);
+    let (mut seed, mut seeds, mut name) = (None, None, None);
+    for pair in args.chunks(2) {
+        let [flag, value] = pair else { return None };
+        let n = value.parse::<u64>().ok();
+        match (flag.as_str(), n) {
+            ("--rounds", Some(n @ 1..)) => rounds = Some(n as usize),
+            ("--servers", Some(n @ (3 | 5))) => servers = n as usize,
+            ("--faults", Some(n @ 1..)) => faults = Some(n as usize),
+            ("--seed", Some(s)) => seed = Some(s),
+            ("--seeds", Some(k @ 1..)) => seeds = Some(k),
+            ("--schedule", _) => name = Some(value.clone()),
+            _ => return None,
+        }
+    }
+    let chosen = match (seed, seeds, name) {
+        (Some(seed), None, None) => vec![Schedule::seeded(seed, faults?)],
+        (None, Some(k), None) => {
+            (0..k).map(|_| Schedule::seeded(rand::random(), faults.unwrap_or(4))).collect()
+        }
+        (None, None, Some(name)) => {
+            Schedule::soak(rounds.unwrap_or(1)).into_iter().filter(|s| s.name == name).collect::<Vec<_>>()
+        }
+        (None, None, None) if faults.is_none() => Schedule::soak(rounds.unwrap_or(5)),
+        _ => return None,
+    };
+    (!chosen.is_empty()).then_some((chosen, servers))
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
-    let (mut rounds, mut servers) = (5usize, 3usize);
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let value = args.next().and_then(|v| v.parse().ok());
-        match (arg.as_str(), value) {
-            ("--rounds", Some(n)) if n > 0 => rounds = n,
-            ("--servers", Some(n @ (3 | 5))) => servers = n,
-            _ => return usage(),
-        }
-    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((schedules, servers)) = schedules(&args) else { return usage() };
     let Some(worker) = worker_next_to_current_exe() else {
         eprintln!("zkr-checker: no zkr-mutex-worker next to this binary; build the package's binaries first");
         return ExitCode::FAILURE;
@@ -43,17 +77,18 @@ async fn main() -> ExitCode {
     };
     let options = CheckOptions::new(worker);
     let started = std::time::Instant::now();
-    match run_all(&cluster, &Schedule::soak(rounds), &options).await {
+    match run_all(&cluster, &schedules, &options).await {
         Ok((reports, table)) => {
             println!(
-                "{servers} servers, {} workers, {rounds} rounds, {:.0} s\n",
+                "{servers} servers, {} workers, {} schedules, {:.0} s\n",
                 options.workers,
+                schedules.len(),
                 started.elapsed().as_secs_f64()
             );
             println!("{table}");
             let failed: Vec<_> = reports.iter().filter(|r| !r.passed()).collect();
             for r in &failed {
-                println!("\nFAILED {}: {:?}", r.schedule, r.notes);
+                println!("\nFAILED {}: {:?}\nreplay: {}", r.schedule, r.notes, r.replay);
             }
             if failed.is_empty() {
                 ExitCode::SUCCESS

@@ -1,12 +1,13 @@
 //! One worker of the mutual-exclusion checker (`zkr_integration_tests::checker`):
 //!
-//! `zkr-mutex-worker CONNECT LOCK_PATH COUNTER_PATH SESSION_MS ACQUIRE_MS CANCEL_PERCENT`
+//! `zkr-mutex-worker CONNECT LOCK_PATH COUNTER_PATH SESSION_MS ACQUIRE_MS CANCEL_PERCENT SEED`
 //!
 //! Loops until its stdin closes: takes the `InterProcessMutex` at LOCK_PATH with a timeout of
 //! ACQUIRE_MS; inside, does a deliberately unsafe read-modify-write of the counter node (read,
 //! pause 1-5 ms, write value+1 with no version check) through the guard's guarded write, which
 //! fails when the lock node is gone; then releases. With CANCEL_PERCENT, that share of acquires
-//! is dropped after a random 0-30 ms instead (a cancelled acquire future). With
+//! is dropped after a random 0-30 ms instead (a cancelled acquire future). Its random choices
+//! (which acquires to cancel, when, and the pauses) are drawn from SEED. With
 //! `ZKR_WORKER_UNFENCED` in its environment the write is a plain one (the defect the checker
 //! must catch).
 //!
@@ -31,7 +32,8 @@
 use std::io::Write as _;
 use std::time::Duration;
 
-use rand::RngExt as _;
+use rand::rngs::StdRng;
+use rand::{RngExt as _, SeedableRng as _};
 use tokio::io::AsyncBufReadExt as _;
 use zkr_connection::Classify as _;
 use zkr_connection::ZkClient;
@@ -98,10 +100,10 @@ async fn critical_section(
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let [_, connect, lock_path, counter_path, session_ms, acquire_ms, cancel_percent] = args.as_slice()
+    let [_, connect, lock_path, counter_path, session_ms, acquire_ms, cancel_percent, seed] = args.as_slice()
     else {
         eprintln!(
-            "usage: zkr-mutex-worker CONNECT LOCK_PATH COUNTER_PATH SESSION_MS ACQUIRE_MS CANCEL_PERCENT"
+            "usage: zkr-mutex-worker CONNECT LOCK_PATH COUNTER_PATH SESSION_MS ACQUIRE_MS CANCEL_PERCENT SEED"
         );
         std::process::exit(2);
     };
@@ -114,6 +116,7 @@ async fn main() {
     let session_timeout = Duration::from_millis(number(session_ms, "SESSION_MS"));
     let acquire_timeout = Duration::from_millis(number(acquire_ms, "ACQUIRE_MS"));
     let cancel_percent = number(cancel_percent, "CANCEL_PERCENT");
+    let seed = number(seed, "SEED");
 
     let zk = match ZkClient::builder(connect.as_str())
         .session_timeout(session_timeout)
@@ -150,7 +153,7 @@ async fn main() {
         let _ = stop_tx.send(true);
     });
 
-    let mut rng = rand::rng();
+    let mut rng = StdRng::seed_from_u64(seed);
     while !*stop_rx.borrow_and_update() {
         let cancel_after = (rng.random_range(0..100) < cancel_percent)
             .then(|| Duration::from_millis(rng.random_range(0..=30)));
