@@ -9,6 +9,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::time::Instant;
 
+use crate::history::counter::{self, CounterOperation};
+use crate::history::Nanos;
 use crate::timing;
 
 #[derive(Debug, Default)]
@@ -18,6 +20,46 @@ struct Seen {
     unknown: usize,
     last_at: Option<Instant>,
     session: Option<i64>,
+    /// The counter kind's increments, with their times.
+    increments: Vec<CounterOperation>,
+    /// An increment invoked and not answered yet.
+    incrementing: Option<Nanos>,
+}
+
+impl Seen {
+    /// Takes one line of the worker's output.
+    fn take(&mut self, line: &str) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let times: Vec<Nanos> = words.iter().skip(1).filter_map(|w| w.parse().ok()).collect();
+        match (words.first().copied(), times.as_slice()) {
+            (Some("session"), _) => self.session = words.get(1).and_then(|s| s.parse().ok()),
+            (Some("+"), [invoked]) => self.incrementing = Some(*invoked),
+            (Some("unknown"), rest) => {
+                self.unknown += 1;
+                self.last_at = Some(Instant::now());
+                if let Some(invoked) = rest.first().copied().or(self.incrementing.take()) {
+                    self.increments.push(counter::unknown(0, invoked));
+                }
+                self.incrementing = None;
+            }
+            (Some(id), rest) => {
+                let id = id.parse().expect("an ID");
+                self.ids.push(id);
+                self.last_at = Some(Instant::now());
+                if let [invoked, returned] = rest {
+                    self.increments.push(counter::succeeded(0, id, *invoked, *returned));
+                    self.incrementing = None;
+                }
+            }
+            (None, _) => {}
+        }
+    }
+
+    /// The increments, the one in flight (if any) as an unknown outcome.
+    fn increments(&self, process: usize) -> Vec<CounterOperation> {
+        let in_flight = self.incrementing.map(|invoked| counter::unknown(process, invoked));
+        self.increments.iter().cloned().chain(in_flight).map(|o| CounterOperation { process, ..o }).collect()
+    }
 }
 
 /// A running `zkr-id-worker` (see its docs for the protocol).
@@ -57,16 +99,7 @@ impl IdWorker {
         let sink = seen.clone();
         let reader = tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
-                let mut seen = sink.lock().unwrap();
-                if let Some(session) = line.strip_prefix("session ") {
-                    seen.session = session.parse().ok();
-                } else if line == "unknown" {
-                    seen.unknown += 1;
-                    seen.last_at = Some(Instant::now());
-                } else {
-                    seen.ids.push(line.parse().expect("an ID"));
-                    seen.last_at = Some(Instant::now());
-                }
+                sink.lock().unwrap().take(&line);
             }
         });
         IdWorker { child, seen, reader }
@@ -103,7 +136,17 @@ impl IdWorker {
     ///
     /// # Panics
     /// When it does not finish cleanly within a minute (scaled by the test timing).
-    pub async fn finish(mut self) -> Vec<u64> {
+    pub async fn finish(self) -> Vec<u64> {
+        self.finish_counting(0).await.0
+    }
+
+    /// Kills it (`SIGKILL`) and returns the IDs it printed.
+    pub async fn kill(self) -> Vec<u64> {
+        self.kill_counting(0).await.0
+    }
+
+    /// [`finish`](Self::finish), and the counter kind's increments as `process`'s.
+    pub async fn finish_counting(mut self, process: usize) -> (Vec<u64>, Vec<CounterOperation>) {
         drop(self.child.stdin.take());
         let status = tokio::time::timeout(timing().multiple(Duration::from_secs(60)), self.child.wait())
             .await
@@ -111,14 +154,19 @@ impl IdWorker {
             .unwrap();
         assert!(status.success(), "worker failed: {status}");
         self.reader.await.unwrap();
-        Arc::try_unwrap(self.seen).unwrap().into_inner().unwrap().ids
+        let seen = Arc::try_unwrap(self.seen).unwrap().into_inner().unwrap();
+        let increments = seen.increments(process);
+        (seen.ids, increments)
     }
 
-    /// Kills it (`SIGKILL`) and returns the IDs it printed.
-    pub async fn kill(mut self) -> Vec<u64> {
+    /// [`kill`](Self::kill), and the counter kind's increments as `process`'s (the one in
+    /// flight when it was killed as an unknown outcome).
+    pub async fn kill_counting(mut self, process: usize) -> (Vec<u64>, Vec<CounterOperation>) {
         self.child.kill().await.unwrap();
         self.reader.await.unwrap();
-        Arc::try_unwrap(self.seen).unwrap().into_inner().unwrap().ids
+        let seen = Arc::try_unwrap(self.seen).unwrap().into_inner().unwrap();
+        let increments = seen.increments(process);
+        (seen.ids, increments)
     }
 }
 

@@ -2,8 +2,9 @@
 //! processes share one `InterProcessMutex` on a 3-server ensemble under each fault schedule
 //! alone and all together. No lost update, no leaked lock node, no hung acquire, and every
 //! fault is followed by a committed critical section, and the history of every acquire, read,
-//! write and release is linearizable; the same run with the fence taken away fails. The report table goes to stderr; the
-//! long run is `cargo build -p zkr-integration-tests --bins && target/debug/zkr-checker --rounds N`.
+//! write and release is linearizable; the same run with the fence taken away fails. The report
+//! table goes to stderr; the long run is
+//! `cargo build -p zkr-integration-tests --bins && target/debug/zkr-checker --rounds N`.
 
 use std::time::Duration;
 

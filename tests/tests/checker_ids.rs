@@ -6,7 +6,8 @@
 //! no ID is handed out twice across processes, and each process's IDs increase. The per-kind
 //! summary (IDs, faults, slowest recovery) goes to stderr. The same schedule runs three
 //! processes incrementing one `DistributedAtomicLong`: every success has its own value, and the
-//! final count is the successes plus at most the outcomes the workers could not know. Then
+//! final count is the successes plus at most the outcomes the workers could not know, and the
+//! increments' history (with their times) is linearizable as a counter. Then
 //! lock-safe queue consumers (two per process, on one client) through a leader kill, a
 //! follower kill, a consumer SIGKILLed mid-item and a consumer's session expired mid-item:
 //! every item is completed exactly once. Last, a double barrier of four members on two clients
@@ -15,9 +16,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use zkr_integration_tests::faults;
 use zkr_integration_tests::id_worker::{check_runs, progress, IdWorker};
 use zkr_integration_tests::unique_root;
+use zkr_integration_tests::{faults, history};
 use zkr_testing::TestingCluster;
 
 /// The workers' session timeout (set in `zkr-id-worker`).
@@ -64,18 +65,26 @@ async fn kind_under_faults(cluster: &TestingCluster, kind: &str) {
     recoveries.push(progress(&workers.iter().collect::<Vec<_>>(), 50, "after overlapping faults").await);
 
     let mut unknown = workers[2].unknown() + 1; // + the increment in flight when it was killed
-    let killed = workers.remove(2).kill().await;
+    let (killed, mut increments) = workers.remove(2).kill_counting(2).await;
     workers.push(IdWorker::spawn(binary(), &cs, kind, &path, 0, "w2").await);
     recoveries.push(progress(&workers.iter().collect::<Vec<_>>(), 50, "after a worker SIGKILL").await);
 
     let mut runs = vec![killed];
-    for worker in workers {
+    for (process, worker) in [0, 1, 3].into_iter().zip(workers) {
         unknown += worker.unknown();
-        runs.push(worker.finish().await);
+        let (ids, more) = worker.finish_counting(process).await;
+        runs.push(ids);
+        increments.extend(more);
     }
     let ids = check_runs(&runs);
     if kind == "counter" {
         check_count(&cs, &path, &ids, unknown).await;
+        // The increments' history, with their times: linearizable as a counter.
+        let checked = increments.len();
+        let violation =
+            tokio::task::spawn_blocking(move || history::counter::check(0, increments)).await.unwrap();
+        assert!(violation.is_none(), "the counter's history: {}", violation.unwrap());
+        eprintln!("[checker ids] counter: a history of {checked} increments, linearizable");
     }
     let slowest = recoveries.iter().max().copied().unwrap_or_default();
     eprintln!(

@@ -5,8 +5,10 @@
 //! COUNT of 0, until its stdin closes.
 //!
 //! KIND `counter` increments a `DistributedAtomicLong` at PATH instead, one increment at a
-//! time: it prints the post value of each increment that succeeded, and `unknown` for one that
-//! may or may not have been applied (`CounterError::Indeterminate`).
+//! time: it prints `+ <invoked>` before each increment, then `<post value> <invoked> <returned>`
+//! for one that succeeded and `unknown <invoked>` for one that may or may not have been applied
+//! (`CounterError::Indeterminate`, or no answer in time): times on the machine's monotonic clock
+//! (`zkr_integration_tests::history::now`), for the history check.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zkr_connection::ZkClient;
+use zkr_integration_tests::history::now;
 use zkr_recipes::id::{
     IdGenerator, SegmentIdGenerator, SequentialIdGenerator, SnowflakeIdGenerator, StepPolicy,
 };
@@ -99,15 +102,22 @@ async fn count_up(zk: &ZkClient, path: &str, count: usize) {
     let counter = DistributedAtomicLong::new(zk, path, policy).expect("counter");
     let stop = stop_on_stdin_eof(count);
     let mut done = 0;
+    let say = |line: &str| {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{line}").expect("stdout");
+        out.flush().expect("stdout");
+    };
     while (count == 0 || done < count) && !stop.load(Ordering::SeqCst) {
+        let invoked = now();
+        say(&format!("+ {invoked}"));
         let outcome = tokio::time::timeout(Duration::from_secs(10), counter.increment()).await;
         let line = match outcome {
-            Ok(Ok(value)) if value.succeeded => value.post_value.to_string(),
+            Ok(Ok(value)) if value.succeeded => format!("{} {invoked} {}", value.post_value, now()),
             Ok(Ok(_)) => {
                 eprintln!("error: the increment lost every race");
                 continue;
             }
-            Ok(Err(CounterError::Indeterminate { .. })) => "unknown".to_owned(),
+            Ok(Err(CounterError::Indeterminate { .. })) => format!("unknown {invoked}"),
             Ok(Err(e)) => {
                 eprintln!("error: {e}");
                 continue;
@@ -115,12 +125,10 @@ async fn count_up(zk: &ZkClient, path: &str, count: usize) {
             Err(_) => {
                 // The dropped increment may have been applied.
                 eprintln!("error: increment gave no answer within 10 s");
-                "unknown".to_owned()
+                format!("unknown {invoked}")
             }
         };
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{line}").expect("stdout");
-        out.flush().expect("stdout");
+        say(&line);
         done += 1;
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
