@@ -421,6 +421,26 @@ async fn guarded_writes_stop_when_the_lock_node_is_gone() {
 }
 
 #[tokio::test]
+async fn a_release_that_finds_its_node_gone_says_the_lock_was_lost() {
+    // Nobody asked `lost()`, so the guard cannot know before its release: the delete finds the
+    // node gone (an operator broke the lock, or an expiry nobody had noticed yet took it), and
+    // the holder is told, where Curator's release ignores it. The mutual-exclusion checker's
+    // history counts a hold up to its release's answer unless the holder was told.
+    let server = shared_server().await.unwrap();
+    let path = unique_root("release-finds-gone");
+    let zk = connect(&server.connect_string()).await;
+    let mutex = InterProcessMutex::new(&zk, &path).unwrap();
+    let guard = mutex.acquire().await.unwrap();
+    raw(&server.connect_string()).await.delete(guard.node_path(), None).await.unwrap();
+    let err = guard.release().await.unwrap_err();
+    assert!(matches!(err, LockError::Lost { reason: LostReason::NodeDeleted, .. }), "{err}");
+    // The lock is free and works on.
+    let again = mutex.acquire().await.unwrap();
+    again.release().await.unwrap();
+    no_nodes_left(&raw(&server.connect_string()).await, &path).await;
+}
+
+#[tokio::test]
 async fn fencing_tokens_grow_with_every_holder() {
     let server = shared_server().await.unwrap();
     let path = unique_root("fencing");

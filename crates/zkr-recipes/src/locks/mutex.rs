@@ -594,7 +594,10 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
     ///
     /// # Errors
     /// [`LockError::Lost`] when the lock had been lost while held (the node is cleaned up all
-    /// the same); [`LockError::Connection`] for a ZooKeeper answer such as `NoAuth`.
+    /// the same), as known before the release or as its delete found it: the node already gone
+    /// (deleted by someone else, or with an expired session nobody had noticed yet), or the
+    /// session ended with the delete in flight. (Curator's `release()` ignores a node already
+    /// gone.) [`LockError::Connection`] for a ZooKeeper answer such as `NoAuth`.
     ///
     /// # Cancel safety
     /// Cancel safe: the hold is given up at the first poll, and if the future is dropped before
@@ -614,10 +617,10 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
         let sent = self.inner.internals.send_release(&node);
         let inner = self.inner.clone();
         let finishing = tokio::spawn(async move { inner.internals.finish_release(&node, sent).await });
-        finishing
+        let found = finishing
             .await
             .map_err(|e| LockError::zk(zookeeper_client::Error::UnexpectedError(e.to_string())))??;
-        match lost {
+        match lost.or(found) {
             Some(reason) => {
                 Err(LockError::Lost { path: self.inner.internals.base_path().to_string(), reason })
             }

@@ -23,6 +23,7 @@ use super::error::LockError;
 use super::layout::is_ours;
 use super::layout::LayoutCheck;
 use super::view::{ChildrenView, MAX_QUEUE};
+use crate::fence::LostReason;
 use crate::fence::SessionFence;
 use cleanup::NodeCleanup;
 
@@ -342,7 +343,9 @@ impl<D: LockInternalsDriver> LockInternals<D> {
 
     /// Deletes a held node. When the lock is lost (before or during the delete) or the
     /// connection fails, the delete goes to a background guaranteed delete and this returns
-    /// `Ok` at once; once the node's session has ended there is nothing to do.
+    /// `Ok` at once; once the node's session has ended there is nothing to do. `Ok(Some(reason))`
+    /// when the delete found that the hold had already ended without the holder being told (the
+    /// node gone, or the session ended with the delete in flight): the loss is reported then.
     ///
     /// # Errors
     /// [`LockError::Connection`] for an answer that retrying cannot fix (`NoAuth`).
@@ -350,7 +353,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     /// # Cancel safety
     /// Not cancel safe by itself: a dropped release may leave the node until its session ends.
     /// The lock guards call it so that a dropped release still deletes in the background.
-    pub async fn release_lock(&self, node: &LockNode) -> Result<(), LockError> {
+    pub async fn release_lock(&self, node: &LockNode) -> Result<Option<LostReason>, LockError> {
         let sent = self.send_release(node);
         self.finish_release(node, sent).await
     }
@@ -391,37 +394,52 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     ///
     /// # Errors
     /// As [`release_lock`](Self::release_lock).
-    pub(crate) async fn finish_release(&self, node: &LockNode, release: Release) -> Result<(), LockError> {
+    pub(crate) async fn finish_release(
+        &self,
+        node: &LockNode,
+        release: Release,
+    ) -> Result<Option<LostReason>, LockError> {
         let Release { span, sent } = release;
         async move {
             let result = match sent {
                 Ok(deleting) => self.await_delete(node, deleting).await,
-                Err(how) => Ok(how),
+                Err(how) => Ok((how, None)),
             };
-            report::released(node, result.as_ref().map_or("failed", |how| how));
-            result.map(drop)
+            report::released(node, result.as_ref().map_or("failed", |(how, _)| how));
+            let (_, found) = result?;
+            if let Some(reason) = found {
+                node.report_lost(reason);
+            }
+            Ok(found)
         }
         .instrument(span)
         .await
     }
 
-    /// The reply to our delete; `Ok` says what became of the node.
-    async fn await_delete(&self, node: &LockNode, deleting: Deleting) -> Result<&'static str, LockError> {
+    /// The reply to our delete; `Ok` says what became of the node, and why the hold had
+    /// ended before it, if it had: the node was gone (our delete is sent once, so a `NoNode` is
+    /// not our own retry's), or the session ended with the delete in flight (which may have
+    /// been applied first: the holder is told the worse).
+    async fn await_delete(
+        &self,
+        node: &LockNode,
+        deleting: Deleting,
+    ) -> Result<(&'static str, Option<LostReason>), LockError> {
         let deleted = tokio::select! {
             deleted = deleting => deleted,
-            _ = node.lost_locally(&self.zk) => {
+            reason = node.lost_locally(&self.zk) => {
                 self.delete_in_background(node);
-                return Ok("in_background");
+                return Ok(("in_background", Some(reason)));
             }
         };
         match deleted {
-            Ok(()) => Ok("deleted"),
-            Err(zookeeper_client::Error::NoNode) => Ok("already_gone"),
+            Ok(()) => Ok(("deleted", None)),
+            Err(zookeeper_client::Error::NoNode) => Ok(("already_gone", Some(LostReason::NodeDeleted))),
             Err(e) if is_retryable(&e) => {
                 self.delete_in_background(node);
-                Ok("in_background")
+                Ok(("in_background", None))
             }
-            Err(e) if is_session_error(&e) => Ok("already_gone"),
+            Err(e) if is_session_error(&e) => Ok(("already_gone", Some(LostReason::SessionEnded))),
             Err(e) => Err(LockError::zk(e)),
         }
     }
