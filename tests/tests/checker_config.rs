@@ -63,15 +63,30 @@ async fn every_subscriber_converges_to_the_last_write_after_faults() {
         subscribers.push((zk, watcher));
     }
 
-    // The writer raises the value until told to stop; failed writes during faults are retried
-    // with the next value.
+    // The writer raises the value until told to stop; a failed write is tried again with the
+    // same value. Every attempt is kept (value, session, ms from the start to its send and to
+    // its answer, the answer) for the failure message: a value that goes back shows when its
+    // writes were sent and answered.
     let stop = Arc::new(AtomicBool::new(false));
+    let started = std::time::Instant::now();
+    let attempts = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let writer = {
-        let (stop, path) = (stop.clone(), path.clone());
+        let (stop, path, attempts) = (stop.clone(), path.clone(), attempts.clone());
+        let writer_zk = writer_zk.clone();
         tokio::spawn(async move {
             let mut next = 1u64;
             while !stop.load(Ordering::SeqCst) {
-                if publisher.set(&path, &next).await.is_ok() {
+                let session = writer_zk.try_session().map(|s| format!("{:#x}", s.id()));
+                let sent = started.elapsed().as_millis();
+                let result = publisher.set(&path, &next).await;
+                let answered = started.elapsed().as_millis();
+                let answer =
+                    result.as_ref().map(|stat| format!("mzxid {:#x}", stat.mzxid)).map_err(|e| e.to_string());
+                attempts
+                    .lock()
+                    .unwrap()
+                    .push(format!("{next} on {session:?}: {sent}..{answered} ms {answer:?}"));
+                if result.is_ok() {
                     next += 1;
                 }
                 tokio::time::sleep(Duration::from_millis(5)).await;
@@ -118,7 +133,15 @@ async fn every_subscriber_converges_to_the_last_write_after_faults() {
     }
     for (i, back) in went_back.iter().enumerate() {
         let back = back.lock().unwrap().clone();
-        assert!(back.is_none(), "subscriber {i} saw the value go back: {}", back.unwrap_or_default());
+        let Some(back) = back else { continue };
+        // The writer's attempts at the value that came back, and the last ones.
+        let stale = back.split_whitespace().next().unwrap_or_default().to_owned();
+        let attempts = attempts.lock().unwrap();
+        let of_stale: Vec<_> = attempts.iter().filter(|a| a.starts_with(&format!("{stale} on"))).collect();
+        let last: Vec<_> = attempts.iter().rev().take(5).collect();
+        panic!(
+            "subscriber {i} saw the value go back: {back}\nthe writer's attempts at {stale}: {of_stale:#?}\nits last: {last:#?}"
+        );
     }
     eprintln!(
         "[checker config] 3 subscribers, 4 faults, {} writes, all converged within {} ms of the last write",
