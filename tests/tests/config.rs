@@ -354,3 +354,49 @@ async fn a_change_event_comes_after_the_snapshot_that_shows_it() {
         assert!(held.mzxid >= new.mzxid, "get() lags its own event: {} < {}", held.mzxid, new.mzxid);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_writes_at_a_version_through_other_writers_and_a_lost_reply() {
+    let server = shared_server().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let path = format!("{}/value", unique_root("config-overwrite"));
+    let zk = connect(&proxy.connect_string()).await;
+    let other = connect(&server.connect_string()).await;
+    let observer = raw(&server.connect_string()).await;
+    let (mine, theirs) = (ConfigPublisher::new(&zk, Json), ConfigPublisher::new(&other, Json));
+    let version = |stat: zookeeper_client::Stat| stat.version;
+    assert_eq!(mine.set(&path, &1u64).await.map(version).unwrap(), 0, "created");
+    assert_eq!(theirs.set(&path, &2u64).await.map(version).unwrap(), 1, "read, then written at 0");
+    // Mine remembers version 0: refused there, it reads 1 and writes at it.
+    assert_eq!(mine.set(&path, &3u64).await.map(version).unwrap(), 2);
+    assert_eq!(observer.get_data(&path).await.unwrap().0, b"3");
+
+    // A lost reply: the write is sent again at the same version, refused (its first send was
+    // applied), and the node read back holds this value: done, applied once.
+    proxy.hold_replies();
+    let writing = {
+        let (mine, path) = (mine.clone(), path.clone());
+        tokio::spawn(async move { mine.set(&path, &4u64).await })
+    };
+    eventually("the write to reach the server", || async {
+        observer.get_data(&path).await.unwrap().1.version == 3
+    })
+    .await;
+    proxy.cut();
+    proxy.heal();
+    assert_eq!(writing.await.unwrap().map(version).unwrap(), 3);
+    let (data, stat) = observer.get_data(&path).await.unwrap();
+    assert_eq!((data.as_slice(), stat.version), (&b"4"[..], 3), "applied once");
+
+    // The framework call: a missing node is NoNode, a hint past the node's version is read.
+    let missing = format!("{path}-missing");
+    assert!(zk.overwrite(&missing, b"x", None).await.unwrap_err().is_no_node());
+    assert!(zk.overwrite(&missing, b"x", Some(7)).await.unwrap_err().is_no_node());
+    assert_eq!(zk.overwrite(&path, b"5", Some(40)).await.unwrap().version, 4);
+    assert!(matches!(
+        zk.overwrite("no-slash", b"x", None).await,
+        Err(zkr_connection::Error::InvalidPath { .. })
+    ));
+    other.close().await;
+    zk.close().await;
+}

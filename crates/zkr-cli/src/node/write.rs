@@ -168,7 +168,13 @@ pub(crate) async fn set(args: SetArgs, connect: &ConnectArgs) -> anyhow::Result<
     let data = read_data(args.data.clone(), args.stdin)?;
     let zk = connect.connect().await?;
     refuse_reserved(&zk, &args.path, "setting")?;
-    let stat = match zk.set_data(&args.path, &data, args.if_version).await {
+    // Without a version, at the version read all the same: a write whose reply was lost can
+    // then never land after someone else's later write (see `ZkClient::overwrite`).
+    let written = match args.if_version {
+        Some(version) => zk.set_data(&args.path, &data, Some(version)).await,
+        None => zk.overwrite(&args.path, &data, None).await,
+    };
+    let stat = match written {
         Ok(stat) => stat,
         Err(e) => return Err(write_error(&zk, &args.path, "setting", e).await),
     };

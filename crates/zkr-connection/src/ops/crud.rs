@@ -80,8 +80,19 @@ impl ZkClient {
         }
     }
 
-    /// `data` as the framework calls store it: compressed when compression is on.
-    pub(crate) fn stored<'a>(&self, data: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
+    /// `data` as the framework calls ([`set_data`](Self::set_data), [`get_data`](Self::get_data))
+    /// store it: gzip-compressed when [`compression`](crate::ZkClientBuilder::compression) is on,
+    /// else as given. For writing the framework's form with [`overwrite`](Self::overwrite),
+    /// which stores its bytes as given.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// zk.overwrite("/app/settings", &zk.stored(b"{\"limit\": 5}"), None).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn stored<'a>(&self, data: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
         match self.compression_enabled() {
             true => std::borrow::Cow::Owned(crate::compression::compress(data)),
             false => std::borrow::Cow::Borrowed(data),
@@ -175,6 +186,15 @@ impl ZkClient {
     /// reply is not resent and its error is [ambiguous](crate::Classify::is_ambiguous); otherwise as
     /// [`retry`](Self::retry).
     ///
+    /// # Late writes
+    /// Without a version, a write whose reply was lost can still be applied later, after this
+    /// client's later writes to the node: ZooKeeper (3.9.5 included) applies a request held by
+    /// a server that was cut off from the quorum when that server rejoins, if the client's
+    /// session came back to that server meanwhile (a stale revalidation gives the server the
+    /// session again, as in ZOOKEEPER-2886; the request queued before it then passes the
+    /// session's owner check). The node then goes back to the older value. Use
+    /// [`overwrite`](Self::overwrite) to set a value whatever its version without that hazard.
+    ///
     /// # Cancel safety
     /// Not cancel safe: dropped after the request was sent, the data may be set.
     ///
@@ -191,6 +211,72 @@ impl ZkClient {
         path::validate_data(path, data)?;
         self.retry_with(self.write_options(version), |s| async move {
             s.client().set_data(path, data, version).await
+        })
+        .await
+    }
+
+    /// Sets a node's data whatever its version, so that no attempt of this call can be applied
+    /// after it returns: every request it sends is conditional on a version the node has
+    /// reached or passed by then, and ZooKeeper refuses such a request when it comes late (see
+    /// [`set_data`](Self::set_data)'s late writes). It writes at `version_hint` (the version
+    /// the caller last saw, such as the `Stat` of its previous write) or else at the version
+    /// it reads; when the node has moved on, it reads the node again: data equal to `data`
+    /// means an earlier attempt of this call was applied (or another writer wrote the same
+    /// bytes) and the call is done; otherwise it writes again at the version read. Returns the
+    /// node's `Stat` holding `data`. A single writer with a correct hint pays one request, as
+    /// `set_data(path, data, None)` does. `data` is stored as given, never compressed by
+    /// [`compression`](crate::ZkClientBuilder::compression): the recipes write their codecs'
+    /// bytes with it.
+    ///
+    /// The one case it cannot rule out: the node deleted and created again, then written up to
+    /// the version of an attempt still held somewhere (versions start again at 0).
+    ///
+    /// Not in Curator, whose `setData()` has the hazard.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`], [`Error::DataTooLarge`]; `NoNode` as [`Error::Zk`]
+    /// ([`Error::is_no_node`]); otherwise as [`retry`](Self::retry), bounded as a whole by
+    /// [`with_timeout`](Self::with_timeout).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: dropped after a request was sent, the data may be set (but no attempt
+    /// can be applied after a later write to the node).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> zkr_connection::Result<()> {
+    /// let stat = zk.overwrite("/app/settings", b"{\"limit\": 5}", None).await?;
+    /// // The next write starts from the version this one left.
+    /// zk.overwrite("/app/settings", b"{\"limit\": 6}", Some(stat.version)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn overwrite(&self, path: &str, data: &[u8], version_hint: Option<i32>) -> Result<Stat> {
+        path::validate_node_path(path)?;
+        path::validate_data(path, data)?;
+        self.bounded(async {
+            let mut version = match version_hint {
+                Some(version) => version,
+                None => self.exists(path).await?.ok_or(Error::Zk(zookeeper_client::Error::NoNode))?.version,
+            };
+            loop {
+                let written = self
+                    .retry_with(self.call_options(), |s| async move {
+                        s.client().set_data(path, data, Some(version)).await
+                    })
+                    .await;
+                match written {
+                    Err(e) if e.is_bad_version() => {
+                        let read = |s: crate::Session| async move { s.client().get_data(path).await };
+                        let (stored, stat) = self.retry_with(self.call_options(), read).await?;
+                        if stored == data {
+                            return Ok(stat);
+                        }
+                        version = stat.version;
+                    }
+                    written => return written,
+                }
+            }
         })
         .await
     }

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use dashmap::DashMap;
 use zkr_connection::{path, ZkClient};
 use zookeeper_client::{CreateMode, MultiWriteResult, Stat};
 
@@ -9,6 +10,9 @@ use super::{Codec, ConfigError, Versioned};
 
 /// How often a batch is tried again when another writer races it.
 const BATCH_ATTEMPTS: usize = 10;
+
+/// How many paths' versions a publisher remembers (then it forgets them all and reads again).
+const REMEMBERED_VERSIONS: usize = 1024;
 
 /// Writes config values, encoded with a codec, with ZooKeeper's versions as revision numbers.
 ///
@@ -27,11 +31,14 @@ const BATCH_ATTEMPTS: usize = 10;
 pub struct ConfigPublisher<T> {
     zk: ZkClient,
     codec: Arc<dyn Codec<T>>,
+    /// The version each path had after this publisher's (or a clone's) last write to it: the
+    /// next [`set`](Self::set) writes at it without reading first.
+    versions: Arc<DashMap<String, i32>>,
 }
 
 impl<T> Clone for ConfigPublisher<T> {
     fn clone(&self) -> Self {
-        ConfigPublisher { zk: self.zk.clone(), codec: self.codec.clone() }
+        ConfigPublisher { zk: self.zk.clone(), codec: self.codec.clone(), versions: self.versions.clone() }
     }
 }
 
@@ -44,7 +51,7 @@ impl<T> std::fmt::Debug for ConfigPublisher<T> {
 impl<T: Send + Sync + 'static> ConfigPublisher<T> {
     /// A publisher encoding with `codec`.
     pub fn new(zk: &ZkClient, codec: impl Codec<T>) -> Self {
-        ConfigPublisher { zk: zk.clone(), codec: Arc::new(codec) }
+        ConfigPublisher { zk: zk.clone(), codec: Arc::new(codec), versions: Arc::default() }
     }
 
     fn encode(&self, path: &str, value: &T) -> Result<Vec<u8>, ConfigError> {
@@ -78,6 +85,13 @@ impl<T: Send + Sync + 'static> ConfigPublisher<T> {
     /// Writes `value` to `path` whatever its version, creating the node (and its parents) if
     /// needed. Returns the new `Stat`.
     ///
+    /// Every request it sends is conditional on a version ([`ZkClient::overwrite`]): one whose
+    /// reply was lost can never be applied after a later `set`, which a plain `setData` can
+    /// (the node would go back to an older value; ZooKeeper does that when a server cut off
+    /// from the quorum rejoins with the request). The publisher remembers the version of its
+    /// last write to each path, so a sole writer pays one request per `set`; after another
+    /// writer's, one read more.
+    ///
     /// # Errors
     /// [`ConfigError::InvalidArgument`] for an invalid path or data over the limit;
     /// [`ConfigError::Connection`] for ZooKeeper;
@@ -87,19 +101,24 @@ impl<T: Send + Sync + 'static> ConfigPublisher<T> {
     /// Cancel safe: the value is written or not; writing it again is harmless.
     pub async fn set(&self, path: &str, value: &T) -> Result<Stat, ConfigError> {
         let data = self.encode(path, value)?;
-        loop {
-            let data = &data;
-            match self.zk.retry(|s| async move { s.client().set_data(path, data, None).await }).await {
-                Ok(stat) => return Ok(stat),
-                Err(e) if e.is_no_node() => match self.zk.create(path, data, CreateMode::Persistent).await {
-                    Ok((stat, _)) => return Ok(stat),
+        let mut hint = self.versions.get(path).map(|version| *version);
+        let stat = loop {
+            match self.zk.overwrite(path, &data, hint).await {
+                Ok(stat) => break stat,
+                Err(e) if e.is_no_node() => match self.zk.create(path, &data, CreateMode::Persistent).await {
+                    Ok((stat, _)) => break stat,
                     // Created meanwhile (by someone else, or by us before a lost reply): set it.
-                    Err(e) if e.is_node_exists() => continue,
+                    Err(e) if e.is_node_exists() => hint = None,
                     Err(e) => return Err(e.into()),
                 },
                 Err(e) => return Err(e.into()),
             }
+        };
+        if self.versions.len() >= REMEMBERED_VERSIONS {
+            self.versions.clear();
         }
+        self.versions.insert(path.to_owned(), stat.version);
+        Ok(stat)
     }
 
     /// Writes `value` only if the node is still at `version` (compare-and-set).

@@ -425,10 +425,9 @@ impl DistributedAtomicValue {
         (sent.result.map(drop), sent.sends)
     }
 
-    /// An unconditional write.
+    /// A write whatever the version, none of whose attempts can land after a later write.
     async fn set_any(&self, data: &[u8]) -> zkr_connection::Result<()> {
-        let path = self.path.as_str();
-        self.zk.retry(|s| async move { s.client().set_data(path, data, None).await }).await.map(drop)
+        self.zk.overwrite(&self.path, data, None).await.map(drop)
     }
 
     /// A write's outcome: `true` applied, `false` lost a race (see

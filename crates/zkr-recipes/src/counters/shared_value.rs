@@ -197,9 +197,9 @@ impl SharedValue {
     pub async fn set(&self, value: &[u8]) -> Result<(), CounterError> {
         self.expect_open()?;
         path::validate_data(&self.shared.path, value)?;
-        let path = self.shared.path.as_str();
-        let written = self.shared.zk.retry(|s| async move { s.client().set_data(path, value, None).await });
-        let stat = written.await?;
+        // At the version last seen (read when unknown): no attempt can land after a later write.
+        let seen = Some(self.get_versioned().version).filter(|version| *version >= 0);
+        let stat = self.shared.zk.overwrite(&self.shared.path, value, seen).await?;
         self.shared.update(value.to_vec(), &stat);
         Ok(())
     }

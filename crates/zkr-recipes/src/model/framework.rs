@@ -15,8 +15,9 @@ const LIST_READS: usize = 32;
 /// A framework on a template (`/users/{id}`) gives the framework of one node with
 /// [`resolved`](Self::resolved) (or [`child`](Self::child)); every call on the node itself
 /// needs a resolved path and refuses a template with [`ModelError::Unresolved`] before sending
-/// anything. Each call is one of [`ZkClient`]'s retried calls (or two, for `set`), under the
-/// client's retry policy and namespace. Cheap to clone: frameworks of many nodes share the
+/// anything. Each call is one of [`ZkClient`]'s retried calls (`update` without a version is
+/// [`ZkClient::overwrite`]; `set` tries a create first), under the client's retry policy and
+/// namespace. Cheap to clone: frameworks of many nodes share the
 /// client and the codec.
 ///
 /// # Examples
@@ -299,8 +300,14 @@ impl<T: Send + Sync + 'static> ModeledFramework<T> {
         self.set_data(path, &self.encode(path, model)?, Some(version)).await
     }
 
+    /// Without a version, every attempt is conditional all the same ([`ZkClient::overwrite`]),
+    /// so that none lands after a later write.
     async fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<Stat, ModelError> {
-        match self.zk.set_data(path, data, version).await {
+        let written = match version {
+            Some(_) => self.zk.set_data(path, data, version).await,
+            None => self.zk.overwrite(path, &self.zk.stored(data), None).await,
+        };
+        match written {
             Ok(stat) => Ok(stat),
             Err(e) if e.is_bad_version() => {
                 Err(ModelError::VersionConflict { path: path.to_owned(), expected: version.unwrap_or(-1) })

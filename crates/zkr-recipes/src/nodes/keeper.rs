@@ -136,11 +136,9 @@ impl Shared {
         let _turn = self.writes.lock().await;
         let Some(path) = self.current() else { return Ok(()) };
         let data = self.data();
-        let written = self.zk.retry(|s| {
-            let (path, data) = (path.clone(), data.clone());
-            async move { s.client().set_data(&path, &data, None).await }
-        });
-        match written.await {
+        // Conditional on a version: no attempt can land after a later write (see
+        // `ZkClient::overwrite`).
+        match self.zk.overwrite(&path, &data, None).await {
             Ok(_) => Ok(()),
             Err(e) if e.is_no_node() => Ok(()),
             Err(e) => Err(e),
