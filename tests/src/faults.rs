@@ -129,3 +129,105 @@ pub async fn server_serving(cluster: &TestingCluster, session: i64) -> Result<us
         None => leader(cluster).await,
     }
 }
+
+/// A fault aimed at one client's session: the checkers that draw their faults from a seed
+/// ([`draw`]) inject them with [`ClientFault::inject`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientFault {
+    /// Kill the leader, restart it after a second.
+    LeaderKill,
+    /// Kill a follower that the client is connected to (or else any), restart it after a second.
+    FollowerKill,
+    /// `SIGSTOP` the client's server for a second longer than the session timeout.
+    ServerPause,
+    /// Expire the client's session from outside.
+    Expiry,
+    /// Cut the client's server off from the quorum for a second longer than the session timeout.
+    Isolation,
+    /// `SIGSTOP` a follower and kill the leader meanwhile ([`leader_kill_during_pause`]).
+    LeaderKillDuringPause,
+}
+
+impl ClientFault {
+    /// Every kind.
+    pub const ALL: [ClientFault; 6] = [
+        ClientFault::LeaderKill,
+        ClientFault::FollowerKill,
+        ClientFault::ServerPause,
+        ClientFault::Expiry,
+        ClientFault::Isolation,
+        ClientFault::LeaderKillDuringPause,
+    ];
+
+    /// Injects the fault through the client whose session is `session`, of timeout `timeout`,
+    /// telling `mark` what it does (with the member it strikes) before it starts. Returns once
+    /// the ensemble serves again.
+    ///
+    /// # Errors
+    /// As the fault's function.
+    pub async fn inject(
+        self,
+        cluster: &TestingCluster,
+        session: i64,
+        timeout: Duration,
+        mark: impl FnOnce(String),
+    ) -> Result<(), String> {
+        let hold = timeout + Duration::from_secs(1);
+        match self {
+            ClientFault::LeaderKill => {
+                let victim = leader(cluster).await?;
+                mark(format!("killing the leader, server {victim}"));
+                kill_and_restart(cluster, victim, Duration::from_secs(1)).await
+            }
+            ClientFault::FollowerKill => {
+                let victim = follower_serving(cluster, &[session]).await?;
+                mark(format!("killing follower {victim}"));
+                kill_and_restart(cluster, victim, Duration::from_secs(1)).await
+            }
+            ClientFault::ServerPause => {
+                let server = server_serving(cluster, session).await?;
+                mark(format!("pausing server {server}"));
+                pause_for(cluster, server, hold).await
+            }
+            ClientFault::Expiry => {
+                mark(format!("expiring session {session:#x}"));
+                let expired =
+                    zkr_testing::expire_session_id(session, timeout, &cluster.connect_string()).await;
+                expired.map_err(|e| e.to_string())
+            }
+            ClientFault::Isolation => {
+                let server = server_serving(cluster, session).await?;
+                mark(format!("isolating server {server}"));
+                isolate_for(cluster, server, hold).await
+            }
+            ClientFault::LeaderKillDuringPause => {
+                mark("a follower paused, the leader killed".to_owned());
+                leader_kill_during_pause(cluster).await
+            }
+        }
+    }
+}
+
+/// Every [`ClientFault`] once, in an order drawn from `seed`, each aimed at one of `clients`
+/// clients (an index), drawn too.
+pub fn draw(seed: u64, clients: usize) -> Vec<(ClientFault, usize)> {
+    use rand::seq::SliceRandom as _;
+    use rand::{RngExt as _, SeedableRng as _};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut faults: Vec<_> =
+        ClientFault::ALL.into_iter().map(|fault| (fault, rng.random_range(0..clients))).collect();
+    faults.shuffle(&mut rng);
+    faults
+}
+
+/// The seed a checker draws its faults from: `ZKR_CHECKER_SEED` when set, else the CI run's
+/// (46).
+///
+/// # Panics
+/// When `ZKR_CHECKER_SEED` is not a number.
+pub fn seed() -> u64 {
+    match std::env::var("ZKR_CHECKER_SEED") {
+        Ok(seed) => seed.parse().expect("ZKR_CHECKER_SEED is a number"),
+        Err(_) => 46,
+    }
+}

@@ -1,10 +1,12 @@
 //! The config checker: three subscribers (`ConfigWatcher`s, each on its own session) follow one
 //! value while a writer raises it every few milliseconds and the checker's faults run on a
-//! 3-server ensemble: the ZooKeeper leader killed and restarted, a follower serving a
-//! subscriber killed and restarted, a subscriber's server paused (`SIGSTOP`) longer than the
-//! session timeout, a subscriber's session expired, a subscriber's server cut off from the
-//! quorum, and a follower paused while the leader is killed; each fault starts once the writer
-//! has written 20 values since the last one. No subscriber ever sees the value go back, and
+//! 3-server ensemble: the ZooKeeper leader killed and restarted, a follower serving a client
+//! killed and restarted, a client's server paused (`SIGSTOP`) longer than the session timeout,
+//! a client's session expired, a client's server cut off from the quorum, and a follower paused
+//! while the leader is killed. Their order and the client each one aims at (a subscriber or the
+//! writer) are drawn from a seed (`ZKR_CHECKER_SEED`, 46 by default; a failure prints the
+//! command that replays it); each fault starts once the writer has written 20 values since the
+//! last one. No subscriber ever sees the value go back, and
 //! once the faults stop every subscriber converges to the last write.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -103,37 +105,19 @@ async fn every_subscriber_converges_to_the_last_write_after_faults() {
     // next fault starts once the writer has written again, so that every fault meets writes
     // (back to back, a writer whose session each fault ended could go through all of them
     // with no write at all).
-    let mark = |what: &str| {
-        attempts.lock().unwrap().push(format!("{} ms: {what}", started.elapsed().as_millis()));
-    };
-    let victim = faults::leader(&cluster).await.unwrap();
-    mark(&format!("killing the leader, server {victim}"));
-    faults::kill_and_restart(&cluster, victim, Duration::from_secs(1)).await.unwrap();
-    wrote_again(&mut written, &attempts).await;
-    let sessions: Vec<i64> =
-        subscribers.iter().filter_map(|(zk, _)| zk.try_session().map(|s| s.id())).collect();
-    let victim = faults::follower_serving(&cluster, &sessions).await.unwrap();
-    mark(&format!("killing follower {victim}"));
-    faults::kill_and_restart(&cluster, victim, Duration::from_secs(1)).await.unwrap();
-    wrote_again(&mut written, &attempts).await;
-    let session = subscribers[0].0.session().await.unwrap().id();
-    let server = faults::server_serving(&cluster, session).await.unwrap();
-    mark(&format!("pausing server {server}"));
-    faults::pause_for(&cluster, server, SESSION + Duration::from_secs(1)).await.unwrap();
-    wrote_again(&mut written, &attempts).await;
-    let session = subscribers[1].0.session().await.unwrap().id();
-    mark(&format!("expiring session {session:#x}"));
-    zkr_testing::expire_session_id(session, SESSION, &cs).await.unwrap();
-    wrote_again(&mut written, &attempts).await;
-    let session = subscribers[2].0.session().await.unwrap().id();
-    let server = faults::server_serving(&cluster, session).await.unwrap();
-    mark(&format!("isolating server {server}"));
-    faults::isolate_for(&cluster, server, SESSION + Duration::from_secs(1)).await.unwrap();
-    wrote_again(&mut written, &attempts).await;
-    mark("a follower paused, the leader killed");
-    faults::leader_kill_during_pause(&cluster).await.unwrap();
-    wrote_again(&mut written, &attempts).await;
-    mark("faults over");
+    let seed = faults::seed();
+    let mut clients: Vec<&ZkClient> = subscribers.iter().map(|(zk, _)| zk).collect();
+    clients.push(&writer_zk);
+    for (fault, target) in faults::draw(seed, clients.len()) {
+        let session = clients[target].session().await.unwrap().id();
+        let mark = |what: String| {
+            let at = started.elapsed().as_millis();
+            attempts.lock().unwrap().push(format!("{at} ms: {what} (client {target}: {session:#x})"));
+        };
+        fault.inject(&cluster, session, SESSION, mark).await.unwrap();
+        wrote_again(&mut written, &attempts, seed).await;
+    }
+    attempts.lock().unwrap().push(format!("{} ms: faults over", started.elapsed().as_millis()));
 
     stop.store(true, Ordering::SeqCst);
     let (publisher, next) = writer.await.unwrap();
@@ -169,18 +153,25 @@ async fn every_subscriber_converges_to_the_last_write_after_faults() {
         let copied = std::process::Command::new("cp").arg("-r").arg(cluster.root_dir()).arg(&kept).status();
         panic!(
             "subscriber {i} saw the value go back: {back}\nthe writer's attempts at {stale}: {of_stale:#?}\n\
-             the faults and the failed or slow (over 1 s) attempts: {timeline:#?}\nthe servers' data copied to {} ({copied:?})",
-            kept.display()
+             the faults and the failed or slow (over 1 s) attempts: {timeline:#?}\nthe servers' data copied to {} ({copied:?})\n\
+             replay: {}",
+            kept.display(),
+            replay(seed)
         );
     }
     let attempts = attempts.lock().unwrap();
     let timeline: Vec<_> = attempts.iter().filter(|a| notable(a)).collect();
     eprintln!(
-        "[checker config] 3 subscribers, 6 faults, {} writes, all converged within {} ms of the last write; \
-         the faults and the failed or slow (over 1 s) attempts: {timeline:#?}",
+        "[checker config] seed {seed}: 3 subscribers, 6 faults, {} writes, all converged within {} ms of the last \
+         write; the faults and the failed or slow (over 1 s) attempts: {timeline:#?}",
         last - 1000,
         converged.elapsed().as_millis()
     );
+}
+
+/// The command that runs the faults of `seed` again.
+fn replay(seed: u64) -> String {
+    format!("ZKR_CHECKER_SEED={seed} cargo test -p zkr-integration-tests --test checker_config -- every_subscriber")
 }
 
 /// How many writes the writer makes after a fault before the next one starts.
@@ -191,6 +182,7 @@ const PROGRESS: u64 = 20;
 async fn wrote_again(
     written: &mut tokio::sync::watch::Receiver<u64>,
     attempts: &std::sync::Mutex<Vec<String>>,
+    seed: u64,
 ) {
     let target = *written.borrow() + PROGRESS;
     let wrote = tokio::time::timeout(timing().wait(), written.wait_for(|n| *n >= target)).await;
@@ -198,8 +190,9 @@ async fn wrote_again(
         let attempts = attempts.lock().unwrap();
         let timeline: Vec<_> = attempts.iter().filter(|a| notable(a)).collect();
         panic!(
-            "the writer did not write {PROGRESS} values within {:?} of a fault: {timeline:#?}",
-            timing().wait()
+            "the writer did not write {PROGRESS} values within {:?} of a fault: {timeline:#?}\nreplay: {}",
+            timing().wait(),
+            replay(seed)
         );
     }
 }

@@ -267,8 +267,11 @@ impl ZkClient {
                     .await;
                 match written {
                     Err(e) if e.is_bad_version() => {
-                        let read = |s: crate::Session| async move { s.client().get_data(path).await };
-                        let (stored, stat) = self.retry_with(self.call_options(), read).await?;
+                        let (stored, stat) =
+                            self.retry_with(self.call_options(), |s| async move {
+                                s.client().get_data(path).await
+                            })
+                            .await?;
                         if stored == data {
                             return Ok(stat);
                         }
