@@ -146,7 +146,7 @@ async fn every_subscriber_converges_to_the_last_write_after_faults() {
         let stale = back.split_whitespace().next().unwrap_or_default().to_owned();
         let attempts = attempts.lock().unwrap();
         let of_stale: Vec<_> = attempts.iter().filter(|a| a.starts_with(&format!("{stale} on"))).collect();
-        let timeline: Vec<_> = attempts.iter().filter(|a| notable(a)).collect();
+        let timeline = timeline(&attempts);
         // The servers' data (transaction logs: every transaction's session, cxid, zxid and
         // time) kept for `java org.apache.zookeeper.server.persistence.TxnLogToolkit`.
         let kept = std::env::temp_dir().join(format!("zkr-checker-config-{}", std::process::id()));
@@ -160,7 +160,7 @@ async fn every_subscriber_converges_to_the_last_write_after_faults() {
         );
     }
     let attempts = attempts.lock().unwrap();
-    let timeline: Vec<_> = attempts.iter().filter(|a| notable(a)).collect();
+    let timeline = timeline(&attempts);
     eprintln!(
         "[checker config] seed {seed}: 3 subscribers, 6 faults, {} writes, all converged within {} ms of the last \
          write; the faults and the failed or slow (over 1 s) attempts: {timeline:#?}",
@@ -188,13 +188,18 @@ async fn wrote_again(
     let wrote = tokio::time::timeout(timing().wait(), written.wait_for(|n| *n >= target)).await;
     if wrote.is_err() {
         let attempts = attempts.lock().unwrap();
-        let timeline: Vec<_> = attempts.iter().filter(|a| notable(a)).collect();
+        let timeline = timeline(&attempts);
         panic!(
             "the writer did not write {PROGRESS} values within {:?} of a fault: {timeline:#?}\nreplay: {}",
             timing().wait(),
             replay(seed)
         );
     }
+}
+
+/// The faults and the writer's failed or slow attempts, in order.
+fn timeline(attempts: &[String]) -> Vec<&String> {
+    attempts.iter().filter(|a| notable(a)).collect()
 }
 
 /// Whether a line of the writer's log is a fault, a failed attempt, or one that took over 1 s
