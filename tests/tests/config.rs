@@ -400,3 +400,47 @@ async fn set_writes_at_a_version_through_other_writers_and_a_lost_reply() {
     other.close().await;
     zk.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_by_two_users_of_one_client_and_dropped_at_every_await() {
+    let server = shared_server().await.unwrap();
+    let path = format!("{}/value", unique_root("config-set-twice"));
+    let zk = connect(&server.connect_string()).await;
+    let observer = raw(&server.connect_string()).await;
+    let publisher = ConfigPublisher::new(&zk, Json);
+    publisher.set(&path, &0u64).await.unwrap();
+
+    // Two users of one client (one session, the publisher's remembered versions shared):
+    // every set is applied once, at a version of its own.
+    let user = |first: u64| {
+        let (publisher, path) = (publisher.clone(), path.clone());
+        tokio::spawn(async move {
+            let mut versions = Vec::new();
+            for value in first..first + 20 {
+                versions.push(publisher.set(&path, &value).await.unwrap().version);
+            }
+            versions
+        })
+    };
+    let (a, b) = (user(100), user(200));
+    let mut versions = [a.await.unwrap(), b.await.unwrap()].concat();
+    versions.sort_unstable();
+    assert_eq!(versions, (1..=40).collect::<Vec<i32>>(), "40 writes, one version each");
+    let last: u64 = serde_json::from_slice(&observer.get_data(&path).await.unwrap().0).unwrap();
+    assert!(last == 119 || last == 219, "the last value of one of them, not {last}");
+
+    // Dropped at every await: the value is written or not, and the next set still lands.
+    let after_drop = |k: usize| {
+        let (observer, path) = (observer.clone(), path.clone());
+        async move {
+            let held: u64 = serde_json::from_slice(&observer.get_data(&path).await.unwrap().0).unwrap();
+            assert!(held == last || held == 7, "after a drop at poll {k}: {held}");
+        }
+    };
+    let (done, drops) = zkr_testing::cancel_at_every_await(|| publisher.set(&path, &7u64), after_drop).await;
+    assert!(drops >= 1, "dropped at {drops} awaits");
+    done.unwrap();
+    publisher.set(&path, &8u64).await.unwrap();
+    assert_eq!(observer.get_data(&path).await.unwrap().0, b"8");
+    zk.close().await;
+}
