@@ -1,5 +1,5 @@
 # The two commands of the README. Both install what is missing (see scripts/ensure-deps.sh).
-.PHONY: demo test deps deps-demo deny examples compat bench-instructions model-check semver
+.PHONY: demo test deps deps-demo deny examples compat bench-instructions model-check semver soak
 
 deps:
 	@scripts/ensure-deps.sh
@@ -48,6 +48,20 @@ COMPAT_CURATOR = 5.9.0
 
 compat:
 	scripts/compat.sh --curator $(COMPAT_CURATOR) $(COMPAT_RELEASES)
+
+# Every checker with random seeds for MINUTES minutes on each release of SOAK_RELEASES, beside
+# a resident process that keeps every recipe working on one client; memory, open files,
+# sockets and tasks sampled every 10 s and judged at the end (docs/reliability.md, "The soak").
+# A failure prints the one command that replays its seed. Samples: target/soak/*.csv.
+MINUTES = 60
+SOAK_RELEASES = 3.9.5 3.5.10
+
+soak: deps
+	cargo build --quiet -p zkr-integration-tests --bins
+	@status=0; for release in $(SOAK_RELEASES); do \
+		echo "== soak: ZooKeeper $$release, $(MINUTES) minutes"; \
+		ZKR_ZK_VERSION=$$release $${CARGO_TARGET_DIR:-target}/debug/zkr-soak --minutes $(MINUTES) || status=1; \
+	done; exit $$status
 
 # The model checker's deeper configurations (crates/zkr-model, issue 45): every interleaving of
 # each recipe's steps on a model of ZooKeeper, in release, one at a time; prints each one's state

@@ -5,6 +5,7 @@ pub mod checker;
 pub mod faults;
 pub mod history;
 pub mod id_worker;
+pub mod soak;
 
 use std::time::Duration;
 

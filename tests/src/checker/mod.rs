@@ -19,6 +19,8 @@
 //! fault's injection to the next committed critical section of any worker.
 //!
 //! Start with [`run_schedule`]; [`Schedule::ci`] and [`Schedule::soak`] are the two lengths.
+//! The other checkers are in [`ids`] (IDs, the counter, the queue, the barrier) and [`config`];
+//! `zkr-soak` runs them all with random seeds.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -33,9 +35,23 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use zkr_testing::{FaultProxy, TestingCluster};
 
+pub mod config;
+pub mod ids;
 mod schedule;
 
 pub use schedule::{Fault, Schedule};
+
+/// What one run of a checker of [`ids`] or [`config`] did: for its summary line and the soak's
+/// totals.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    /// Operations checked (IDs drawn, items completed, barrier passages, writes).
+    pub operations: usize,
+    /// Faults injected.
+    pub faults: usize,
+    /// What it did, in a line (the config checker's includes its timeline).
+    pub line: String,
+}
 
 use crate::faults;
 use crate::history::lock::LockHistory;
@@ -636,13 +652,18 @@ pub async fn run_all(
     Ok((reports, table))
 }
 
-/// The `zkr-mutex-worker` binary next to the running executable (for binaries of this
-/// package) or in the target directory above it (for test binaries under `deps/`).
+/// The `zkr-mutex-worker` binary next to the running executable ([`bin_next_to_current_exe`]).
 pub fn worker_next_to_current_exe() -> Option<PathBuf> {
+    bin_next_to_current_exe("zkr-mutex-worker")
+}
+
+/// The package's binary `name` next to the running executable (for binaries of this package)
+/// or in the target directory above it (for test binaries under `deps/`).
+pub fn bin_next_to_current_exe(name: &str) -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
     [dir.to_path_buf(), dir.parent().map(Path::to_path_buf)?]
         .into_iter()
-        .map(|d| d.join("zkr-mutex-worker"))
+        .map(|d| d.join(name))
         .find(|p| p.exists())
 }
