@@ -1,16 +1,29 @@
 //! The soak's resident process: `zkr-soak-resident CONNECT ROOT` runs
 //! [`zkr_integration_tests::soak::resident::Resident`] under ROOT and prints, flushed:
-//! `session <id>` for each session, `ready` once every workload runs, `sample ...` every 10 s (its memory, open files, sockets
-//! and tasks: [`Sample::to_line`]) with `ops <n>` (the workloads' operations so far), and when
-//! its stdin closes, the resident's report (`tally ...`, `left ...`), then, once the client is
-//! closed, `after <tasks> <sockets>` and `baseline <tasks> <sockets>`: what is left, against
-//! what the process had before it connected, and `end`.
+//! `session <id>` for each session, `ready` once every workload runs, `sample ...` every 10 s
+//! (its memory, live heap, open files, sockets and tasks: [`Sample::to_line`]) with `ops <n>`
+//! (the workloads' operations so far), and when its stdin closes, the resident's report
+//! (`tally ...`, `left ...`), then, once the client is closed, `after <tasks> <sockets>` and
+//! `baseline <tasks> <sockets>`: what is left, against what the process had before it
+//! connected, and `end`.
 
 use std::io::Write as _;
 use std::time::Duration;
 
 use zkr_integration_tests::soak::resident::Resident;
 use zkr_integration_tests::soak::sample::Sample;
+
+/// Counts the bytes allocated and freed: the live heap, which a leak grows and the allocator's
+/// fragmentation does not.
+#[global_allocator]
+static GLOBAL: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
+
+/// The live heap now, KiB.
+fn heap_kib() -> u64 {
+    let s = GLOBAL.stats();
+    let live = s.bytes_allocated as i128 - s.bytes_deallocated as i128 + s.bytes_reallocated as i128;
+    u64::try_from(live / 1024).unwrap_or(0)
+}
 
 fn say(line: &str) {
     let mut out = std::io::stdout().lock();
@@ -47,7 +60,10 @@ async fn main() {
             let mut every = tokio::time::interval(Duration::from_secs(10));
             loop {
                 every.tick().await;
-                let sample = Sample::of_this_process(started.elapsed().as_secs());
+                let sample = Sample {
+                    heap_kib: Some(heap_kib()),
+                    ..Sample::of_this_process(started.elapsed().as_secs())
+                };
                 say(&format!("{} ops {}", sample.to_line(), resident.operations()));
             }
         })

@@ -21,7 +21,8 @@ use zkr_testing::{ServerOptions, TestingCluster};
 
 /// The warm-up before the memory is judged (half the run when it is shorter than 10 minutes).
 const WARM_UP: Duration = Duration::from_secs(300);
-/// The most the resident's memory may grow after the warm-up (of its RSS at the warm-up's end).
+/// The most the resident's memory (its RSS, and its live heap) may grow after the warm-up, of
+/// its value at the warm-up's end.
 const FLAT: f64 = 0.05;
 /// The longest a resident workload may go without a success.
 const STALL: Duration = Duration::from_secs(60);
@@ -46,6 +47,7 @@ fn plan(args: &[String]) -> Option<Plan> {
 struct Heard {
     session: Option<i64>,
     tasks: Option<u64>,
+    heap_kib: Option<u64>,
     ops: u64,
     report: Vec<String>,
     ended: bool,
@@ -189,7 +191,7 @@ async fn spawn_resident(
             } else if line == "ready" {
                 first_tx.take().map(|tx| tx.send(()));
             } else if let Some(sample) = Sample::from_line(&line) {
-                heard.tasks = sample.tasks;
+                (heard.tasks, heard.heap_kib) = (sample.tasks, sample.heap_kib);
                 heard.ops = line.rsplit_once(" ops ").and_then(|(_, n)| n.parse().ok()).unwrap_or(heard.ops);
             } else if line == "end" {
                 heard.ended = true;
@@ -218,11 +220,11 @@ async fn sample_every_10s(
         every.tick().await;
         let at = started.elapsed().as_secs();
         let (fds, sockets) = open_files(&pid);
-        let (tasks, ops) = {
+        let (tasks, heap_kib, ops) = {
             let heard = heard.lock().unwrap();
-            (heard.tasks, heard.ops)
+            (heard.tasks, heard.heap_kib, heard.ops)
         };
-        let resident = Sample { at, rss_kib: rss_kib(&pid), fds, sockets, tasks };
+        let resident = Sample { at, rss_kib: rss_kib(&pid), fds, sockets, tasks, heap_kib };
         let tree = soak::tree_counts(&cluster).await;
         rows.lock().unwrap().push(Row { resident, ops, soak: Sample::of_this_process(at), tree });
     }
@@ -271,10 +273,12 @@ fn judge(report: &[String], rows: &[Row], ephemerals: Option<u64>, findings: &mu
     if ephemerals != Some(0) {
         findings.push(format!("ephemeral nodes left in the ensemble 30 s after the end: {ephemerals:?}"));
     }
-    let resident: Vec<Sample> = rows.iter().map(|r| r.resident).collect();
-    if let Some(g) = growth(&resident, warm_up(rows)) {
-        if !g.is_flat(FLAT) {
-            findings.push(format!("the resident's memory grew after the warm-up: {g:?}"));
+    for (what, series) in resident_memory(rows) {
+        match growth(&series, warm_up(rows)) {
+            Some(g) if !g.is_flat(FLAT) => {
+                findings.push(format!("the resident's {what} grew after the warm-up: {g:?}"))
+            }
+            _ => {}
         }
     }
 }
@@ -284,22 +288,32 @@ fn warm_up(rows: &[Row]) -> Duration {
     WARM_UP.min(Duration::from_secs(span / 2))
 }
 
+/// The resident's RSS and live heap, as `(at, KiB)` series.
+fn resident_memory(rows: &[Row]) -> [(&'static str, Vec<(u64, u64)>); 2] {
+    let rss = rows.iter().map(|r| (r.resident.at, r.resident.rss_kib)).collect();
+    let heap = rows.iter().filter_map(|r| Some((r.resident.at, r.resident.heap_kib?))).collect();
+    [("RSS", rss), ("live heap", heap)]
+}
+
 fn summary(report: &[String], rows: &[Row]) -> String {
     let mut out = String::new();
     let warm = warm_up(rows);
+    let soak_rss = ("soak RSS", rows.iter().map(|r| (r.soak.at, r.soak.rss_kib)).collect());
+    for (what, series) in resident_memory(rows).into_iter().chain([soak_rss]) {
+        let Some(g) = growth(&series, warm) else { continue };
+        let most = series.iter().map(|p| p.1).max().unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "{what}: {} KiB at {} s, {} KiB at {} s, at most {most} KiB; fitted slope {:.1} KiB/min, rise {:.0} KiB ({:.2}% of the first)",
+            g.at_warm, g.from, g.at_end, g.to, g.slope_kib_per_min, g.fitted_rise_kib,
+            100.0 * g.fitted_rise_kib / g.at_warm.max(1) as f64
+        );
+    }
     for (who, samples) in [
         ("resident", rows.iter().map(|r| r.resident).collect::<Vec<_>>()),
         ("soak", rows.iter().map(|r| r.soak).collect()),
     ] {
         let max = |f: fn(&Sample) -> u64| samples.iter().map(f).max().unwrap_or(0);
-        if let Some(g) = growth(&samples, warm) {
-            let _ = writeln!(
-                out,
-                "{who} RSS: {} KiB at {} s, {} KiB at {} s, at most {} KiB; fitted slope {:.1} KiB/min, rise {:.0} KiB ({:.2}% of the first)",
-                g.rss_at_warm, g.from, g.rss_at_end, g.to, max(|s| s.rss_kib), g.slope_kib_per_min, g.fitted_rise_kib,
-                100.0 * g.fitted_rise_kib / g.rss_at_warm.max(1) as f64
-            );
-        }
         let _ = writeln!(
             out,
             "{who}: at most {} fds, {} sockets, {} tasks",
@@ -319,15 +333,16 @@ fn write_csv(release: &str, rows: &[Row]) -> Result<String, String> {
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let unix = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let path = dir.join(format!("{release}-{unix}.csv"));
-    let mut csv = "at_s,resident_rss_kib,resident_fds,resident_sockets,resident_tasks,resident_ops,soak_rss_kib,soak_fds,soak_sockets,soak_tasks,znodes,ephemerals\n".to_owned();
+    let mut csv = "at_s,resident_rss_kib,resident_heap_kib,resident_fds,resident_sockets,resident_tasks,resident_ops,soak_rss_kib,soak_fds,soak_sockets,soak_tasks,znodes,ephemerals\n".to_owned();
     for r in rows {
         let (a, s) = (r.resident, r.soak);
         let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
         let _ = writeln!(
             csv,
-            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{}",
             a.at,
             a.rss_kib,
+            opt(a.heap_kib),
             a.fds,
             a.sockets,
             opt(a.tasks),

@@ -121,7 +121,11 @@ impl Resident {
             );
             self.spawn(user, move || {
                 let counter = counter.clone();
-                async move { Ok(counter.increment().await.map_err(|e| e.to_string())?.succeeded) }
+                async move {
+                    // Not applied within its optimistic retries (contention): an error, retried.
+                    let applied = counter.increment().await.map_err(|e| e.to_string())?.succeeded;
+                    applied.then_some(true).ok_or_else(|| "not applied within its retries".to_owned())
+                }
             });
         }
         let ids = Arc::new(

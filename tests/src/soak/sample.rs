@@ -1,5 +1,6 @@
 //! What the soak samples every 10 s, and how it judges the samples: a process's resident
-//! memory, open files, sockets and live tasks, and whether its memory grew after the warm-up.
+//! memory, live heap, open files, sockets and live tasks, and whether its memory grew after the
+//! warm-up.
 
 use std::time::Duration;
 
@@ -16,6 +17,9 @@ pub struct Sample {
     pub sockets: u64,
     /// Live tokio tasks (the process's runtime; `None` for a process that does not report them).
     pub tasks: Option<u64>,
+    /// Live heap, KiB: bytes allocated and not freed, as a counting allocator sees them (`None`
+    /// for a process without one).
+    pub heap_kib: Option<u64>,
 }
 
 impl Sample {
@@ -23,13 +27,15 @@ impl Sample {
     pub fn of_this_process(at: u64) -> Sample {
         let (fds, sockets) = open_files("self");
         let tasks = tokio::runtime::Handle::try_current().ok().map(|h| h.metrics().num_alive_tasks() as u64);
-        Sample { at, rss_kib: rss_kib("self"), fds, sockets, tasks }
+        Sample { at, rss_kib: rss_kib("self"), fds, sockets, tasks, heap_kib: None }
     }
 
-    /// The line a resident prints (`sample <at> <rss> <fds> <sockets> <tasks>`).
+    /// The line a resident prints (`sample <at> <rss> <fds> <sockets> <tasks> <heap>`, `-`
+    /// for what it does not know).
     pub fn to_line(&self) -> String {
-        let tasks = self.tasks.map_or("-".to_owned(), |t| t.to_string());
-        format!("sample {} {} {} {} {tasks}", self.at, self.rss_kib, self.fds, self.sockets)
+        let known = |v: Option<u64>| v.map_or("-".to_owned(), |v| v.to_string());
+        let (tasks, heap) = (known(self.tasks), known(self.heap_kib));
+        format!("sample {} {} {} {} {tasks} {heap}", self.at, self.rss_kib, self.fds, self.sockets)
     }
 
     /// Parses [`to_line`](Self::to_line)'s output.
@@ -37,8 +43,8 @@ impl Sample {
         let mut fields = line.strip_prefix("sample ")?.split(' ');
         let mut next = || fields.next().and_then(|f| f.parse::<u64>().ok());
         let (at, rss_kib, fds, sockets) = (next()?, next()?, next()?, next()?);
-        let tasks = next();
-        Some(Sample { at, rss_kib, fds, sockets, tasks })
+        let (tasks, heap_kib) = (next(), next());
+        Some(Sample { at, rss_kib, fds, sockets, tasks, heap_kib })
     }
 }
 
@@ -66,18 +72,18 @@ pub fn open_files(pid: &str) -> (u64, u64) {
     (fds, sockets)
 }
 
-/// How the memory of a run was judged: the least-squares line through the samples after the
-/// warm-up, and what it grew by over that span.
+/// How a memory series of a run was judged: the least-squares line through the samples after
+/// the warm-up, and what it grew by over that span.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Growth {
     /// The warm-up's end, seconds.
     pub from: u64,
     /// The last sample, seconds.
     pub to: u64,
-    /// RSS at the warm-up's end (the first sample at or after it), KiB.
-    pub rss_at_warm: u64,
-    /// RSS of the last sample, KiB.
-    pub rss_at_end: u64,
+    /// The value at the warm-up's end (the first sample at or after it), KiB.
+    pub at_warm: u64,
+    /// The value of the last sample, KiB.
+    pub at_end: u64,
     /// The fitted line's slope, KiB per minute.
     pub slope_kib_per_min: f64,
     /// The fitted line's rise over `from..to`, KiB.
@@ -85,28 +91,30 @@ pub struct Growth {
 }
 
 impl Growth {
-    /// Flat: the fitted rise over the span is at most `bound` of the RSS at the warm-up's end
+    /// Flat: the fitted rise over the span is at most `bound` of the value at the warm-up's end
     /// (a leak of a few bytes per operation at the soak's rate shows as a steady slope; the
     /// allocator's steps up and down do not move a line fitted through hundreds of samples far).
     pub fn is_flat(&self, bound: f64) -> bool {
-        self.fitted_rise_kib <= bound * self.rss_at_warm as f64
+        self.fitted_rise_kib <= bound * self.at_warm as f64
     }
 }
 
-/// The growth of `samples` after `warm_up` (`None` with fewer than 3 samples after it).
-pub fn growth(samples: &[Sample], warm_up: Duration) -> Option<Growth> {
+/// The growth of the series `(at, KiB)` after `warm_up` (`None` with fewer than 3 samples
+/// after it).
+pub fn growth(series: &[(u64, u64)], warm_up: Duration) -> Option<Growth> {
     let from = warm_up.as_secs();
-    let after: Vec<&Sample> = samples.iter().filter(|s| s.at >= from).collect();
+    let after: Vec<Point> =
+        series.iter().filter(|(at, _)| *at >= from).map(|&(at, kib)| Point { at, kib }).collect();
     if after.len() < 3 {
         return None;
     }
     let n = after.len() as f64;
     let mean_t = after.iter().map(|s| s.at as f64).sum::<f64>() / n;
-    let mean_r = after.iter().map(|s| s.rss_kib as f64).sum::<f64>() / n;
+    let mean_r = after.iter().map(|s| s.kib as f64).sum::<f64>() / n;
     let (mut cov, mut var) = (0.0, 0.0);
     for s in &after {
         let dt = s.at as f64 - mean_t;
-        cov += dt * (s.rss_kib as f64 - mean_r);
+        cov += dt * (s.kib as f64 - mean_r);
         var += dt * dt;
     }
     let slope = if var > 0.0 { cov / var } else { 0.0 };
@@ -114,19 +122,26 @@ pub fn growth(samples: &[Sample], warm_up: Duration) -> Option<Growth> {
     Some(Growth {
         from: first.at,
         to: last.at,
-        rss_at_warm: first.rss_kib,
-        rss_at_end: last.rss_kib,
+        at_warm: first.kib,
+        at_end: last.kib,
         slope_kib_per_min: slope * 60.0,
         fitted_rise_kib: slope * (last.at - first.at) as f64,
     })
+}
+
+/// One sample of a series.
+#[derive(Debug, Clone, Copy)]
+struct Point {
+    at: u64,
+    kib: u64,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn samples(rss: impl Fn(u64) -> u64) -> Vec<Sample> {
-        (0..360).map(|i| Sample { at: i * 10, rss_kib: rss(i * 10), ..Sample::default() }).collect()
+    fn samples(rss: impl Fn(u64) -> u64) -> Vec<(u64, u64)> {
+        (0..360).map(|i| (i * 10, rss(i * 10))).collect()
     }
 
     #[test]
@@ -145,10 +160,12 @@ mod tests {
 
     #[test]
     fn a_sample_line_round_trips_and_a_bad_one_is_refused() {
-        let s = Sample { at: 70, rss_kib: 12_345, fds: 17, sockets: 4, tasks: Some(31) };
+        let s =
+            Sample { at: 70, rss_kib: 12_345, fds: 17, sockets: 4, tasks: Some(31), heap_kib: Some(2_048) };
         assert_eq!(Sample::from_line(&s.to_line()), Some(s));
-        let no_tasks = Sample { tasks: None, ..s };
-        assert_eq!(Sample::from_line(&no_tasks.to_line()), Some(no_tasks));
+        let unknown = Sample { tasks: None, heap_kib: None, ..s };
+        assert_eq!(Sample::from_line(&unknown.to_line()), Some(unknown));
+        assert_eq!(Sample::from_line(&format!("{} ops 7", s.to_line())), Some(s));
         assert_eq!(Sample::from_line("sample 1 2 x 4 5"), None);
         assert_eq!(Sample::from_line("DONE 4"), None);
         assert!(growth(&samples(|_| 1)[..2], Duration::ZERO).is_none());
