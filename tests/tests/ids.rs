@@ -390,6 +390,47 @@ async fn snowflake_stops_at_its_watermark_without_zookeeper_and_resumes() {
     ids.close().await;
 }
 
+/// A watermark write whose reply is lost (applied, the connection cut before the reply came)
+/// keeps the lease: the retry meets its own write, learns it from the record, and the
+/// generator goes on with the same worker ID and lease node. It took the lease for lost
+/// before, and then waited out its own live lease node for the whole reclaim wait (60 s
+/// here) before it took the ID back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snowflake_keeps_its_lease_when_a_watermark_write_reply_is_lost() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("snowflake-lost-reply");
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let zk = connect_with_session(proxy.connect_string(), 10).await;
+    let ids = SnowflakeIdGenerator::builder(&zk, &root)
+        .identity("lost-reply")
+        .window(Duration::from_millis(400))
+        .reclaim_wait(Duration::from_secs(60))
+        .start()
+        .await
+        .unwrap();
+    let mut all = draw(&ids, 100).await;
+    let observer = Client::connect(&server.connect_string()).await.unwrap();
+    let (record, lease) = (format!("{root}/workers/00000"), format!("{root}/leases/00000"));
+    let lease_before = observer.check_stat(&lease).await.unwrap().expect("the lease node");
+    let version = |v| {
+        let (observer, record) = (&observer, &record);
+        async move { observer.check_stat(record).await.unwrap().is_some_and(|st| st.version > v) }
+    };
+    let held_at = observer.check_stat(&record).await.unwrap().unwrap().version;
+    proxy.hold_replies();
+    eventually("a watermark write to be applied with its reply held", || version(held_at)).await;
+    proxy.cut();
+    proxy.heal();
+    let applied = observer.check_stat(&record).await.unwrap().unwrap().version;
+    eventually("the generator to record its watermark again", || version(applied)).await;
+    let lease_after = observer.check_stat(&lease).await.unwrap().expect("the lease node");
+    assert_eq!(lease_after.czxid, lease_before.czxid, "the lease node was made again");
+    assert_eq!(ids.worker_id(), 0);
+    all.extend(draw(&ids, 100).await);
+    assert_increasing(&all, "across the lost reply");
+    ids.close().await;
+}
+
 fn worker_binary() -> &'static std::path::Path {
     std::path::Path::new(env!("CARGO_BIN_EXE_zkr-id-worker"))
 }

@@ -12,10 +12,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use zkr_connection::retry::SessionPause;
-use zkr_connection::{path, Session, ZkClient};
+use zkr_connection::{path, Classify as _, RetryOptions, ZkClient};
 use zookeeper_client::{Acls, CreateMode};
 
+use crate::fence::SessionFence;
 use crate::id::IdError;
+use crate::owned::Owned;
 
 /// A worker ID's persistent record.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -44,8 +46,10 @@ pub(crate) fn unix_ms() -> u64 {
 #[derive(Debug, Clone)]
 pub(crate) struct Lease {
     pub(crate) worker_id: u64,
-    /// The session the lease node lives with.
-    pub(crate) session: Session,
+    /// The lease node, reachable only through the session that created it: the record is
+    /// written in transactions that check it there, so a write never lands once the lease is
+    /// gone (nor on a later session, where another worker may hold the ID).
+    pub(crate) node: Owned,
     /// The record's version after our last write.
     pub(crate) record_version: i32,
     /// Our IDs must have timestamps strictly above this (Unix ms).
@@ -123,15 +127,15 @@ pub(crate) async fn acquire(
         .chain(recorded.iter().copied().filter(|w| *w <= settings.max_worker_id))
         .filter(|w| Some(*w) == preferred || !leased.contains(w));
     for worker_id in candidates {
-        let Some(session) = try_lease(zk, paths, worker_id).await? else { continue };
-        match settle(zk, paths, settings, worker_id, &session, previous).await {
+        let Some(node) = try_lease(zk, paths, worker_id).await? else { continue };
+        match settle(zk, paths, settings, worker_id, &node, previous).await {
             Ok(lease) => {
                 write_identity(zk, paths, worker_id).await;
                 tracing::info!(worker_id, identity = %paths.identity, "leased a snowflake worker ID");
                 return Ok(lease);
             }
             Err(e) => {
-                release_lease(zk, paths, worker_id, &session).await;
+                release_lease(zk, &node).await;
                 return Err(e);
             }
         }
@@ -178,7 +182,9 @@ async fn list(zk: &ZkClient, dir: &str) -> Result<BTreeSet<u64>, IdError> {
 }
 
 /// Waits up to `wait` for `worker_id`'s lease node to go (our previous incarnation's, after
-/// a crash, goes when its session expires).
+/// a crash, goes when its session expires). A node of the current session is ours already
+/// (a record write whose reply was lost made us think the lease lost): no wait. The whole
+/// wait is bounded by `wait`, a request on a session the manager gives up meanwhile included.
 async fn wait_for_lease_to_go(
     zk: &ZkClient,
     paths: &LeasePaths,
@@ -189,28 +195,30 @@ async fn wait_for_lease_to_go(
         return Ok(());
     }
     let lease = paths.lease(worker_id);
-    let deadline = tokio::time::Instant::now() + wait;
-    let mut pause = SessionPause::new(Duration::from_millis(50), Duration::from_secs(1));
-    loop {
-        let session = zk.session().await?;
-        let watched = session.client().check_and_watch_stat(&lease).await;
-        let watcher = match watched {
-            Ok((None, _)) => return Ok(()),
-            Ok((Some(_), watcher)) => watcher,
-            Err(e) if zkr_connection::is_retryable(&e) => {
-                pause.sleep().await;
-                continue;
+    let gone = async {
+        let mut pause = SessionPause::new(Duration::from_millis(50), Duration::from_secs(1));
+        loop {
+            let session = zk.session().await?;
+            match session.client().check_and_watch_stat(&lease).await {
+                Ok((None, _)) => return Ok(()),
+                Ok((Some(stat), _)) if stat.ephemeral_owner == session.id() => return Ok(()),
+                // A watch set through this connection fires only while it lasts.
+                Ok((Some(_), watcher)) => tokio::select! {
+                    _ = watcher.changed() => {}
+                    () = zk.connection_replaced(session.connection()) => {}
+                },
+                Err(e) if zkr_connection::is_retryable(&e) || zkr_connection::is_session_error(&e) => {
+                    pause.sleep().await;
+                }
+                Err(e) => return Err(e.into()),
             }
-            Err(e) => return Err(e.into()),
-        };
-        if tokio::time::timeout_at(deadline, watcher.changed()).await.is_err() {
-            return Ok(());
         }
-    }
+    };
+    tokio::time::timeout(wait, gone).await.unwrap_or(Ok(()))
 }
 
 /// Creates the lease node for `worker_id`; `None` if another live worker holds it.
-async fn try_lease(zk: &ZkClient, paths: &LeasePaths, worker_id: u64) -> Result<Option<Session>, IdError> {
+async fn try_lease(zk: &ZkClient, paths: &LeasePaths, worker_id: u64) -> Result<Option<Owned>, IdError> {
     let node = paths.lease(worker_id);
     let acls = zk.acl_for_path(&node);
     let identity = &paths.identity;
@@ -233,20 +241,20 @@ async fn try_lease(zk: &ZkClient, paths: &LeasePaths, worker_id: u64) -> Result<
             }
         })
         .await?;
-    Ok(leased)
+    Ok(leased.map(|session| Owned::created(node, SessionFence::new(session, zk.error_epoch()))))
 }
 
-/// Reads the worker ID's record, waits until our clock is past it, records a new watermark.
+/// Reads the worker ID's record, waits until our clock is past it, records a new watermark
+/// (in a transaction that checks our lease node on its session).
 async fn settle(
     zk: &ZkClient,
     paths: &LeasePaths,
     settings: LeaseSettings,
     worker_id: u64,
-    session: &Session,
+    node: &Owned,
     previous: Option<&Lease>,
 ) -> Result<Lease, IdError> {
     let record = paths.record(worker_id);
-    let mut pause = SessionPause::new(Duration::from_millis(50), Duration::from_secs(1));
     loop {
         let found = crate::errors::read_node(zk, &record).await?.map(|(data, stat)| (data, stat.version));
         let (after_ms, version) = match &found {
@@ -271,65 +279,94 @@ async fn settle(
         let until_ms = unix_ms() + settings.window.as_millis() as u64;
         let data = serde_json::to_vec(&WorkerRecord { identity: paths.identity.clone(), until_ms })
             .unwrap_or_default();
-        let written = match version {
-            Some(v) => session.client().set_data(&record, &data, Some(v)).await.map(|st| st.version),
-            None => {
-                let acls = zk.acl_for_path(&record);
-                let options = CreateMode::Persistent.with_acls(Acls::new(&acls));
-                session.client().create(&record, &data, &options).await.map(|(st, _)| st.version)
-            }
+        let txn = node.transaction(zk);
+        let txn = match version {
+            Some(v) => txn.set_data(&record, &data, Some(v)),
+            None => txn.create(&record, &data, CreateMode::Persistent),
         };
-        match written {
-            Ok(record_version) => {
-                return Ok(Lease { worker_id, session: session.clone(), record_version, after_ms, until_ms });
+        match txn.commit().await {
+            Ok(results) => {
+                let record_version = results.into_iter().find_map(written_version).unwrap_or(0);
+                return Ok(Lease { worker_id, node: node.clone(), record_version, after_ms, until_ms });
             }
-            // Someone wrote the record between our read and write: read it again.
-            Err(zookeeper_client::Error::BadVersion | zookeeper_client::Error::NodeExists) => continue,
-            Err(e) if zkr_connection::is_retryable(&e) => {
-                pause.sleep().await;
-                continue;
-            }
+            // Someone wrote the record between our read and write, or an earlier try of ours
+            // was applied though its reply was lost: read it again (ours then reads as a
+            // watermark to wait out).
+            Err(e) if e.is_bad_version() || e.is_node_exists() => continue,
             Err(e) => return Err(e.into()),
         }
     }
 }
 
-/// Extends the watermark: `Ok(Some(new version))`, `Ok(None)` if the lease is gone (the
-/// session ended, or someone else wrote the record), `Err` for a transient failure.
+/// The record's version after the transaction's write of it.
+fn written_version(result: zookeeper_client::MultiWriteResult) -> Option<i32> {
+    match result {
+        zookeeper_client::MultiWriteResult::SetData { stat } => Some(stat.version),
+        zookeeper_client::MultiWriteResult::Create { .. } => Some(0),
+        _ => None,
+    }
+}
+
+/// Extends the watermark, within `bound`: `Ok(Some(new version))`, `Ok(None)` if the lease is
+/// gone (the session ended, the lease node went, or someone else wrote the record), `Err`
+/// for a transient failure.
 pub(crate) async fn extend(
+    zk: &ZkClient,
     paths: &LeasePaths,
     lease: &Lease,
     until_ms: u64,
-) -> Result<Option<i32>, zookeeper_client::Error> {
+    bound: Duration,
+) -> Result<Option<i32>, zkr_connection::Error> {
+    let record = paths.record(lease.worker_id);
     let data =
         serde_json::to_vec(&WorkerRecord { identity: paths.identity.clone(), until_ms }).unwrap_or_default();
-    // Written on the lease's own session: once that session has expired (and with it the
-    // lease), the write fails rather than overwrite a new holder's record.
-    match lease
-        .session
-        .client()
-        .set_data(&paths.record(lease.worker_id), &data, Some(lease.record_version))
-        .await
-    {
-        Ok(stat) => Ok(Some(stat.version)),
-        Err(zookeeper_client::Error::BadVersion | zookeeper_client::Error::NoNode) => Ok(None),
-        Err(e) if zkr_connection::is_session_error(&e) => Ok(None),
+    // Checked on the lease's own session: once that session has ended (and with it the
+    // lease), nothing is sent rather than overwrite a new holder's record.
+    let committed = lease
+        .node
+        .transaction(zk)
+        .set_data(&record, &data, Some(lease.record_version))
+        .retry_options(RetryOptions::default().timeout(bound))
+        .commit()
+        .await;
+    match committed {
+        Ok(results) => Ok(results.into_iter().find_map(written_version)),
+        // Our own earlier try, applied though its reply was lost, if the record holds it.
+        Err(e) if e.is_bad_version() && e.is_ambiguous() => written_by_us(zk, lease, &record, &data).await,
+        Err(e) if e.is_bad_version() || e.is_no_node() || e.is_session_fatal() => Ok(None),
         Err(e) => Err(e),
     }
 }
 
-/// Records the exact last timestamp and deletes the lease node, so that this identity can
-/// take the ID again at once.
-pub(crate) async fn release(paths: &LeasePaths, lease: &Lease, last_ms: u64, zk: &ZkClient) {
-    if let Ok(Some(_)) = extend(paths, lease, last_ms).await {
-        tracing::debug!(worker_id = lease.worker_id, last_ms, "recorded the last timestamp");
+/// The record's version if it holds exactly `data` (what our lost write wrote), else `None`.
+async fn written_by_us(
+    zk: &ZkClient,
+    lease: &Lease,
+    record: &str,
+    data: &[u8],
+) -> Result<Option<i32>, zkr_connection::Error> {
+    match lease.node.retry(zk, |c| async move { c.get_data(record).await }).await {
+        Ok((found, stat)) => Ok((found == data).then_some(stat.version)),
+        Err(e) if e.is_no_node() || e.is_session_fatal() => Ok(None),
+        Err(e) => Err(e),
     }
-    release_lease(zk, paths, lease.worker_id, &lease.session).await;
 }
 
-async fn release_lease(zk: &ZkClient, paths: &LeasePaths, worker_id: u64, session: &Session) {
-    let done = zk.guaranteed_delete(paths.lease(worker_id), Some(session.generation()));
-    let _ = tokio::time::timeout(Duration::from_secs(5), done.wait()).await;
+/// Records the exact last timestamp (trying for at most [`RELEASE_WRITE`]) and deletes the
+/// lease node, so that this identity can take the ID again at once.
+pub(crate) async fn release(paths: &LeasePaths, lease: &Lease, last_ms: u64, zk: &ZkClient) {
+    if let Ok(Some(_)) = extend(zk, paths, lease, last_ms, RELEASE_WRITE).await {
+        tracing::debug!(worker_id = lease.worker_id, last_ms, "recorded the last timestamp");
+    }
+    release_lease(zk, &lease.node).await;
+}
+
+/// How long a release tries to record the last timestamp (without it the next holder waits
+/// out the watermark instead).
+const RELEASE_WRITE: Duration = Duration::from_secs(1);
+
+async fn release_lease(zk: &ZkClient, node: &Owned) {
+    let _ = tokio::time::timeout(Duration::from_secs(5), node.guaranteed_delete(zk).wait()).await;
 }
 
 #[cfg(test)]

@@ -368,7 +368,8 @@ async fn record(inner: Weak<Inner>) {
             None => return,
         };
         let until = lease::unix_ms() + this.settings.window.as_millis() as u64;
-        match lease::extend(&this.paths, &lease, until).await {
+        // Within half a window: the watermark recorded last still covers the clock meanwhile.
+        match lease::extend(&this.zk, &this.paths, &lease, until, this.settings.window / 2).await {
             Ok(Some(version)) => {
                 let mut core = this.core();
                 if let Some(held) = core.lease.as_mut() {
