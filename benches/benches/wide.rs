@@ -31,11 +31,12 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 use zkr_benches::wide::{curator_default_then_raised, fill, first_then_mean, CuratorRun, CURATOR_ITEM};
-use zkr_benches::{fmt_mib, fmt_ratio, proc_status_kb, Table};
+use zkr_benches::{fmt_mib, fmt_ratio, Table};
 use zkr_connection::ZkClient;
 use zkr_recipes::cache::{CacheMode, CuratorCache};
 use zkr_recipes::locks::InterProcessMutex;
 use zkr_recipes::queues::{DistributedQueue, Utf8};
+use zkr_testing::proc_status_kib;
 use zookeeper_client::{Acls, Client, CreateMode};
 
 #[global_allocator]
@@ -106,12 +107,12 @@ async fn zkr_cache(
     mode: CacheMode,
     creates: usize,
 ) -> anyhow::Result<(Duration, usize, i64, i64, Duration)> {
-    let (heap0, rss0) = (live_bytes(), proc_status_kb("VmRSS").unwrap_or(0) as i64);
+    let (heap0, rss0) = (live_bytes(), proc_status_kib("self", "VmRSS").unwrap_or(0) as i64);
     let start = Instant::now();
     let cache = CuratorCache::builder(zk, DIR).mode(mode).start().await?;
     let init = start.elapsed();
     let nodes = cache.snapshot().len();
-    let (heap, rss) = (live_bytes() - heap0, proc_status_kb("VmRSS").unwrap_or(0) as i64 - rss0);
+    let (heap, rss) = (live_bytes() - heap0, proc_status_kib("self", "VmRSS").unwrap_or(0) as i64 - rss0);
     let mut snapshots = cache.snapshots();
     let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
     let mut seen = Duration::ZERO;

@@ -418,18 +418,9 @@ pub fn numeric_field(line: &str, key: &str) -> Result<u64, String> {
     v.parse().map_err(|_| format!("`{key}={v}` is not a non-negative integer in `{line}`"))
 }
 
-/// A field of `/proc/self/status` in kB (`VmHWM`, `VmRSS`, ...).
-pub fn proc_status_kb(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status.lines().find_map(|line| {
-        let rest = line.strip_prefix(field)?.strip_prefix(':')?;
-        rest.trim().trim_end_matches("kB").trim().parse().ok()
-    })
-}
-
 /// This process's peak resident set size (`VmHWM`) in kB.
 pub fn peak_rss_kb() -> Option<u64> {
-    proc_status_kb("VmHWM")
+    zkr_testing::proc_status_kib("self", "VmHWM")
 }
 
 /// Facts about the machine for the report: processors, CPU model, memory, kernel.

@@ -24,7 +24,12 @@ struct Seen {
     increments: Vec<CounterOperation>,
     /// An increment invoked and not answered yet.
     incrementing: Option<Nanos>,
+    /// The last lines the worker wrote to stderr, for a failure's message.
+    stderr: std::collections::VecDeque<String>,
 }
+
+/// How many of a worker's stderr lines a failure shows.
+const STDERR_LINES: usize = 12;
 
 impl Seen {
     /// Takes one line of the worker's output.
@@ -88,19 +93,36 @@ impl IdWorker {
             .args([connect_string, kind, path, &count.to_string(), identity])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .expect("spawn zkr-id-worker");
         let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut errors = BufReader::new(child.stderr.take().expect("stderr")).lines();
         let seen = Arc::new(Mutex::new(Seen::default()));
         let first = lines.next_line().await.expect("worker output").expect("a session line");
         seen.lock().unwrap().session = first.strip_prefix("session ").and_then(|s| s.parse().ok());
         assert!(seen.lock().unwrap().session.is_some(), "first line: {first}");
         let sink = seen.clone();
+        let errors_sink = seen.clone();
         let reader = tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                sink.lock().unwrap().take(&line);
-            }
+            // Passed on to our stderr as before, and the last lines kept for a failure.
+            let keep_errors = async move {
+                while let Ok(Some(line)) = errors.next_line().await {
+                    eprintln!("{line}");
+                    let mut seen = errors_sink.lock().unwrap();
+                    if seen.stderr.len() == STDERR_LINES {
+                        seen.stderr.pop_front();
+                    }
+                    seen.stderr.push_back(line);
+                }
+            };
+            let take_lines = async move {
+                while let Ok(Some(line)) = lines.next_line().await {
+                    sink.lock().unwrap().take(&line);
+                }
+            };
+            tokio::join!(keep_errors, take_lines);
         });
         IdWorker { child, seen, reader }
     }
@@ -124,6 +146,11 @@ impl IdWorker {
     /// The IDs it has printed so far.
     pub fn ids(&self) -> Vec<u64> {
         self.seen.lock().unwrap().ids.clone()
+    }
+
+    /// The last lines it wrote to stderr, one per line.
+    pub fn stderr_tail(&self) -> String {
+        self.seen.lock().unwrap().stderr.iter().map(|l| format!("{l}\n")).collect()
     }
 
     /// When it last printed an ID.
@@ -195,8 +222,13 @@ pub async fn progress(workers: &[&IdWorker], at_least: usize, stage: &str) -> Du
     let marks: Vec<usize> = workers.iter().map(|w| w.drawn() + at_least).collect();
     let deadline = started + timing().wait();
     while !workers.iter().zip(&marks).all(|(w, m)| w.drawn() >= *m) {
-        let drawn: Vec<usize> = workers.iter().map(|w| w.drawn()).collect();
-        assert!(Instant::now() < deadline, "{stage}: workers stuck at {drawn:?}, wanted {marks:?}");
+        if Instant::now() >= deadline {
+            let drawn: Vec<usize> = workers.iter().map(|w| w.drawn()).collect();
+            let stuck = workers.iter().zip(&marks).enumerate().filter(|(_, (w, m))| w.drawn() < **m);
+            let said: String =
+                stuck.map(|(i, (w, _))| format!("\n  worker {i}'s stderr:\n{}", w.stderr_tail())).collect();
+            panic!("{stage}: workers stuck at {drawn:?}, wanted {marks:?}{said}");
+        }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     started.elapsed()

@@ -30,8 +30,9 @@ async fn main() {
     };
     let count: usize = count.parse().expect("COUNT is a number");
     // The recipes' warnings (a sequential epoch whose counter went back) to stderr, for the
-    // checker's log.
-    tracing_subscriber::fmt().with_env_filter("zkr_recipes=warn").with_writer(std::io::stderr).init();
+    // checker's log; `ZKR_WORKER_LOG` (a `tracing` filter) asks for more.
+    let filter = std::env::var("ZKR_WORKER_LOG").unwrap_or_else(|_| "zkr_recipes=warn".to_owned());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
     let zk = ZkClient::builder(connect.as_str())
         .session_timeout(Duration::from_secs(4))
         .connect()

@@ -3,7 +3,8 @@
 //! minutes, beside the resident process ([`zkr_integration_tests::soak`]), with samples every
 //! 10 s written to `target/soak/<release>-<unix time>.csv` and judged at the end.
 //! `zkr-soak --check NAME --seed S` runs one check with one seed (what a failure prints to
-//! replay it). Exit status 0 when everything held, 1 when something did not, 2 for bad
+//! replay it). `ZKR_SOAK_LOG` (a `tracing` filter such as `zkr_recipes=debug`) logs what the
+//! checks run in this process do, `ZKR_WORKER_LOG` what their worker processes do, to stderr. Exit status 0 when everything held, 1 when something did not, 2 for bad
 //! arguments.
 
 use std::fmt::Write as _;
@@ -66,6 +67,10 @@ struct Row {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // `ZKR_SOAK_LOG` (a `tracing` filter) logs the checks run in this process to stderr.
+    if let Ok(filter) = std::env::var("ZKR_SOAK_LOG") {
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    }
     let Some(plan) = plan(&args) else {
         eprintln!("usage: zkr-soak --minutes N | --check {{{}}} --seed S", CHECKS.join(","));
         return ExitCode::from(2);
@@ -277,7 +282,10 @@ fn judge(report: &[String], rows: &[Row], ephemerals: Option<u64>, findings: &mu
     // Memory is judged on runs of at least twice the warm-up (a replay of one check is not:
     // its first minute is all warm-up); shorter ones only report it.
     let span = Duration::from_secs(rows.last().map_or(0, |r| r.resident.at));
-    for (what, series) in resident_memory(rows).into_iter().filter(|_| span >= 2 * WARM_UP) {
+    if span < 2 * WARM_UP {
+        return;
+    }
+    for (what, series) in resident_memory(rows) {
         match growth(&series, warm_up(rows)) {
             Some(g) if !g.is_flat(FLAT) => {
                 findings.push(format!("the resident's {what} grew after the warm-up: {g:?}"))

@@ -30,6 +30,11 @@ pub const SESSION: Duration = Duration::from_secs(4);
 /// every step's future is cancel safe).
 const STEP: Duration = Duration::from_secs(10);
 
+/// How long the background cleanups of the steps the stop cut short (a dropped acquire or take
+/// deletes its node in the background) may take before a node still owned is a leak: the last
+/// fault may have landed just before the stop.
+const CLEANUP: Duration = Duration::from_secs(30);
+
 /// What one workload did.
 #[derive(Debug, Default)]
 pub struct Tally {
@@ -56,7 +61,7 @@ pub struct Resident {
     member: Option<GroupMember>,
     cache: Option<CuratorCache>,
     config_went_back: Arc<AtomicBool>,
-    watcher_task: JoinHandle<()>,
+    watcher_task: Option<JoinHandle<()>>,
 }
 
 impl Resident {
@@ -81,7 +86,7 @@ impl Resident {
             member: None,
             cache: None,
             config_went_back: Arc::default(),
-            watcher_task: tokio::spawn(async {}),
+            watcher_task: None,
         };
         resident.start_locks_counters_and_ids()?;
         resident.start_queue()?;
@@ -184,7 +189,7 @@ impl Resident {
         let mut snapshots = watcher.snapshots();
         let went_back = self.config_went_back.clone();
         // The watcher's values never go back; the task owns the watcher and is aborted at stop.
-        self.watcher_task = tokio::spawn(async move {
+        self.watcher_task = Some(tokio::spawn(async move {
             let _watcher = watcher;
             let mut last = 0;
             while snapshots.changed().await.is_ok() {
@@ -194,7 +199,7 @@ impl Resident {
                     last = value;
                 }
             }
-        });
+        }));
         let next = Arc::new(AtomicU64::new(1));
         self.spawn("config", move || {
             let (publisher, path, next) = (publisher.clone(), path.clone(), next.clone());
@@ -281,8 +286,10 @@ impl Resident {
             member.close().await;
         }
         drop(self.cache.take());
-        self.watcher_task.abort();
-        let _ = (&mut self.watcher_task).await;
+        if let Some(task) = self.watcher_task.take() {
+            task.abort();
+            let _ = task.await;
+        }
         let went_back = u64::from(self.config_went_back.load(Ordering::SeqCst));
         lines.push(format!("tally config-watcher 0 0 {went_back} 0"));
         lines.push(self.left_behind().await);
@@ -290,10 +297,23 @@ impl Resident {
         lines
     }
 
-    /// `left <n> <paths>`: the ephemeral nodes under the root that this client's session owns.
+    /// `left <n> <paths>`: the ephemeral nodes under the root that this client's session owns
+    /// once the cleanups of the steps cut short by the stop (each deletes its node in the
+    /// background) have had [`CLEANUP`] to finish.
     async fn left_behind(&self) -> String {
         let Ok(session) = self.zk.session().await else { return "left ? (no session)".to_owned() };
-        let owner = session.id();
+        let deadline = Instant::now() + CLEANUP;
+        loop {
+            let left = self.owned_by(session.id()).await;
+            if left.is_empty() || Instant::now() >= deadline {
+                return format!("left {} {}", left.len(), left.join(" "));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The nodes under the root whose ephemeral owner is `owner`.
+    async fn owned_by(&self, owner: i64) -> Vec<String> {
         let mut left = Vec::new();
         let mut pending = vec![self.root.clone()];
         while let Some(path) = pending.pop() {
@@ -305,6 +325,6 @@ impl Resident {
             }
             pending.extend(children.into_iter().map(|c| format!("{path}/{c}")));
         }
-        format!("left {} {}", left.len(), left.join(" "))
+        left
     }
 }

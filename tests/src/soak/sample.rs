@@ -50,12 +50,7 @@ impl Sample {
 
 /// `VmRSS` of `/proc/<pid>/status` (`pid` may be `self`), KiB; 0 when unreadable.
 pub fn rss_kib(pid: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
+    zkr_testing::proc_status_kib(pid, "VmRSS").unwrap_or(0)
 }
 
 /// Open descriptors of `/proc/<pid>/fd`, and how many of them are sockets.
