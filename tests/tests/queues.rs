@@ -288,6 +288,41 @@ async fn an_ack_with_the_consumers_own_operations_applies_them_with_the_delete_o
 /// Two lock-safe consumers of one queue, on `zk_a` and `zk_b` (one client, or two), with one
 /// item put and an empty `done` directory for completion records: (queue path, lock path,
 /// done path, consumer A, consumer B).
+/// An item dropped while its connection breaks, on a session that outlives the break: its lock
+/// goes once the client is connected again, whatever the retry policy allows (none here). The
+/// background delete gave up under the policy before and left the lock on the live session,
+/// so the item stayed locked for as long as the session lived (the soak found one on 3.5.10,
+/// after a fault just before the end).
+#[tokio::test]
+async fn a_lock_safe_item_dropped_as_its_connection_breaks_is_unlocked_on_the_same_session() {
+    let server = shared_server().await.unwrap();
+    let proxy = FaultProxy::start(&server.connect_string()).await.unwrap();
+    let zk = ZkClient::builder(proxy.connect_string())
+        .session_timeout(Duration::from_secs(30))
+        .retry_policy(zkr_connection::retry::RetryNTimes::new(0, Duration::from_millis(100)))
+        .connect()
+        .await
+        .unwrap();
+    let observer = raw(&server.connect_string()).await;
+    let root = unique_root("queue-drop-break");
+    let (path, locks) = (format!("{root}/queue"), format!("{root}/locks"));
+    let queue = DistributedQueue::builder(&zk, &path, Utf8).lock_path(&locks).build().unwrap();
+    queue.put(&"x".to_string()).await.unwrap();
+    let held = queue.take().await.unwrap();
+    let session = zk.session().await.unwrap().id();
+    // The background delete's first request goes into the blackhole, and the cut fails it.
+    proxy.blackhole();
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    proxy.cut();
+    proxy.heal();
+    eventually("the dropped item's lock to go", || async { children(&observer, &locks).await.is_empty() })
+        .await;
+    assert_eq!(zk.session().await.unwrap().id(), session, "the session outlived the break");
+    assert_eq!(queue.take().await.unwrap().ack().await.unwrap(), ["x"]);
+    zk.close().await;
+}
+
 async fn two_consumers(
     observer: &zookeeper_client::Client,
     name: &str,

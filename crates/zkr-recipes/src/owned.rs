@@ -12,7 +12,9 @@
 //! `SessionExpired`, sending nothing, once the manager has given that session up.
 
 use std::future::Future;
+use std::time::Duration;
 
+use zkr_connection::retry::RetryForever;
 use zkr_connection::{RetryOptions, Session, SessionClient, Transaction, ZkClient};
 
 use crate::fence::SessionFence;
@@ -78,6 +80,28 @@ impl Owned {
         Fut: Future<Output = Result<T, zookeeper_client::Error>>,
     {
         on_session(zk, self.session(), op).await
+    }
+
+    /// `op` on the node's session, tried again after every connection loss for as long as
+    /// that session lives: the background half of a release, which must not give up on a node
+    /// that would outlive it (a retry policy's limit would leave it behind on a live session).
+    /// Ends with `SessionExpired` once the manager gave the session up (the node went with
+    /// it), or `Closed` with the manager.
+    ///
+    /// # Cancel safety
+    /// As [`ZkClient::retry`].
+    pub(crate) async fn retry_while_alive<T, F, Fut>(
+        &self,
+        zk: &ZkClient,
+        mut op: F,
+    ) -> zkr_connection::Result<T>
+    where
+        F: FnMut(SessionClient) -> Fut,
+        Fut: Future<Output = Result<T, zookeeper_client::Error>>,
+    {
+        let forever = RetryForever::new(Duration::from_millis(200))?;
+        let options = RetryOptions::default().on_session(self.session()).policy(forever);
+        zk.retry_with(options, |s| op(s.client().clone())).await
     }
 }
 

@@ -203,11 +203,11 @@ impl Drop for ItemLock {
     }
 }
 
-/// Deletes the lock at `path` if it is the one holding `token` on `session`; errors mean the
-/// session (and the node with it) is gone.
+/// Deletes the lock at `path` if it is the one holding `token` on `session`, trying for as long
+/// as that session lives; errors mean the session (and the node with it) is gone.
 async fn delete_owned(zk: ZkClient, lock: Owned, token: Arc<[u8]>) {
     let (owner, path) = (lock.session().id(), lock.path());
-    let deleted = lock.retry(&zk, |client| {
+    let deleted = lock.retry_while_alive(&zk, |client| {
         let token = token.clone();
         async move {
             match owned_version(&client, path, owner, &token).await? {
