@@ -144,8 +144,8 @@ pub(crate) async fn served(
 /// Ends the given-up `session` on the server (unless it `ended` already, as its handle saw)
 /// and then thaws its frozen `tasks`: they reconnect, hear that the session is gone, and fail
 /// what they hold. Tries until the session is known dead, for as long as the manager is open
-/// and `linger` after: a session that cannot be reached by then stays frozen, never sending
-/// again.
+/// and `linger` after, in all (a try under way when the time is up is dropped): a session that
+/// cannot be reached by then stays frozen, never sending again.
 pub(crate) async fn bury(
     shared: Arc<Shared>,
     session: SessionInfo,
@@ -153,16 +153,27 @@ pub(crate) async fn bury(
     tasks: Vec<Freeze>,
     linger: Duration,
 ) {
-    if ended || end_on_server(&shared, session, linger).await {
+    let closed_and_lingered = async {
+        shared.cancel.cancelled().await;
+        tokio::time::sleep(linger).await;
+    };
+    let ended = ended
+        || tokio::select! {
+            ended = end_on_server(&shared, session) => ended,
+            () = closed_and_lingered => {
+                tracing::debug!("a given-up session stays frozen: no server could be reached to end it");
+                false
+            }
+        };
+    if ended {
         tasks.iter().for_each(Freeze::thaw);
     }
 }
 
 /// Closes `session` on the server from a connection of its own; `true` once it is gone there
-/// (closed now, or expired already).
-async fn end_on_server(shared: &Shared, session: SessionInfo, linger: Duration) -> bool {
+/// (closed now, or expired already). Tries until it is.
+async fn end_on_server(shared: &Shared, session: SessionInfo) -> bool {
     let mut delay = Duration::from_millis(20);
-    let mut closed_since: Option<tokio::time::Instant> = None;
     loop {
         match shared.dial(shared.connector().with_session(session.clone())).await {
             Ok(closer) => {
@@ -177,13 +188,6 @@ async fn end_on_server(shared: &Shared, session: SessionInfo, linger: Duration) 
             }
             Err(zookeeper_client::Error::SessionExpired) => return true,
             Err(e) => tracing::debug!(error = %e, "ending a given-up session on the server failed"),
-        }
-        if shared.cancel.is_cancelled() {
-            let since = *closed_since.get_or_insert_with(tokio::time::Instant::now);
-            if since.elapsed() >= linger {
-                tracing::debug!("a given-up session stays frozen: no server could be reached to end it");
-                return false;
-            }
         }
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_secs(2));
