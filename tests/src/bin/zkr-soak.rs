@@ -140,7 +140,10 @@ async fn run(plan: Plan) -> Result<bool, String> {
         // One fault aimed at the resident's client, drawn from the same seed.
         let session = heard.lock().unwrap().session.unwrap_or_default();
         let fault = soak::resident_fault(seed);
-        let injected = fault.inject(&cluster, session, resident::SESSION, |_| {}).await;
+        let at = started.elapsed().as_secs();
+        let mut what = String::new();
+        let injected = fault.inject(&cluster, session, resident::SESSION, |w| what = w).await;
+        println!("[soak {at:>5} s] the resident's fault: {what}");
         faults += 1;
         if let Err(e) = injected {
             findings.push(format!("the resident's fault {fault:?} after {name} seed {seed}: {e}"));

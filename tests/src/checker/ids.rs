@@ -251,16 +251,46 @@ struct Passage {
     left: tokio::time::Instant,
 }
 
-/// One member's round: enter, a moment's work, leave, each within `bound`.
-async fn passage(member: &mut zkr_recipes::barriers::DistributedDoubleBarrier, bound: Duration) -> Passage {
+/// One member's round: enter, a moment's work, leave, each within `bound`; which one hung.
+async fn passage(
+    member: &mut zkr_recipes::barriers::DistributedDoubleBarrier,
+    bound: Duration,
+) -> Result<Passage, String> {
     use tokio::time::Instant;
     let entering = Instant::now();
-    assert!(member.enter_timeout(bound).await.expect("enter").is_some(), "a member hung entering");
+    let name = member.member_path().to_owned();
+    let hung = |what: &str| format!("member {name} hung {what}");
+    if member.enter_timeout(bound).await.expect("enter").is_none() {
+        return Err(hung("entering"));
+    }
     let passed = Instant::now();
     tokio::time::sleep(Duration::from_millis(20)).await;
     let leaving = Instant::now();
-    assert!(member.leave_timeout(bound).await.expect("leave").is_some(), "a member hung leaving");
-    Passage { entering, passed, leaving, left: Instant::now() }
+    if member.leave_timeout(bound).await.expect("leave").is_none() {
+        return Err(hung("leaving"));
+    }
+    Ok(Passage { entering, passed, leaving, left: Instant::now() })
+}
+
+/// The barrier's nodes as ZooKeeper has them: name, czxid, ephemeral owner, data.
+async fn barrier_nodes(cs: &str, path: &str) -> String {
+    let observer = crate::connect_with_session(cs, 30).await;
+    let listed = observer.retry(|s| async move { s.client().list_children(path).await }).await;
+    let mut out = String::new();
+    for name in listed.unwrap_or_default() {
+        let node = format!("{path}/{name}");
+        let node = node.as_str();
+        let read = observer.retry(|s| async move { s.client().get_data(node).await }).await;
+        if let Ok((data, stat)) = read {
+            let data = String::from_utf8_lossy(&data);
+            out.push_str(&format!(
+                "\n  {name} czxid {} owner {:#x} data {data:?}",
+                stat.czxid, stat.ephemeral_owner
+            ));
+        }
+    }
+    observer.close().await;
+    out
 }
 
 /// A double barrier of four members, two on each of two clients (each pair shares a session),
@@ -318,7 +348,15 @@ pub async fn barrier_under_faults(cluster: &TestingCluster) -> Summary {
         running.push(tokio::spawn(async move { passage(&mut last, bound).await }));
         let mut passages = Vec::new();
         for member in running {
-            passages.push(member.await.unwrap_or_else(|e| panic!("round {round} ({fault}): {e}")));
+            match member.await.unwrap_or_else(|e| panic!("round {round} ({fault}): {e}")) {
+                Ok(passage) => passages.push(passage),
+                Err(hung) => {
+                    let sessions =
+                        [clients[0].try_session(), clients[1].try_session()].map(|s| s.map(|s| s.id()));
+                    let nodes = barrier_nodes(&cs, &path).await;
+                    panic!("round {round} ({fault}): {hung}; the clients' sessions {sessions:x?}; the barrier:{nodes}")
+                }
+            }
         }
         let all_in = passages.iter().map(|p| p.entering).max().unwrap();
         let all_leaving = passages.iter().map(|p| p.leaving).max().unwrap();

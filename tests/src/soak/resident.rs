@@ -48,7 +48,13 @@ pub struct Tally {
     pub longest_gap_ms: AtomicU64,
     /// The last error, for the final report.
     pub last_error: Mutex<Option<String>>,
+    /// Every gap of at least [`REPORTED_GAP`]: `stall <name> <gap ms> <ended, s since the start>
+    /// <the distinct errors meanwhile>`, to line up with the soak's faults.
+    pub stalls: Mutex<Vec<String>>,
 }
+
+/// Gaps without a success at least this long are reported one by one.
+const REPORTED_GAP: Duration = Duration::from_secs(20);
 
 /// The workloads, running until [`Resident::stop`].
 #[derive(Debug)]
@@ -57,6 +63,7 @@ pub struct Resident {
     root: String,
     stop: watch::Sender<bool>,
     workloads: Vec<(&'static str, Arc<Tally>, JoinHandle<()>)>,
+    started: Instant,
     latches: Vec<LeaderLatch>,
     member: Option<GroupMember>,
     cache: Option<CuratorCache>,
@@ -82,6 +89,7 @@ impl Resident {
             root: root.to_owned(),
             stop,
             workloads: Vec::new(),
+            started: Instant::now(),
             latches: Vec::new(),
             member: None,
             cache: None,
@@ -221,30 +229,42 @@ impl Resident {
         Fut: std::future::Future<Output = Result<bool, String>> + Send,
     {
         let tally = Arc::new(Tally::default());
-        let (t, mut stop) = (tally.clone(), self.stop.subscribe());
+        let (t, mut stop, started) = (tally.clone(), self.stop.subscribe(), self.started);
         let task = tokio::spawn(async move {
             let mut last_success = Instant::now();
+            let mut errors_in_gap: Vec<String> = Vec::new();
             loop {
                 let outcome = tokio::select! {
                     _ = stop.changed() => break,
                     outcome = tokio::time::timeout(STEP, step()) => outcome,
                 };
-                match outcome {
+                let error = match outcome {
                     Ok(Ok(true)) => {
-                        let gap = last_success.elapsed().as_millis() as u64;
-                        t.longest_gap_ms.fetch_max(gap, Ordering::SeqCst);
+                        let gap = last_success.elapsed();
+                        if gap >= REPORTED_GAP {
+                            let ended = started.elapsed().as_secs();
+                            let (ms, errors) = (gap.as_millis(), errors_in_gap.join(" | "));
+                            t.stalls.lock().unwrap().push(format!("stall {name} {ms} {ended} {errors}"));
+                        }
+                        errors_in_gap.clear();
+                        t.longest_gap_ms.fetch_max(gap.as_millis() as u64, Ordering::SeqCst);
                         last_success = Instant::now();
                         t.ops.fetch_add(1, Ordering::SeqCst);
+                        None
                     }
-                    Ok(Ok(false)) => drop(t.violations.fetch_add(1, Ordering::SeqCst)),
-                    Ok(Err(e)) => {
-                        t.errors.fetch_add(1, Ordering::SeqCst);
-                        *t.last_error.lock().unwrap() = Some(e);
+                    Ok(Ok(false)) => {
+                        t.violations.fetch_add(1, Ordering::SeqCst);
+                        None
                     }
-                    Err(_) => {
-                        t.errors.fetch_add(1, Ordering::SeqCst);
-                        *t.last_error.lock().unwrap() = Some(format!("no answer within {STEP:?}"));
+                    Ok(Err(e)) => Some(e),
+                    Err(_) => Some(format!("no answer within {STEP:?}")),
+                };
+                if let Some(e) = error {
+                    t.errors.fetch_add(1, Ordering::SeqCst);
+                    if errors_in_gap.len() < 4 && !errors_in_gap.contains(&e) {
+                        errors_in_gap.push(e.clone());
                     }
+                    *t.last_error.lock().unwrap() = Some(e);
                 }
                 tokio::select! {
                     _ = stop.changed() => break,
@@ -261,7 +281,8 @@ impl Resident {
     }
 
     /// Stops every workload, closes every recipe, and returns the report's lines: one per
-    /// workload (`tally <name> <ops> <errors> <violations> <longest gap ms> <last error>`) and
+    /// workload (`tally <name> <ops> <errors> <violations> <longest gap ms> <last error>`, then
+    /// its `stall` lines, see [`Tally::stalls`]) and
     /// `left <n> <paths>`: the nodes under the root that the client's live session still owns
     /// (each one a leak: every recipe was closed).
     pub async fn stop(mut self) -> Vec<String> {
@@ -278,6 +299,7 @@ impl Resident {
                 tally.violations.load(Ordering::SeqCst),
                 tally.longest_gap_ms.load(Ordering::SeqCst)
             ));
+            lines.append(&mut tally.stalls.lock().unwrap());
         }
         for latch in self.latches.drain(..) {
             latch.close().await;
