@@ -38,6 +38,14 @@ async fn main() {
         eprintln!("usage: zkr-soak-resident CONNECT ROOT");
         std::process::exit(2);
     };
+    // `ZKR_RESIDENT_LOG` (a `tracing` filter) logs what the resident's recipes and client do.
+    if let Ok(filter) = std::env::var("ZKR_RESIDENT_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .init();
+    }
     let baseline = Sample::of_this_process(0);
     // Stdin is read on a thread of its own (not a task: the tasks are counted).
     let (closed_tx, closed) = tokio::sync::oneshot::channel::<()>();

@@ -4,8 +4,9 @@
 //! 10 s written to `target/soak/<release>-<unix time>.csv` and judged at the end.
 //! `zkr-soak --check NAME --seed S` runs one check with one seed (what a failure prints to
 //! replay it). `ZKR_SOAK_LOG` (a `tracing` filter such as `zkr_recipes=debug`) logs what the
-//! checks run in this process do, `ZKR_WORKER_LOG` what their worker processes do, to stderr. Exit status 0 when everything held, 1 when something did not, 2 for bad
-//! arguments.
+//! checks run in this process do, `ZKR_WORKER_LOG` what their worker processes do,
+//! `ZKR_RESIDENT_LOG` what the resident does, to stderr. Exit status 0 when everything held, 1
+//! when something did not, 2 for bad arguments.
 
 use std::fmt::Write as _;
 use std::process::{ExitCode, Stdio};
