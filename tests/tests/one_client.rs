@@ -251,3 +251,40 @@ async fn two_leader_latches_on_one_client_lead_one_at_a_time() {
     second.close().await;
     assert!(children(&observer, &path).await.is_empty());
 }
+
+/// Two snowflake generators of one identity on one client share its session: the session
+/// cannot tell their lease nodes apart, the token in each does. Before it, the second took the
+/// first's worker ID as its own (a lease node of its session at its identity's preferred ID).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_snowflake_generators_on_one_client_never_share_a_worker_id() {
+    use zkr_recipes::id::{IdGenerator as _, SnowflakeIdGenerator};
+    let server = shared_server().await.unwrap();
+    let root = unique_root("snowflake-one-client");
+    let zk = connect_with_session(server.connect_string(), 30).await;
+    let start = || {
+        SnowflakeIdGenerator::builder(&zk, &root)
+            .identity("same")
+            .reclaim_wait(Duration::from_secs(1))
+            .start()
+    };
+    let a = start().await.unwrap();
+    // Before the token the second start never returned: it took the first's lease and waited
+    // for a watermark that the first kept moving ahead.
+    let b = tokio::time::timeout(timing().wait(), start()).await.expect("the second start hung").unwrap();
+    assert_ne!(a.worker_id(), b.worker_id(), "two generators on one session took one worker ID");
+    let draw = |ids: SnowflakeIdGenerator| tokio::spawn(async move { ids.next_batch(20_000).await.unwrap() });
+    let (from_a, from_b) = (draw(a.clone()), draw(b.clone()));
+    let all = zkr_integration_tests::id_worker::check_runs(&[from_a.await.unwrap(), from_b.await.unwrap()]);
+    assert_eq!(all.len(), 40_000);
+    // Closed and started again, the identity takes back the worker ID it had.
+    let worker_b = b.worker_id();
+    b.close().await;
+    let again = start().await.unwrap();
+    assert_eq!(again.worker_id(), worker_b);
+    assert_ne!(again.worker_id(), a.worker_id());
+    let observer = raw(&server.connect_string()).await;
+    assert_eq!(children(&observer, &format!("{root}/leases")).await.len(), 2);
+    again.close().await;
+    a.close().await;
+    assert!(children(&observer, &format!("{root}/leases")).await.is_empty());
+}

@@ -18,10 +18,12 @@ use zkr_integration_tests::soak::sample::Sample;
 #[global_allocator]
 static GLOBAL: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
 
-/// The live heap now, KiB.
+/// The live heap now, KiB. `stats_alloc` counts a reallocation's growth in `bytes_allocated`
+/// and its shrinking in `bytes_deallocated` already (`bytes_reallocated` is their net, again):
+/// added once more, every vector that grew and was freed would count forever.
 fn heap_kib() -> u64 {
     let s = GLOBAL.stats();
-    let live = s.bytes_allocated as i128 - s.bytes_deallocated as i128 + s.bytes_reallocated as i128;
+    let live = s.bytes_allocated as i128 - s.bytes_deallocated as i128;
     u64::try_from(live / 1024).unwrap_or(0)
 }
 

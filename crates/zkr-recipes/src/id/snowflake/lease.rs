@@ -1,7 +1,9 @@
 //! Worker IDs leased from ZooKeeper, with a timestamp watermark recorded per worker ID.
 //!
 //! Under the generator's path:
-//! - `leases/NNNNN`: ephemeral, held by the live worker using ID `NNNNN`;
+//! - `leases/NNNNN`: ephemeral, held by the live worker using ID `NNNNN`: `{"identity",
+//!   "session", "token"}`, the token random per generator, so that two generators on one
+//!   client (one session) never take one lease for both;
 //! - `workers/NNNNN`: persistent record `{"identity", "until_ms"}`: no ID with worker ID
 //!   `NNNNN` and a timestamp above `until_ms` was ever issued;
 //! - `identities/<identity>`: persistent `{"worker_id"}`, the ID this identity used last, which
@@ -35,6 +37,16 @@ struct IdentityRecord {
 struct LeaseData<'a> {
     identity: &'a str,
     session: String,
+    token: &'a str,
+}
+
+/// The token in a lease node's data, if it has one.
+fn lease_token(data: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Token {
+        token: String,
+    }
+    serde_json::from_slice::<Token>(data).ok().map(|t| t.token)
 }
 
 /// Milliseconds since the Unix epoch (0 for a clock before 1970).
@@ -58,11 +70,14 @@ pub(crate) struct Lease {
     pub(crate) until_ms: u64,
 }
 
-/// Where a generator keeps its leases and records.
+/// Where a generator keeps its leases and records, and what tells its lease nodes from those
+/// of other generators on the same session.
 #[derive(Debug, Clone)]
 pub(crate) struct LeasePaths {
     pub(crate) root: String,
     pub(crate) identity: String,
+    /// Random per generator: a lease node is ours when it is of our session and holds it.
+    pub(crate) token: String,
 }
 
 impl LeasePaths {
@@ -182,9 +197,10 @@ async fn list(zk: &ZkClient, dir: &str) -> Result<BTreeSet<u64>, IdError> {
 }
 
 /// Waits up to `wait` for `worker_id`'s lease node to go (our previous incarnation's, after
-/// a crash, goes when its session expires). A node of the current session is ours already
-/// (a record write whose reply was lost made us think the lease lost): no wait. The whole
-/// wait is bounded by `wait`, a request on a session the manager gives up meanwhile included.
+/// a crash, goes when its session expires). A node of the current session holding our token
+/// is ours already: no wait (another generator on the same client holds it with its own).
+/// The whole wait is bounded by `wait`, a request on a session the manager gives up meanwhile
+/// included.
 async fn wait_for_lease_to_go(
     zk: &ZkClient,
     paths: &LeasePaths,
@@ -199,11 +215,11 @@ async fn wait_for_lease_to_go(
         let mut pause = SessionPause::new(Duration::from_millis(50), Duration::from_secs(1));
         loop {
             let session = zk.session().await?;
-            match session.client().check_and_watch_stat(&lease).await {
-                Ok((None, _)) => return Ok(()),
-                Ok((Some(stat), _)) if stat.ephemeral_owner == session.id() => return Ok(()),
+            match session.client().get_and_watch_data(&lease).await {
+                Err(zookeeper_client::Error::NoNode) => return Ok(()),
+                Ok((data, stat, _)) if is_ours(&data, &stat, &session, paths) => return Ok(()),
                 // A watch set through this connection fires only while it lasts.
-                Ok((Some(_), watcher)) => tokio::select! {
+                Ok((_, _, watcher)) => tokio::select! {
                     _ = watcher.changed() => {}
                     () = zk.connection_replaced(session.connection()) => {}
                 },
@@ -217,7 +233,18 @@ async fn wait_for_lease_to_go(
     tokio::time::timeout(wait, gone).await.unwrap_or(Ok(()))
 }
 
-/// Creates the lease node for `worker_id`; `None` if another live worker holds it.
+/// Is a lease node with `data` and `stat` ours: of `session`, with our token?
+fn is_ours(
+    data: &[u8],
+    stat: &zookeeper_client::Stat,
+    session: &zkr_connection::Session,
+    paths: &LeasePaths,
+) -> bool {
+    stat.ephemeral_owner == session.id() && lease_token(data).as_deref() == Some(paths.token.as_str())
+}
+
+/// Creates the lease node for `worker_id`; `None` if another live worker holds it (on another
+/// session, or another generator on ours).
 async fn try_lease(zk: &ZkClient, paths: &LeasePaths, worker_id: u64) -> Result<Option<Owned>, IdError> {
     let node = paths.lease(worker_id);
     let acls = zk.acl_for_path(&node);
@@ -226,15 +253,19 @@ async fn try_lease(zk: &ZkClient, paths: &LeasePaths, worker_id: u64) -> Result<
         .retry(|s| {
             let (node, acls) = (&node, &acls);
             async move {
-                let data = serde_json::to_vec(&LeaseData { identity, session: format!("{:x}", s.id()) })
-                    .unwrap_or_default();
+                let lease = LeaseData { identity, session: format!("{:x}", s.id()), token: &paths.token };
+                let data = serde_json::to_vec(&lease).unwrap_or_default();
                 let options = CreateMode::Ephemeral.with_acls(Acls::new(acls));
                 match s.client().create(node, &data, &options).await {
                     Ok(_) => Ok(Some(s)),
                     Err(zookeeper_client::Error::NodeExists) => {
-                        // Ours, if an earlier attempt's reply was lost.
-                        let stat = s.client().check_stat(node).await?;
-                        Ok(stat.filter(|st| st.ephemeral_owner == s.id()).map(|_| s))
+                        // Ours, if an earlier attempt's reply was lost; another generator's on
+                        // this client holds its own token.
+                        match s.client().get_data(node).await {
+                            Ok((data, stat)) => Ok(is_ours(&data, &stat, &s, paths).then_some(s)),
+                            Err(zookeeper_client::Error::NoNode) => Ok(None),
+                            Err(e) => Err(e),
+                        }
                     }
                     Err(e) => Err(e),
                 }
@@ -375,13 +406,23 @@ mod tests {
 
     #[test]
     fn node_names_are_five_digits() {
-        let p = LeasePaths { root: "/ids/snow".into(), identity: "host-a".into() };
+        let p = LeasePaths { root: "/ids/snow".into(), identity: "host-a".into(), token: "t".into() };
         assert_eq!(p.lease(7), "/ids/snow/leases/00007");
         assert_eq!(p.record(1023), "/ids/snow/workers/01023");
         assert_eq!(p.identity_record(), "/ids/snow/identities/host-a");
         assert_eq!(parse_worker("01023"), Some(1023));
         assert_eq!(parse_worker("1023"), None);
         assert_eq!(parse_worker("x0001"), None);
+    }
+
+    #[test]
+    fn a_lease_names_its_generator_by_a_token() {
+        let data =
+            serde_json::to_vec(&LeaseData { identity: "a", session: "1f".into(), token: "t1" }).unwrap();
+        assert_eq!(data, br#"{"identity":"a","session":"1f","token":"t1"}"#);
+        assert_eq!(lease_token(&data).as_deref(), Some("t1"));
+        // A lease node of an earlier release, without a token, is nobody's on this session.
+        assert_eq!(lease_token(br#"{"identity":"a","session":"1f"}"#), None);
     }
 
     #[test]

@@ -178,7 +178,8 @@ impl SnowflakeIdGeneratorBuilder {
             reclaim_wait: self.reclaim_wait,
             max_backward: self.max_backward,
         };
-        let paths = LeasePaths { root: self.path, identity };
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let paths = LeasePaths { root: self.path, identity, token };
         let lease = lease::acquire(&self.zk, &paths, settings, None).await?;
         let epoch = self.layout.epoch_ms();
         let sequencer = Sequencer::new(
