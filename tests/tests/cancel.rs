@@ -498,3 +498,27 @@ async fn kazoo_locking_queue_get_consume_and_put_all() {
     done.unwrap();
     assert!(children(&observer, &entries).await.len() >= 2);
 }
+
+/// A snowflake generator's start dropped at every await leaves no lease behind: a lease node
+/// created before the drop, or whose create was in flight, is deleted in the background (there
+/// was no guard: it stayed until the session ended).
+#[tokio::test]
+async fn snowflake_start() {
+    use zkr_recipes::id::SnowflakeIdGenerator;
+    let (zk, observer) = clients().await;
+    let root = unique_root("cancel-snowflake");
+    let leases = format!("{root}/leases");
+    let cycle = || {
+        let (zk, root) = (zk.clone(), root.clone());
+        async move {
+            let ids = SnowflakeIdGenerator::builder(&zk, &root).identity("cancel").start().await?;
+            drop(ids);
+            Ok::<_, zkr_recipes::id::IdError>(())
+        }
+    };
+    let (done, drops) = cancel_at_every_await(cycle, |k| cleaned(&observer, &leases, none, k)).await;
+    done.unwrap();
+    assert!(drops > 0);
+    // The generator of the run that completed was dropped: its lease goes in the background too.
+    cleaned(&observer, &leases, none, drops + 1).await;
+}

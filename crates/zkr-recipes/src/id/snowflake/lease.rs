@@ -142,15 +142,26 @@ pub(crate) async fn acquire(
         .chain(recorded.iter().copied().filter(|w| *w <= settings.max_worker_id))
         .filter(|w| Some(*w) == preferred || !leased.contains(w));
     for worker_id in candidates {
-        let Some(node) = try_lease(zk, paths, worker_id).await? else { continue };
+        // Dropped before the lease is handed back (the create in flight included), a lease node
+        // holding our token is deleted in the background.
+        let mut guard = {
+            let (zk, node, token) = (zk.clone(), paths.lease(worker_id), paths.token.clone());
+            zkr_connection::DropGuard::new("a snowflake lease being taken", delete_ours(zk, node, token))
+        };
+        let Some(node) = try_lease(zk, paths, worker_id).await? else {
+            guard.disarm();
+            continue;
+        };
         match settle(zk, paths, settings, worker_id, &node, previous).await {
             Ok(lease) => {
                 write_identity(zk, paths, worker_id).await;
+                guard.disarm();
                 tracing::info!(worker_id, identity = %paths.identity, "leased a snowflake worker ID");
                 return Ok(lease);
             }
             Err(e) => {
                 release_lease(zk, &node).await;
+                guard.disarm();
                 return Err(e);
             }
         }
@@ -231,6 +242,31 @@ async fn wait_for_lease_to_go(
         }
     };
     tokio::time::timeout(wait, gone).await.unwrap_or(Ok(()))
+}
+
+/// Deletes the lease node `path` if it holds `token` (ours, on whichever session of this client
+/// made it: requests on a session run in order, so a create still in flight is seen), trying
+/// while the client is open; a node of an ended session went with it.
+async fn delete_ours(zk: ZkClient, path: String, token: String) {
+    let path = path.as_str();
+    let token = token.as_str();
+    let deleted = zk
+        .retry(|s| async move {
+            match s.client().get_data(path).await {
+                Ok((data, stat)) if lease_token(&data).as_deref() == Some(token) => {
+                    match s.client().delete(path, Some(stat.version)).await {
+                        Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
+                        Err(e) => Err(e),
+                    }
+                }
+                Ok(_) | Err(zookeeper_client::Error::NoNode) => Ok(()),
+                Err(e) => Err(e),
+            }
+        })
+        .await;
+    if let Err(error) = deleted {
+        tracing::debug!(lease = path, %error, "snowflake lease not deleted; it ends with its session");
+    }
 }
 
 /// Is a lease node with `data` and `stat` ours: of `session`, with our token?
