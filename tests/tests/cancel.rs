@@ -499,11 +499,13 @@ async fn kazoo_locking_queue_get_consume_and_put_all() {
     assert!(children(&observer, &entries).await.len() >= 2);
 }
 
-/// A snowflake generator's start dropped at every await leaves no lease behind: a lease node
-/// created before the drop, or whose create was in flight, is deleted in the background (there
-/// was no guard: it stayed until the session ended).
+/// A snowflake generator's start and close dropped at every await leave no lease behind: a
+/// lease node created before the drop, or whose create was in flight, is deleted in the
+/// background (there was no guard: it stayed until the session ended), and so is the lease of a
+/// close dropped while it recorded the last timestamp (close had taken the lease from the
+/// generator, so nothing deleted it).
 #[tokio::test]
-async fn snowflake_start() {
+async fn snowflake_start_and_close() {
     use zkr_recipes::id::SnowflakeIdGenerator;
     let (zk, observer) = clients().await;
     let root = unique_root("cancel-snowflake");
@@ -512,13 +514,13 @@ async fn snowflake_start() {
         let (zk, root) = (zk.clone(), root.clone());
         async move {
             let ids = SnowflakeIdGenerator::builder(&zk, &root).identity("cancel").start().await?;
-            drop(ids);
+            ids.close().await;
             Ok::<_, zkr_recipes::id::IdError>(())
         }
     };
     let (done, drops) = cancel_at_every_await(cycle, |k| cleaned(&observer, &leases, none, k)).await;
     done.unwrap();
     assert!(drops > 0);
-    // The generator of the run that completed was dropped: its lease goes in the background too.
-    cleaned(&observer, &leases, none, drops + 1).await;
+    // The run that completed closed its generator: no lease is left.
+    assert!(children(&observer, &leases).await.is_empty());
 }

@@ -256,7 +256,8 @@ impl SnowflakeIdGenerator {
     /// [`IdError::Closed`]. Dropping every handle does the same in the background.
     ///
     /// # Cancel safety
-    /// Cancel safe: the lease is ephemeral and the generator refuses further IDs either way.
+    /// Cancel safe: dropped, the release goes on in the background, and the generator refuses
+    /// further IDs either way.
     ///
     /// # Examples
     ///
@@ -273,8 +274,14 @@ impl SnowflakeIdGenerator {
         self.inner.shutdown.notify_waiters();
         self.inner.shutdown.notify_one();
         if let Some((lease, last)) = taken {
-            lease::release(&self.inner.paths, &lease, last + self.inner.layout.epoch_ms(), &self.inner.zk)
-                .await;
+            // In a task of its own: dropped, the close still records and deletes; returns at
+            // once when the lease's session is lost (the node went with it).
+            let lost = lease.node.fence().clone();
+            let (zk, paths) = (self.inner.zk.clone(), self.inner.paths.clone());
+            let last = last + self.inner.layout.epoch_ms();
+            let release = async move { lease::release(&paths, &lease, last, &zk).await };
+            let _ =
+                zkr_connection::run_detached(release, async move { lost.lost(&self.inner.zk).await }).await;
         }
     }
 
