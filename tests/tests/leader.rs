@@ -553,3 +553,65 @@ async fn a_latch_joins_with_three_requests_and_a_missing_path_costs_its_parents(
     assert!(!follower.has_leadership());
     drop((leader, follower));
 }
+
+/// A term's writes apply only while it lasts, checked by ZooKeeper on the node of that term:
+/// two latches of one client (one session, so no session check could tell them apart), the
+/// first deposed by an operator deleting its node; its old term's write is refused though the
+/// latch leads again later, and the new leader's write lands. A selector's work writes with its
+/// term the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deposed_leaders_term_writes_nothing_and_the_new_leaders_does() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let path = unique_root("latch-fenced");
+    let data = format!("{path}-data");
+    let observer = Client::connect(&cs).await.unwrap();
+    observer
+        .create(
+            &data,
+            b"0",
+            &zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    let zk = connect(&cs).await;
+    let a = LeaderLatch::start(&zk, &path, "a").await.unwrap();
+    let old = a.await_leadership().await.unwrap();
+    old.set_data(&data, b"1", Some(0)).await.unwrap();
+    let b = LeaderLatch::start(&zk, &path, "b").await.unwrap();
+    eventually("b to queue", || async { children(&observer, &path).await.len() == 2 }).await;
+
+    // Deposed: b leads; a queues again behind it.
+    observer.delete(&old.node, None).await.unwrap();
+    let new = tokio::time::timeout(timing().wait(), b.await_leadership()).await.unwrap().unwrap();
+    let refused = old.set_data(&data, b"stale", None).await;
+    assert!(matches!(refused, Err(LockError::Lost { .. })), "{refused:?}");
+    new.set_data(&data, b"2", None).await.unwrap();
+    // a leads again (b closes): its old term stays over.
+    b.close().await;
+    let again = tokio::time::timeout(timing().wait(), a.await_leadership()).await.unwrap().unwrap();
+    assert_ne!(again, old);
+    let refused = old.commit(old.transaction().unwrap().set_data(&data, b"stale", None)).await;
+    assert!(matches!(refused, Err(LockError::Lost { .. })), "{refused:?}");
+    let (value, _) = observer.get_data(&data).await.unwrap();
+    assert_eq!(value, b"2", "no write of the deposed term landed");
+    again.create(&format!("{data}-child"), b"", zookeeper_client::CreateMode::Persistent).await.unwrap();
+    again.delete(&format!("{data}-child"), None).await.unwrap();
+    a.close().await;
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let d = data.clone();
+    let selector =
+        zkr_recipes::leader::LeaderSelector::builder(&zk, &format!("{path}-s"), "s", move |term| {
+            let (tx, d) = (tx.clone(), d.clone());
+            async move {
+                let _ = tx.send(term.set_data(&d, b"3", None).await.map(|stat| stat.version));
+            }
+        })
+        .start()
+        .await
+        .unwrap();
+    assert_eq!(rx.recv().await.unwrap().unwrap(), 3, "the selector's work wrote with its term");
+    selector.close().await;
+    observer.delete(&data, None).await.unwrap();
+}

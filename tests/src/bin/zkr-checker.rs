@@ -7,7 +7,9 @@
 //! - `--seeds K [--faults N]`: K seeded schedules of N faults (default 4), their seeds drawn
 //!   from the system's entropy and printed;
 //! - `--schedule NAME`: only the named schedule of the usual set (with `--rounds`, default 1:
-//!   the length `make test` runs).
+//!   the length `make test` runs);
+//! - `--recipe leader`: the workers take turns as `LeaderLatch` leaders writing through their
+//!   terms instead of `InterProcessMutex` holders (`--recipe mutex`, the default).
 //!
 //! Exit status 0 when every schedule passed, 1 when one did not, 2 for bad arguments. A failed
 //! schedule prints the command that replays it.
@@ -23,14 +25,15 @@ use zkr_testing::TestingCluster;
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: zkr-checker [--rounds N] [--servers 3|5] [--seed S --faults N | --seeds K [--faults N] | --schedule NAME]"
+        "usage: zkr-checker [--rounds N] [--servers 3|5] [--recipe mutex|leader] [--seed S --faults N | --seeds K [--faults N] | --schedule NAME]"
     );
     ExitCode::from(2)
 }
 
-/// What to run, from the command line; `None` for bad arguments.
-fn schedules(args: &[String]) -> Option<(Vec<Schedule>, usize)> {
-    let (mut rounds, mut servers, mut faults) = (None, 3usize, None);
+/// What to run, from the command line: the schedules, how many servers, and whether the
+/// workers lead; `None` for bad arguments.
+fn schedules(args: &[String]) -> Option<(Vec<Schedule>, usize, bool)> {
+    let (mut rounds, mut servers, mut faults, mut leader) = (None, 3usize, None, false);
     let (mut seed, mut seeds, mut name) = (None, None, None);
     for pair in args.chunks(2) {
         let [flag, value] = pair else { return None };
@@ -42,6 +45,7 @@ fn schedules(args: &[String]) -> Option<(Vec<Schedule>, usize)> {
             ("--seed", Some(s)) => seed = Some(s),
             ("--seeds", Some(k @ 1..)) => seeds = Some(k),
             ("--schedule", _) => name = Some(value.clone()),
+            ("--recipe", _) if value == "mutex" || value == "leader" => leader = value == "leader",
             _ => return None,
         }
     }
@@ -56,13 +60,13 @@ fn schedules(args: &[String]) -> Option<(Vec<Schedule>, usize)> {
         (None, None, None) if faults.is_none() => Schedule::soak(rounds.unwrap_or(5)),
         _ => return None,
     };
-    (!chosen.is_empty()).then_some((chosen, servers))
+    (!chosen.is_empty()).then_some((chosen, servers, leader))
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some((schedules, servers)) = schedules(&args) else { return usage() };
+    let Some((schedules, servers, leader)) = schedules(&args) else { return usage() };
     let Some(worker) = worker_next_to_current_exe() else {
         eprintln!("zkr-checker: no zkr-mutex-worker next to this binary; build the package's binaries first");
         return ExitCode::FAILURE;
@@ -75,13 +79,14 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let options = CheckOptions::new(worker);
+    let options = CheckOptions { leader, ..CheckOptions::new(worker) };
     let started = std::time::Instant::now();
     match run_all(&cluster, &schedules, &options).await {
         Ok((reports, table)) => {
             println!(
-                "{servers} servers, {} workers, {} schedules, {:.0} s\n",
+                "{servers} servers, {} workers ({}), {} schedules, {:.0} s\n",
                 options.workers,
+                if leader { "LeaderLatch leaders" } else { "InterProcessMutex holders" },
                 schedules.len(),
                 started.elapsed().as_secs_f64()
             );

@@ -11,6 +11,12 @@
 //! `ZKR_WORKER_UNFENCED` in its environment the write is a plain one (the defect the checker
 //! must catch).
 //!
+//! With `ZKR_WORKER_LEADER` in its environment it leads instead of locking: each turn joins a
+//! `LeaderLatch` election at LOCK_PATH, waits to lead (for ACQUIRE_MS; a cancelled wait closes
+//! the latch), writes through its term ([`Leadership::set_data`]) and closes the latch. Its
+//! term may have ended before the close (a loss the latch does not answer for), so a term ends
+//! with `ENDED` rather than `RELEASED`: the checker places its end anywhere up to the close.
+//!
 //! Every event is one line on stdout, flushed at once. Times are nanoseconds of the machine's
 //! monotonic clock (`zkr_integration_tests::history::now`), taken before a request is sent and
 //! after its answer came, so that the checker can check the history:
@@ -27,8 +33,10 @@
 //!   or the read failed), `UNKNOWN <returned> <error>` (no answer: the write may or may not have
 //!   been applied);
 //! - `RELEASED <invoked> <returned>`, `LOST <invoked> <returned>` (the release said the lock
-//!   had been lost), `RELEASE_ERROR <invoked> <error>`; `DONE` at the end.
+//!   had been lost), `RELEASE_ERROR <invoked> <error>`, `ENDED <invoked> <returned>` (a
+//!   leader's term ended by the latch's close, or before it); `DONE` at the end.
 
+use std::future::Future;
 use std::io::Write as _;
 use std::time::Duration;
 
@@ -38,6 +46,7 @@ use tokio::io::AsyncBufReadExt as _;
 use zkr_connection::Classify as _;
 use zkr_connection::ZkClient;
 use zkr_integration_tests::history::now;
+use zkr_recipes::leader::{LeaderLatch, Leadership};
 use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard, LockError};
 
 /// How much longer than its timeout an acquire may take before it counts as hung.
@@ -58,12 +67,27 @@ fn refused(error: &LockError) -> bool {
     !error.is_ambiguous()
 }
 
-/// The unsafe read-modify-write: read the counter, pause, write value+1 through the guard. A
+/// What fences the critical section's write: a mutex guard or a leader's term.
+enum Hold<'a> {
+    Guard(&'a InterProcessMutexGuard),
+    Term(&'a Leadership),
+}
+
+impl Hold<'_> {
+    async fn set_data(&self, path: &str, data: &[u8]) -> Result<(), LockError> {
+        match self {
+            Hold::Guard(guard) => guard.set_data(path, data, None).await.map(drop),
+            Hold::Term(term) => term.set_data(path, data, None).await.map(drop),
+        }
+    }
+}
+
+/// The unsafe read-modify-write: read the counter, pause, write value+1 through the hold. A
 /// `long` pause is announced (`HOLDING`) once the read is done.
 /// Returns the line to report.
 async fn critical_section(
     zk: &ZkClient,
-    guard: &InterProcessMutexGuard,
+    hold: Hold<'_>,
     counter_path: &str,
     pause: Duration,
     long: bool,
@@ -85,15 +109,94 @@ async fn critical_section(
     let written = if std::env::var_os("ZKR_WORKER_UNFENCED").is_some() {
         let (path, data) = (counter_path, data.as_bytes());
         let plain = zk.retry(|s| async move { s.client().set_data(path, data, None).await });
-        plain.await.map_err(LockError::Connection)
+        plain.await.map(drop).map_err(LockError::Connection)
     } else {
-        guard.set_data(counter_path, data.as_bytes(), None).await
+        hold.set_data(counter_path, data.as_bytes()).await
     };
     let returned = now();
     match written {
         Ok(_) => format!("COMMIT {returned}"),
         Err(e) if refused(&e) => format!("ABORT {returned} {e}"),
         Err(e) => format!("UNKNOWN {returned} {e}"),
+    }
+}
+
+/// A worker's turns at the lock or the lead, with its random choices and the checker's
+/// `hold` requests.
+struct Turns<'a> {
+    zk: ZkClient,
+    counter_path: &'a str,
+    acquire_timeout: Duration,
+    cancel_percent: u64,
+    rng: StdRng,
+    hold_rx: tokio::sync::mpsc::UnboundedReceiver<u64>,
+}
+
+impl Turns<'_> {
+    /// Waits for `acquire` as drawn: dropped after 0-30 ms (`CANCELLED`), or bounded by the
+    /// timeout and the margin (`HANG`); `None` then. Says `TIMEOUT` and `ACQUIRE_ERROR` too.
+    async fn acquire<T>(&mut self, acquire: impl Future<Output = Result<Option<T>, LockError>>) -> Option<T> {
+        let cancel_after = (self.rng.random_range(0..100) < self.cancel_percent)
+            .then(|| Duration::from_millis(self.rng.random_range(0..=30)));
+        let (bound, missed) = match cancel_after {
+            Some(after) => (after, "CANCELLED"),
+            None => (self.acquire_timeout + HANG_MARGIN, "HANG"),
+        };
+        match tokio::time::timeout(bound, acquire).await {
+            Err(_) => say(missed),
+            Ok(Ok(Some(held))) => return Some(held),
+            Ok(Ok(None)) => say("TIMEOUT"),
+            Ok(Err(e)) => {
+                say(&format!("ACQUIRE_ERROR {e}"));
+                // Errors during a fault come fast; do not spin.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        None
+    }
+
+    /// The critical section's pause: as the checker asked (`long`), or 1-5 ms.
+    fn pause(&mut self) -> (Duration, bool) {
+        match self.hold_rx.try_recv() {
+            Ok(ms) => (Duration::from_millis(ms), true),
+            Err(_) => (Duration::from_millis(self.rng.random_range(1..=5)), false),
+        }
+    }
+
+    /// One turn at the mutex.
+    async fn lock(&mut self, mutex: &InterProcessMutex) {
+        let invoked = now();
+        let Some(guard) = self.acquire(mutex.acquire_timeout(self.acquire_timeout)).await else { return };
+        say(&format!("ACQUIRED {invoked} {}", now()));
+        let (pause, long) = self.pause();
+        say(&critical_section(&self.zk, Hold::Guard(&guard), self.counter_path, pause, long).await);
+        let invoked = now();
+        match guard.release().await {
+            Ok(()) => say(&format!("RELEASED {invoked} {}", now())),
+            Err(LockError::Lost { .. }) => say(&format!("LOST {invoked} {}", now())),
+            Err(e) => say(&format!("RELEASE_ERROR {invoked} {e}")),
+        }
+    }
+
+    /// One turn in the election at `path`: join, wait to lead, write through the term, leave.
+    async fn lead(&mut self, path: &str) {
+        let latch = match LeaderLatch::start(&self.zk, path, "worker").await {
+            Ok(latch) => latch,
+            Err(e) => {
+                say(&format!("ACQUIRE_ERROR {e}"));
+                return tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        let invoked = now();
+        if let Some(term) = self.acquire(latch.await_leadership_timeout(self.acquire_timeout)).await {
+            say(&format!("ACQUIRED {invoked} {}", now()));
+            let (pause, long) = self.pause();
+            say(&critical_section(&self.zk, Hold::Term(&term), self.counter_path, pause, long).await);
+            let invoked = now();
+            latch.close().await;
+            return say(&format!("ENDED {invoked} {}", now()));
+        }
+        latch.close().await;
     }
 }
 
@@ -141,7 +244,7 @@ async fn main() {
     zkr_integration_tests::announce_sessions(&zk, "SESSION");
 
     // Commands from the checker; EOF stops the loop.
-    let (hold_tx, mut hold_rx) = tokio::sync::mpsc::unbounded_channel::<u64>();
+    let (hold_tx, hold_rx) = tokio::sync::mpsc::unbounded_channel::<u64>();
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
@@ -153,52 +256,20 @@ async fn main() {
         let _ = stop_tx.send(true);
     });
 
-    let mut rng = StdRng::seed_from_u64(seed);
+    let mut turns = Turns {
+        zk: zk.clone(),
+        counter_path,
+        acquire_timeout,
+        cancel_percent,
+        rng: StdRng::seed_from_u64(seed),
+        hold_rx,
+    };
+    let leader = std::env::var_os("ZKR_WORKER_LEADER").is_some();
     while !*stop_rx.borrow_and_update() {
-        let cancel_after = (rng.random_range(0..100) < cancel_percent)
-            .then(|| Duration::from_millis(rng.random_range(0..=30)));
-        let acquire = mutex.acquire_timeout(acquire_timeout);
-        let invoked = now();
-        let guard = match cancel_after {
-            Some(after) => match tokio::time::timeout(after, acquire).await {
-                Ok(result) => result,
-                Err(_) => {
-                    say("CANCELLED");
-                    continue;
-                }
-            },
-            None => match tokio::time::timeout(acquire_timeout + HANG_MARGIN, acquire).await {
-                Ok(result) => result,
-                Err(_) => {
-                    say("HANG");
-                    continue;
-                }
-            },
-        };
-        let guard = match guard {
-            Ok(Some(guard)) => guard,
-            Ok(None) => {
-                say("TIMEOUT");
-                continue;
-            }
-            Err(e) => {
-                say(&format!("ACQUIRE_ERROR {e}"));
-                // Errors during a fault come fast; do not spin.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        say(&format!("ACQUIRED {invoked} {}", now()));
-        let (pause, long) = match hold_rx.try_recv() {
-            Ok(ms) => (Duration::from_millis(ms), true),
-            Err(_) => (Duration::from_millis(rng.random_range(1..=5)), false),
-        };
-        say(&critical_section(&zk, &guard, counter_path, pause, long).await);
-        let invoked = now();
-        match guard.release().await {
-            Ok(()) => say(&format!("RELEASED {invoked} {}", now())),
-            Err(LockError::Lost { .. }) => say(&format!("LOST {invoked} {}", now())),
-            Err(e) => say(&format!("RELEASE_ERROR {invoked} {e}")),
+        if leader {
+            turns.lead(lock_path).await;
+        } else {
+            turns.lock(&mutex).await;
         }
     }
     zk.close().await;

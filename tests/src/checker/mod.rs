@@ -13,6 +13,11 @@
 //! ([`crate::history::lock`]): a part of it that no order explains is a violation too, printed
 //! in the report's notes.
 //!
+//! With [`CheckOptions::leader`] the workers lead instead of locking: each turn joins a
+//! `LeaderLatch` election, writes through its term (`Leadership::set_data`, fenced by the term's
+//! node) and leaves; the same checks then say one leader at a time. A term may end before the
+//! latch's close without the worker knowing, so its end counts as a loss told at the close.
+//!
 //! Also counted: **leaked** lock nodes left once every worker has stopped and every killed
 //! worker's session has expired; **hung** acquires (no answer within the timeout + 3 s, or a
 //! worker that does not stop when asked); and, per fault, the **recovery** time from the
@@ -37,8 +42,10 @@ use zkr_testing::{FaultProxy, TestingCluster};
 
 pub mod config;
 pub mod ids;
+mod report;
 mod schedule;
 
+pub use report::Report;
 pub use schedule::{Fault, Schedule};
 
 /// What one run of a checker of [`ids`] or [`config`] did: for its summary line and the soak's
@@ -71,6 +78,9 @@ pub struct CheckOptions {
     /// Workers write without the guard's fence (`ZKR_WORKER_UNFENCED`): the defect the checker
     /// must catch, for the test that shows it does.
     pub unfenced: bool,
+    /// Workers take turns as `LeaderLatch` leaders writing through their terms
+    /// (`ZKR_WORKER_LEADER`) instead of `InterProcessMutex` holders: one leader at a time.
+    pub leader: bool,
 }
 
 impl CheckOptions {
@@ -82,94 +92,8 @@ impl CheckOptions {
             session_timeout: Duration::from_secs(3),
             acquire_timeout: Duration::from_secs(2),
             unfenced: false,
+            leader: false,
         }
-    }
-}
-
-/// What one schedule found.
-#[derive(Debug, Clone, Default)]
-pub struct Report {
-    /// The schedule's name.
-    pub schedule: String,
-    /// Locks acquired.
-    pub acquisitions: usize,
-    /// Critical sections whose write was applied.
-    pub commits: usize,
-    /// Critical sections whose write was refused (the lock was gone).
-    pub aborts: usize,
-    /// Critical sections whose write got no answer.
-    pub unknown: usize,
-    /// Acquires that timed out (a bounded wait, not a failure).
-    pub timeouts: usize,
-    /// Acquires that failed with an error (during faults).
-    pub acquire_errors: usize,
-    /// Acquire futures dropped on purpose.
-    pub cancelled: usize,
-    /// Faults injected.
-    pub faults: usize,
-    /// Lost updates (counter value below its version), records that disagree with the counter
-    /// node, and failing parts of the history.
-    pub violations: usize,
-    /// Operations in the checked history, and the segments it was checked in.
-    pub history: (usize, usize),
-    /// Lock nodes left behind.
-    pub leaked_nodes: usize,
-    /// Acquires without an answer in time, and workers that did not stop.
-    pub hung: usize,
-    /// Per fault: from injection to the next committed critical section.
-    pub recoveries: Vec<Duration>,
-    /// Faults after which nothing committed within the recovery bound.
-    pub unrecovered: usize,
-    /// What went wrong, for the test's failure message.
-    pub notes: Vec<String>,
-    /// The command that runs the schedule again ([`Schedule::replay`]).
-    pub replay: String,
-}
-
-impl Report {
-    /// The nearest-rank 99th percentile of the recovery times.
-    pub fn recovery_p99(&self) -> Option<Duration> {
-        let mut sorted = self.recoveries.clone();
-        sorted.sort_unstable();
-        let rank = (0.99 * sorted.len() as f64).ceil() as usize;
-        sorted.get(rank.clamp(1, sorted.len().max(1)) - 1).copied()
-    }
-
-    /// Did it pass: no violation, no leak, nothing hung, every fault recovered, some work done?
-    pub fn passed(&self) -> bool {
-        self.violations == 0
-            && self.leaked_nodes == 0
-            && self.hung == 0
-            && self.unrecovered == 0
-            && self.commits > 0
-    }
-
-    /// The markdown table header for [`row`](Self::row).
-    pub fn header() -> String {
-        "| schedule | acquisitions | commits | refused / unknown writes | faults | cancelled | history: operations / segments | violations | leaked nodes | hung acquires | p99 recovery |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|"
-            .to_owned()
-    }
-
-    /// One markdown table row.
-    pub fn row(&self) -> String {
-        let p99 = self.recovery_p99().map_or_else(|| "-".to_owned(), |d| format!("{} ms", d.as_millis()));
-        format!(
-            "| {} | {} | {} | {} / {} | {} | {} | {} / {} | {} | {} | {} | {} |",
-            self.schedule,
-            self.acquisitions,
-            self.commits,
-            self.aborts,
-            self.unknown,
-            self.faults,
-            self.cancelled,
-            self.history.0,
-            self.history.1,
-            self.violations,
-            self.leaked_nodes,
-            self.hung,
-            p99
-        )
     }
 }
 
@@ -243,7 +167,11 @@ pub async fn run_schedule(
         workers: Vec::new(),
         events,
         sender,
-        report: Report { schedule: schedule.name.clone(), replay: schedule.replay(), ..Report::default() },
+        report: Report {
+            schedule: schedule.name.clone(),
+            replay: replay(schedule, options),
+            ..Report::default()
+        },
         done: Vec::new(),
         spawned: 0,
         history: LockHistory::new(),
@@ -291,6 +219,9 @@ impl Run<'_> {
         let mut command = Command::new(&self.options.worker);
         if self.options.unfenced {
             command.env("ZKR_WORKER_UNFENCED", "1");
+        }
+        if self.options.leader {
+            command.env("ZKR_WORKER_LEADER", "1");
         }
         let mut child = command
             .args([
@@ -357,7 +288,7 @@ impl Run<'_> {
                 r.notes.push(format!("worker {} hung in acquire", event.worker));
             }
             "DONE" => self.done[event.worker] = true,
-            "HOLDING" | "RELEASE_ERROR" | "READ" | "WRITE" | "RELEASED" | "LOST" => {}
+            "HOLDING" | "RELEASE_ERROR" | "READ" | "WRITE" | "RELEASED" | "LOST" | "ENDED" => {}
             other => r.notes.push(format!("worker {}: unexpected line {other} {rest}", event.worker)),
         }
     }
@@ -376,11 +307,12 @@ impl Run<'_> {
             ("ABORT", [returned, ..]) => h.wrote(p, Some(false), *returned),
             ("UNKNOWN", [returned, ..]) => h.wrote(p, None, *returned),
             ("RELEASED", [invoked, returned, ..]) => h.released(p, *invoked, *returned),
-            ("LOST", [_, returned, ..]) => h.lost(p, *returned),
+            // A leader's term ended by the latch's close or before it: a loss told at the close.
+            ("LOST" | "ENDED", [_, returned, ..]) => h.lost(p, *returned),
             ("RELEASE_ERROR", [invoked, ..]) => h.release_failed(p, *invoked),
             (
                 "ACQUIRED" | "READ" | "WRITE" | "COMMIT" | "ABORT" | "UNKNOWN" | "RELEASED" | "LOST"
-                | "RELEASE_ERROR",
+                | "ENDED" | "RELEASE_ERROR",
                 _,
             ) => {
                 self.report.violations += 1;
@@ -650,6 +582,15 @@ pub async fn run_all(
         reports.push(report);
     }
     Ok((reports, table))
+}
+
+/// The command that runs `schedule` again with `options`' recipe.
+fn replay(schedule: &Schedule, options: &CheckOptions) -> String {
+    let replay = schedule.replay();
+    match options.leader && !schedule.replay_args.is_empty() {
+        true => format!("{replay} --recipe leader"),
+        false => replay,
+    }
 }
 
 /// The `zkr-mutex-worker` binary next to the running executable ([`bin_next_to_current_exe`]).

@@ -11,7 +11,8 @@
 //! that lost the lock may read from a server cut off from the others). A hold whose holder was
 //! told it lost the lock (its guarded write refused, its release answered `Lost`) ends with a
 //! `Lose(h)` that may take effect anywhere from the acquire (its session may end before the
-//! acquire's answer arrives) to the telling; a killed
+//! acquire's answer arrives) to the telling, or, once a guarded write of `h` was applied, from
+//! that write's invocation (the hold lasted until the write took effect); a killed
 //! holder's hold, or one whose release failed, ends at an unknown time. So the history passes
 //! exactly when no two holds overlap unless the earlier holder was told it lost the lock, no
 //! write was applied outside its hold, and every holder read the latest value.
@@ -140,6 +141,16 @@ struct Current {
     acquiring: Nanos,
     /// A write invoked and not answered yet: when, and the value.
     writing: Option<(Nanos, u64)>,
+    /// When the last write of the hold that was applied was invoked: the hold lasted until it
+    /// took effect, so it cannot have ended before then.
+    held_at: Option<Nanos>,
+}
+
+impl Current {
+    /// The earliest the hold may have ended.
+    fn may_end_from(&self) -> Nanos {
+        self.held_at.unwrap_or(self.acquiring)
+    }
 }
 
 /// The history of one run, built from the workers' reports as they come.
@@ -189,7 +200,7 @@ impl LockHistory {
             n
         };
         let hold = Hold { worker, n };
-        *self.slot(worker) = Some(Current { hold, acquiring: invoked, writing: None });
+        *self.slot(worker) = Some(Current { hold, acquiring: invoked, writing: None, held_at: None });
         self.push(worker, LockOp::Acquire(hold), invoked, Some((returned, LockRet::Ok)));
     }
 
@@ -212,6 +223,9 @@ impl LockHistory {
     pub fn wrote(&mut self, worker: usize, applied: Option<bool>, returned: Nanos) {
         let Some(current) = self.slot(worker).as_mut() else { return };
         let (hold, Some((invoked, value))) = (current.hold, current.writing.take()) else { return };
+        if applied == Some(true) {
+            current.held_at = Some(invoked);
+        }
         let ret = applied.map(|applied| (returned, if applied { LockRet::Ok } else { LockRet::Refused }));
         self.push(worker, LockOp::Write(hold, value), invoked, ret);
     }
@@ -223,11 +237,12 @@ impl LockHistory {
         }
     }
 
-    /// `worker` was told at `told` that it had lost the lock (its release answered `Lost`): the
-    /// hold ended somewhere between its acquire and then.
+    /// `worker` was told at `told` that it had lost the lock (its release answered `Lost`, or a
+    /// leader's term ended by the latch's close or before it): the hold ended somewhere between
+    /// its acquire (or its last applied write) and then.
     pub fn lost(&mut self, worker: usize, told: Nanos) {
         if let Some(current) = self.slot(worker).take() {
-            self.push(worker, LockOp::Lose(current.hold), current.acquiring, Some((told, LockRet::Ok)));
+            self.push(worker, LockOp::Lose(current.hold), current.may_end_from(), Some((told, LockRet::Ok)));
         }
     }
 
@@ -246,7 +261,7 @@ impl LockHistory {
         if let Some((invoked, value)) = current.writing {
             self.push(worker, LockOp::Write(current.hold, value), invoked, None);
         }
-        self.push(worker, LockOp::Lose(current.hold), current.acquiring, None);
+        self.push(worker, LockOp::Lose(current.hold), current.may_end_from(), None);
     }
 
     /// Ends every open hold ([`abandon`](Self::abandon)) and checks the history from a free lock
@@ -364,25 +379,59 @@ mod tests {
     /// A worker's whole critical section from `t`: acquire (invoked at `waited_from`), read
     /// `value`, write `value + 1`, release; each step 10 ns.
     fn cycle(history: &mut LockHistory, worker: usize, waited_from: Nanos, t: Nanos, value: u64) {
+        section(history, worker, waited_from, t, value);
+        history.released(worker, t + 21, t + 30);
+    }
+
+    /// [`cycle`] up to the write's answer, the hold left open.
+    fn section(history: &mut LockHistory, worker: usize, waited_from: Nanos, t: Nanos, value: u64) {
         history.acquired(worker, waited_from, t);
         history.read(worker, value, t + 1, t + 10);
         history.writing(worker, value + 1, t + 11);
         history.wrote(worker, Some(true), t + 20);
-        history.released(worker, t + 21, t + 30);
     }
 
+    /// Holds one after another are cut into short segments, whether released or ended with a
+    /// loss told after an applied write (a leader's term ended by a close: the loss cannot come
+    /// before that write).
     #[test]
     fn contended_holds_one_after_another_pass_in_short_segments() {
-        let mut history = LockHistory::new();
-        for i in 0..3000u64 {
-            // Three workers, each waiting from the end of its previous hold.
-            let worker = (i % 3) as usize;
-            let waited_from = (i.saturating_sub(3)) * 40 + 31;
-            cycle(&mut history, worker, waited_from.min(i * 40), i * 40, i);
+        for lost in [false, true] {
+            let mut history = LockHistory::new();
+            for i in 0..3000u64 {
+                // Three workers, each waiting from the end of its previous hold.
+                let (worker, t) = ((i % 3) as usize, i * 40);
+                let waited_from = (i.saturating_sub(3)) * 40 + 31;
+                section(&mut history, worker, waited_from.min(t), t, i);
+                match lost {
+                    false => history.released(worker, t + 21, t + 30),
+                    true => history.lost(worker, t + 30),
+                }
+            }
+            let (violations, segments) = history.check(0);
+            assert!(violations.is_empty(), "{}", violations[0]);
+            assert!(segments >= 2999, "lost {lost}: {segments} segments");
         }
-        let (violations, segments) = history.check(0);
-        assert!(violations.is_empty(), "{}", violations[0]);
-        assert!(segments >= 2999, "{segments} segments");
+    }
+
+    /// A hold told of its loss after its write was applied cannot have ended before the write:
+    /// another holder acquiring before that write was invoked overlaps it.
+    #[test]
+    fn a_loss_after_an_applied_write_does_not_excuse_an_earlier_overlap() {
+        let mut history = LockHistory::new();
+        history.acquired(0, 0, 10);
+        history.read(0, 0, 11, 20);
+        // Worker 1 took the lock and read while worker 0 still held it (its write came after).
+        history.acquired(1, 21, 25);
+        history.read(1, 0, 26, 30);
+        history.writing(0, 1, 31);
+        history.wrote(0, Some(true), 40);
+        history.lost(0, 50);
+        history.writing(1, 1, 51);
+        history.wrote(1, Some(true), 60);
+        history.released(1, 61, 70);
+        let (violations, _) = history.check(0);
+        assert!(!violations.is_empty(), "two holds overlapped and both wrote");
     }
 
     #[test]
@@ -438,7 +487,9 @@ mod tests {
         unfenced.wrote(0, Some(true), 150);
         unfenced.lost(0, 160);
         let (violations, _) = unfenced.check(0);
-        assert_eq!(violations.len(), 1);
+        // Found on both sides of the cut at worker 1's read: worker 1 acquired while worker 0
+        // held (its write was applied later), and worker 0 wrote while worker 1 held.
+        assert_eq!(violations.len(), 2, "{violations:?}");
     }
 
     #[test]

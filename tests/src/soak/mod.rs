@@ -22,8 +22,8 @@ use crate::checker::{self, CheckOptions, Schedule, Summary};
 use crate::faults::ClientFault;
 
 /// Every check the soak runs, by name.
-pub const CHECKS: [&str; 8] =
-    ["mutex", "sequential", "segment", "snowflake", "counter", "queue", "barrier", "config"];
+pub const CHECKS: [&str; 9] =
+    ["mutex", "leader", "sequential", "segment", "snowflake", "counter", "queue", "barrier", "config"];
 
 /// The longest a check may take before it counts as hung.
 pub const CHECK_BOUND: Duration = Duration::from_secs(15 * 60);
@@ -39,7 +39,8 @@ pub async fn run_check(cluster: &Arc<TestingCluster>, name: &str, seed: u64) -> 
     let task = tokio::spawn(async move {
         let cluster = cluster.as_ref();
         match owned.as_str() {
-            "mutex" => mutex(cluster, seed).await,
+            "mutex" => mutex(cluster, seed, false).await,
+            "leader" => mutex(cluster, seed, true).await,
             "queue" => Ok(checker::ids::queue_under_faults(cluster).await),
             "barrier" => Ok(checker::ids::barrier_under_faults(cluster).await),
             "config" => Ok(checker::config::config_under_faults(cluster, seed).await),
@@ -61,12 +62,13 @@ pub async fn run_check(cluster: &Arc<TestingCluster>, name: &str, seed: u64) -> 
     }
 }
 
-async fn mutex(cluster: &TestingCluster, seed: u64) -> Result<Summary, String> {
+/// The mutual-exclusion checker, its workers holding the mutex or (`leader`) leading.
+async fn mutex(cluster: &TestingCluster, seed: u64, leader: bool) -> Result<Summary, String> {
     let worker =
         checker::worker_next_to_current_exe().ok_or("no zkr-mutex-worker next to this executable")?;
-    let root = crate::unique_root("soak-mutex");
-    let report =
-        checker::run_schedule(cluster, &root, &Schedule::seeded(seed, 4), &CheckOptions::new(worker)).await?;
+    let root = crate::unique_root(if leader { "soak-leader" } else { "soak-mutex" });
+    let options = CheckOptions { leader, ..CheckOptions::new(worker) };
+    let report = checker::run_schedule(cluster, &root, &Schedule::seeded(seed, 4), &options).await?;
     if report.passed() {
         Ok(Summary { operations: report.history.0, faults: report.faults, line: report.row() })
     } else {

@@ -11,6 +11,7 @@ use tracing::Instrument as _;
 use zkr_connection::retry::SessionPause;
 use zkr_connection::ZkClient;
 
+use super::Leadership;
 use crate::locks::{LockError, LockInternals, LockNode, StandardLockInternalsDriver, Wait};
 use crate::telemetry;
 use zkr_connection::Classify as _;
@@ -28,17 +29,6 @@ pub enum LatchState {
     Leader(Leadership),
     /// Closed: out of the election for good.
     Closed,
-}
-
-/// This participant's term as leader.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Leadership {
-    /// Our latch node.
-    pub node: String,
-    /// The node's creation zxid: grows with every new leader, so resources can refuse a
-    /// deposed leader's writes (a fencing token).
-    pub fencing_token: i64,
 }
 
 /// A participant of the election, from [`LeaderLatch::participants`].
@@ -362,7 +352,7 @@ async fn participate(inner: Arc<Inner>) {
 /// Holds leadership until it is lost or the latch closes.
 async fn lead(inner: &Inner, node: &LockNode) {
     let path = inner.internals.base_path();
-    let term = Leadership { node: node.path().to_owned(), fencing_token: node.fencing_token() };
+    let term = Leadership::new(inner.internals.zk(), path, Arc::new(node.clone()));
     // Before the state says we lead, so that a proclaim right after `await_leadership` finds it.
     *inner.leading.lock() = Some(node.clone());
     let _term = Cleared(&inner.leading);

@@ -20,11 +20,13 @@
 pub mod latch;
 mod observer;
 pub mod selector;
+mod term;
 
 pub(crate) use latch::participants_of;
-pub use latch::{latch_participants, LatchState, LeaderLatch, Leadership, Participant, LATCH_NAME};
+pub use latch::{latch_participants, LatchState, LeaderLatch, Participant, LATCH_NAME};
 pub use observer::LeaderObserver;
 pub use selector::{LeaderSelector, LeaderSelectorBuilder};
+pub use term::Leadership;
 
 /// After a failed join of the election: logs it and waits `pause`; `false` when `closing` came
 /// first. Shared by the latch's and the selector's participation loops.

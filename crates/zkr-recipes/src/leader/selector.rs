@@ -277,7 +277,7 @@ async fn participate(inner: Arc<Inner>) {
             Err(_) => return,
         };
         pause.reset();
-        let term = Leadership { node: guard.node_path().to_owned(), fencing_token: guard.fencing_token() };
+        let term = Leadership::new(inner.mutex.internals().zk(), &path, guard.shared_node().clone());
         // Listening before leadership is announced: an interrupt right after is not missed.
         let interrupted = inner.interrupt.notified();
         tokio::pin!(interrupted);

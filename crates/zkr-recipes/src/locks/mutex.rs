@@ -353,6 +353,11 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
         InterProcessMutexGuard { inner, owner, slot, node, released: false }
     }
 
+    /// The node this guard holds, shared (a leader's term fences its writes with it).
+    pub(crate) fn shared_node(&self) -> &Arc<LockNode> {
+        &self.node
+    }
+
     /// Our lock node's full path.
     pub fn node_path(&self) -> &str {
         self.node.path()
@@ -446,20 +451,7 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
     /// # Ok(()) }
     /// ```
     pub fn transaction(&self) -> Result<Transaction, LockError> {
-        self.check_held()?;
-        // Sent once: a lost reply is an ambiguous error for the caller to resolve, never a
-        // second application (a versionless set applied twice, a sequential create doubled).
-        let once = zkr_connection::RetryOptions::default()
-            .policy(zkr_connection::retry::RetryNTimes::new(0, Duration::ZERO));
-        // On the node's own session: on another, nothing of this hold can be checked.
-        Ok(self
-            .inner
-            .internals
-            .zk()
-            .transaction()
-            .on_session(self.node.session())
-            .retry_options(once)
-            .check_exists(self.node.path()))
+        self.node.fenced_transaction(self.inner.internals.zk(), self.inner.internals.base_path())
     }
 
     /// Commits a transaction made by [`transaction`](Self::transaction) and answers the results
@@ -476,10 +468,9 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
     /// # Cancel safety
     /// The multi-op is atomic; dropped, it was applied entirely or not at all.
     pub async fn commit(&self, transaction: Transaction) -> Result<Vec<MultiWriteResult>, LockError> {
-        self.check_held()?;
-        let mut results = transaction.commit().await.map_err(|e| self.guarded_error(e))?;
-        results.drain(..1.min(results.len()));
-        Ok(results)
+        self.node
+            .commit_fenced(self.inner.internals.zk(), self.inner.internals.base_path(), transaction)
+            .await
     }
 
     /// Sets `path`'s data only while we hold the lock (a multi-op behind a check of our node).
@@ -495,11 +486,8 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
         data: &[u8],
         expected_version: Option<i32>,
     ) -> Result<Stat, LockError> {
-        let txn = self.transaction()?.set_data(path, data, expected_version);
-        match self.commit(txn).await?.pop() {
-            Some(MultiWriteResult::SetData { stat }) => Ok(stat),
-            _ => Err(LockError::zk(zookeeper_client::Error::UnexpectedError("no set_data result".into()))),
-        }
+        let (zk, base) = (self.inner.internals.zk(), self.inner.internals.base_path());
+        self.node.fenced_set_data(zk, base, (path, data, expected_version)).await
     }
 
     /// Creates a node only while we hold the lock; returns its path (with the sequence for
@@ -516,11 +504,8 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
         data: &[u8],
         mode: CreateMode,
     ) -> Result<(String, Stat), LockError> {
-        let txn = self.transaction()?.create(path, data, mode);
-        match self.commit(txn).await?.pop() {
-            Some(MultiWriteResult::Create { path, stat }) => Ok((path, stat)),
-            _ => Err(LockError::zk(zookeeper_client::Error::UnexpectedError("no create result".into()))),
-        }
+        let (zk, base) = (self.inner.internals.zk(), self.inner.internals.base_path());
+        self.node.fenced_create(zk, base, (path, data, mode)).await
     }
 
     /// Deletes a node only while we hold the lock.
@@ -531,40 +516,8 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
     /// # Cancel safety
     /// As [`set_data`](Self::set_data).
     pub async fn delete(&self, path: &str, expected_version: Option<i32>) -> Result<(), LockError> {
-        let txn = self.transaction()?.delete(path, expected_version);
-        self.commit(txn).await.map(drop)
-    }
-
-    /// [`LockError::Lost`] once the guard knows the lock is lost.
-    fn check_held(&self) -> Result<(), LockError> {
-        match self.node.lost_reason(self.inner.internals.zk()) {
-            Some(reason) => {
-                Err(LockError::Lost { path: self.inner.internals.base_path().to_string(), reason })
-            }
-            None => Ok(()),
-        }
-    }
-
-    fn guarded_error(&self, error: zkr_connection::Error) -> LockError {
-        match error {
-            // The check of our node failed on the first attempt: nothing was applied. (A
-            // retried commit's failure may follow an applied first attempt, and a session that
-            // ended with the commit in flight may have applied it: both stay ambiguous
-            // Connection errors.)
-            zkr_connection::Error::TransactionFailed {
-                index: 0,
-                source: zookeeper_client::Error::NoNode,
-                retried: false,
-                ..
-            } => {
-                self.node.report_lost(LostReason::NodeDeleted);
-                LockError::Lost {
-                    path: self.inner.internals.base_path().to_string(),
-                    reason: LostReason::NodeDeleted,
-                }
-            }
-            other => LockError::Connection(other),
-        }
+        let (zk, base) = (self.inner.internals.zk(), self.inner.internals.base_path());
+        self.node.fenced_delete(zk, base, (path, expected_version)).await
     }
 
     /// Takes this guard's share of the hold away; `Some(node)` when it was the owner's last,

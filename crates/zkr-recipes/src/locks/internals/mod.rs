@@ -2,6 +2,7 @@
 //! the ways of learning our turn in `turn.rs`.
 
 mod cleanup;
+mod fenced;
 mod heads;
 mod lister;
 mod node;

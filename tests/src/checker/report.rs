@@ -1,0 +1,90 @@
+//! What one schedule of the mutual-exclusion checker found.
+
+use std::time::Duration;
+
+/// What one schedule found.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// The schedule's name.
+    pub schedule: String,
+    /// Locks acquired.
+    pub acquisitions: usize,
+    /// Critical sections whose write was applied.
+    pub commits: usize,
+    /// Critical sections whose write was refused (the lock was gone).
+    pub aborts: usize,
+    /// Critical sections whose write got no answer.
+    pub unknown: usize,
+    /// Acquires that timed out (a bounded wait, not a failure).
+    pub timeouts: usize,
+    /// Acquires that failed with an error (during faults).
+    pub acquire_errors: usize,
+    /// Acquire futures dropped on purpose.
+    pub cancelled: usize,
+    /// Faults injected.
+    pub faults: usize,
+    /// Lost updates (counter value below its version), records that disagree with the counter
+    /// node, and failing parts of the history.
+    pub violations: usize,
+    /// Operations in the checked history, and the segments it was checked in.
+    pub history: (usize, usize),
+    /// Lock nodes left behind.
+    pub leaked_nodes: usize,
+    /// Acquires without an answer in time, and workers that did not stop.
+    pub hung: usize,
+    /// Per fault: from injection to the next committed critical section.
+    pub recoveries: Vec<Duration>,
+    /// Faults after which nothing committed within the recovery bound.
+    pub unrecovered: usize,
+    /// What went wrong, for the test's failure message.
+    pub notes: Vec<String>,
+    /// The command that runs the schedule again ([`Schedule::replay`]).
+    pub replay: String,
+}
+
+impl Report {
+    /// The nearest-rank 99th percentile of the recovery times.
+    pub fn recovery_p99(&self) -> Option<Duration> {
+        let mut sorted = self.recoveries.clone();
+        sorted.sort_unstable();
+        let rank = (0.99 * sorted.len() as f64).ceil() as usize;
+        sorted.get(rank.clamp(1, sorted.len().max(1)) - 1).copied()
+    }
+
+    /// Did it pass: no violation, no leak, nothing hung, every fault recovered, some work done?
+    pub fn passed(&self) -> bool {
+        self.violations == 0
+            && self.leaked_nodes == 0
+            && self.hung == 0
+            && self.unrecovered == 0
+            && self.commits > 0
+    }
+
+    /// The markdown table header for [`row`](Self::row).
+    pub fn header() -> String {
+        "| schedule | acquisitions | commits | refused / unknown writes | faults | cancelled | history: operations / segments | violations | leaked nodes | hung acquires | p99 recovery |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|"
+            .to_owned()
+    }
+
+    /// One markdown table row.
+    pub fn row(&self) -> String {
+        let p99 = self.recovery_p99().map_or_else(|| "-".to_owned(), |d| format!("{} ms", d.as_millis()));
+        format!(
+            "| {} | {} | {} | {} / {} | {} | {} | {} / {} | {} | {} | {} | {} |",
+            self.schedule,
+            self.acquisitions,
+            self.commits,
+            self.aborts,
+            self.unknown,
+            self.faults,
+            self.cancelled,
+            self.history.0,
+            self.history.1,
+            self.violations,
+            self.leaked_nodes,
+            self.hung,
+            p99
+        )
+    }
+}
