@@ -24,7 +24,7 @@ case "$profile" in
   *) echo "usage: $0 [all|demo] [--list]" >&2; exit 2 ;;
 esac
 
-packages=(maven zookeeper default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-discovery-java python3-kazoo krb5-kdc krb5-admin-server krb5-user libkrb5-dev libclang-dev pkg-config prometheus chromium chromium-driver fonts-dejavu-core)
+packages=(maven zookeeper iproute2 nftables default-jre-headless default-jdk-headless libcurator-recipes-java libcurator-discovery-java python3-kazoo krb5-kdc krb5-admin-server krb5-user libkrb5-dev libclang-dev pkg-config prometheus chromium chromium-driver fonts-dejavu-core)
 if [ "$profile" = demo ]; then
   packages=(maven default-jre-headless)
 fi
@@ -37,6 +37,9 @@ command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v java >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/java" ] || missing+=(default-jre-headless)
 if [ "$profile" = all ]; then
   [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+  # The checkers' partitions: each server in a network namespace, cut off with nftables.
+  [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || missing+=(iproute2)
+  [ -x /usr/sbin/nft ] || [ -x /sbin/nft ] || missing+=(nftables)
   command -v javac >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/javac" ] || missing+=(default-jdk-headless)
   [ -f /usr/share/java/curator-recipes.jar ] || missing+=(libcurator-recipes-java)
   [ -f /usr/share/java/curator-x-discovery.jar ] || missing+=(libcurator-discovery-java)

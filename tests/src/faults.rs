@@ -5,13 +5,14 @@ use std::time::Duration;
 
 use zkr_testing::{ServerOptions, TestingCluster};
 
-/// The checkers' ensemble: 3 servers whose quorum links go through proxies, so that
-/// [`isolate_for`] can cut one off.
+/// The checkers' ensemble: 3 servers, each in a network namespace of its own, so that
+/// [`isolate_for`] cuts one off with nftables (a real partition: its packets to and from the
+/// others are dropped in the kernel).
 ///
 /// # Panics
 /// When the servers cannot start (a test failure).
 pub async fn partitionable_cluster() -> TestingCluster {
-    TestingCluster::with_options(3, ServerOptions::default().partitionable(true))
+    TestingCluster::with_options(3, ServerOptions::default().network_namespaces(true))
         .await
         .expect("a 3-server ensemble")
 }

@@ -10,6 +10,7 @@ use tempfile::TempDir;
 use crate::error::{Error, Result};
 use crate::four_letter::four_letter_word;
 use crate::member::Member;
+use crate::netns::Network;
 use crate::options::{Peer, ServerOptions};
 use crate::proxy::FaultProxy;
 
@@ -39,6 +40,9 @@ pub struct TestingCluster {
     options: Arc<ServerOptions>,
     /// With [`ServerOptions::partitionable`]: the proxies of the links between servers.
     links: Vec<Link>,
+    /// With [`ServerOptions::network_namespaces`]: the servers' namespaces and bridge (after
+    /// `members`, so that they go once the servers are killed).
+    network: Option<Network>,
     root: TempDir,
 }
 
@@ -97,14 +101,21 @@ impl TestingCluster {
             .prefix("zkr-cluster-")
             .tempdir()
             .map_err(|e| Error::io("creating a temporary directory", e))?;
+        let network = if options.network_namespaces { Some(Network::create(size)?) } else { None };
         let mut attempt = 0;
         'retry: loop {
             attempt += 1;
-            let members = (1..=size as u32)
+            let mut members = (1..=size as u32)
                 .map(|id| Member::new(id, true, root.path(), install.clone(), options.clone()))
                 .collect::<Result<Vec<_>>>()?;
+            if let Some(network) = &network {
+                for (i, m) in members.iter_mut().enumerate() {
+                    m.place(network.member_ip(i), network.namespace(i));
+                }
+            }
             let peers: Vec<Peer> = members.iter().filter_map(|m| m.peer).collect();
-            let links = if options.partitionable { links(&peers).await? } else { Vec::new() };
+            let proxied = options.partitionable && network.is_none();
+            let links = if proxied { links(&peers).await? } else { Vec::new() };
             for (index, m) in members.iter().enumerate() {
                 m.write_config(&view(index, &peers, &links))?;
             }
@@ -127,7 +138,7 @@ impl TestingCluster {
                 }
             }
             tracing::info!(size, "TestingCluster serving");
-            return Ok(TestingCluster { members, options, links, root });
+            return Ok(TestingCluster { members, options, links, network, root });
         }
     }
 
@@ -273,7 +284,9 @@ impl TestingCluster {
     /// Cuts server `index` off from the other servers (every quorum and election link to and
     /// from it is blackholed, sockets left open), while its clients stay connected to it: it
     /// serves what it has until it notices (its `syncLimit`), and its writes go nowhere. The
-    /// cluster must be started [`partitionable`](ServerOptions::partitionable).
+    /// cluster must be started [`partitionable`](ServerOptions::partitionable) (the links'
+    /// proxies stop relaying) or with [`network_namespaces`](ServerOptions::network_namespaces)
+    /// (nftables drops its packets to and from the other servers).
     ///
     /// # Errors
     /// [`Error::NoSuchServer`], or [`Error::NotPartitionable`].
@@ -292,6 +305,10 @@ impl TestingCluster {
     /// # Ok(()) }
     /// ```
     pub fn isolate(&self, index: usize) -> Result<()> {
+        if let Some(network) = &self.network {
+            self.member(index)?;
+            return network.isolate(index);
+        }
         self.links_of(index)?.for_each(|link| link.proxies.iter().for_each(FaultProxy::blackhole));
         Ok(())
     }
@@ -301,6 +318,10 @@ impl TestingCluster {
     /// # Errors
     /// As [`isolate`](Self::isolate).
     pub fn heal(&self, index: usize) -> Result<()> {
+        if let Some(network) = &self.network {
+            self.member(index)?;
+            return network.heal(index);
+        }
         self.links_of(index)?.for_each(|link| link.proxies.iter().for_each(FaultProxy::heal));
         Ok(())
     }
@@ -352,6 +373,7 @@ fn view(index: usize, peers: &[Peer], links: &[Link]) -> Vec<Peer> {
         .map(|(to, peer)| match links.iter().find(|l| l.from == index && l.to == to) {
             Some(link) => Peer {
                 id: peer.id,
+                host: peer.host,
                 client_port: peer.client_port,
                 quorum_port: link.proxies[0].local_addr().port(),
                 election_port: link.proxies[1].local_addr().port(),

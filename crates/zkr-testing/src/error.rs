@@ -110,7 +110,9 @@ pub enum Error {
     NotPartitionable,
     /// [`TestingCluster::add_servers`](crate::TestingCluster::add_servers) or
     /// [`remove_servers`](crate::TestingCluster::remove_servers) on a cluster not started
-    /// [`reconfigurable`](crate::ServerOptions::reconfigurable).
+    /// [`reconfigurable`](crate::ServerOptions::reconfigurable) (or started with
+    /// [`network_namespaces`](crate::ServerOptions::network_namespaces): a server added
+    /// would have no namespace).
     #[error("the cluster was not started reconfigurable (ServerOptions::reconfigurable)")]
     NotReconfigurable,
     /// A cluster size other than 1, 3 or 5 was asked for.

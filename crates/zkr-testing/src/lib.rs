@@ -31,6 +31,7 @@ mod install;
 mod kerberos;
 mod maven;
 mod member;
+mod netns;
 mod options;
 pub mod peers;
 mod proc_status;

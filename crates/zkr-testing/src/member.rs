@@ -1,6 +1,7 @@
 //! One server of a [`TestingServer`](crate::TestingServer) or
 //! [`TestingCluster`](crate::TestingCluster): its ports, files and process.
 
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,6 +25,10 @@ pub(crate) struct Member {
     pub(crate) client_port: u16,
     pub(crate) secure_port: Option<u16>,
     pub(crate) peer: Option<Peer>,
+    /// Where it listens: `127.0.0.1`, or its network namespace's address.
+    host: Ipv4Addr,
+    /// Its network namespace ([`ServerOptions::network_namespaces`]).
+    netns: Option<String>,
     paths: MemberPaths,
     install: Installation,
     options: Arc<ServerOptions>,
@@ -47,7 +52,8 @@ impl Member {
         };
         let secure_port = if options.secure.is_some() { Some(free_port()?) } else { None };
         let peer = if quorum {
-            Some(Peer { id, client_port, quorum_port: free_port()?, election_port: free_port()? })
+            let (quorum_port, election_port) = (free_port()?, free_port()?);
+            Some(Peer { id, host: Ipv4Addr::LOCALHOST, client_port, quorum_port, election_port })
         } else {
             None
         };
@@ -56,6 +62,8 @@ impl Member {
             client_port,
             secure_port,
             peer,
+            host: Ipv4Addr::LOCALHOST,
+            netns: None,
             paths,
             install,
             options,
@@ -64,8 +72,17 @@ impl Member {
         })
     }
 
+    /// Runs the member in network namespace `netns`, listening on `host` there.
+    pub(crate) fn place(&mut self, host: Ipv4Addr, netns: String) {
+        self.host = host;
+        self.netns = Some(netns);
+        if let Some(peer) = self.peer.as_mut() {
+            peer.host = host;
+        }
+    }
+
     pub(crate) fn address(&self) -> String {
-        format!("127.0.0.1:{}", self.client_port)
+        format!("{}:{}", self.host, self.client_port)
     }
 
     pub(crate) fn installation(&self) -> &Installation {
@@ -90,7 +107,12 @@ impl Member {
 
     /// Writes `zoo.cfg` (and `myid` for quorum members).
     pub(crate) fn write_config(&self, peers: &[Peer]) -> Result<()> {
-        let cfg = self.options.render_config(&self.paths.data, self.client_port, self.secure_port, peers);
+        let cfg = self.options.render_config(
+            &self.paths.data,
+            (self.host, self.client_port),
+            self.secure_port,
+            peers,
+        );
         std::fs::write(&self.paths.config, cfg)
             .map_err(|e| Error::io(format!("writing {}", self.paths.config.display()), e))?;
         if self.peer.is_some() {
@@ -121,6 +143,7 @@ impl Member {
             cleanup_on_orphan: &self.orphan_cleanup,
             jvm_options: &jvm_options,
             main_class: if self.peer.is_some() { QUORUM_MAIN } else { STANDALONE_MAIN },
+            netns: self.netns.as_deref(),
         })?;
         *process = Some(spawned);
         Ok(())

@@ -42,6 +42,7 @@ pub struct ServerOptions {
     pub(crate) secure: Option<crate::tls::TestCertificates>,
     pub(crate) ttl_nodes: bool,
     pub(crate) partitionable: bool,
+    pub(crate) network_namespaces: bool,
     pub(crate) client_port: Option<u16>,
     pub(crate) release: Option<crate::Release>,
     pub(crate) sasl_users: Vec<(String, String)>,
@@ -62,6 +63,7 @@ impl Default for ServerOptions {
             jvm_options: Vec::new(),
             ttl_nodes: true,
             partitionable: false,
+            network_namespaces: false,
             client_port: None,
             release: None,
             sasl_users: Vec::new(),
@@ -122,6 +124,27 @@ impl ServerOptions {
     /// ```
     pub fn partitionable(mut self, partitionable: bool) -> Self {
         self.partitionable = partitionable;
+        self
+    }
+
+    /// For a [`TestingCluster`](crate::TestingCluster): every server runs in a network
+    /// namespace of its own (`10.a.b.N` on a bridge with the test's namespace, which reaches
+    /// them there), so that [`TestingCluster::isolate`](crate::TestingCluster::isolate) cuts a
+    /// server off from the others in the kernel: nftables rules in its namespace drop every
+    /// packet between it and them, while its clients stay connected. A real partition: TCP
+    /// sees silence and retransmits, as across a failed switch, where the proxies of
+    /// [`partitionable`](Self::partitionable) stop relaying. Needs root, iproute2 and
+    /// nftables; the namespaces and the bridge go when the cluster is dropped (or, after a
+    /// crash, at the next cluster's start). Implies `partitionable`. Defaults to `false`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let options = zkr_testing::ServerOptions::default().network_namespaces(true);
+    /// # let _ = options;
+    /// ```
+    pub fn network_namespaces(mut self, namespaces: bool) -> Self {
+        self.network_namespaces = namespaces;
         self
     }
 
@@ -273,7 +296,7 @@ impl ServerOptions {
     pub(crate) fn render_config(
         &self,
         data_dir: &std::path::Path,
-        client_port: u16,
+        (host, client_port): (std::net::Ipv4Addr, u16),
         secure_port: Option<u16>,
         peers: &[Peer],
     ) -> String {
@@ -284,7 +307,7 @@ impl ServerOptions {
         let _ = writeln!(cfg, "syncLimit=10");
         let _ = writeln!(cfg, "dataDir={}", data_dir.display());
         let _ = writeln!(cfg, "clientPort={client_port}");
-        let _ = writeln!(cfg, "clientPortAddress=127.0.0.1");
+        let _ = writeln!(cfg, "clientPortAddress={host}");
         let _ = writeln!(cfg, "minSessionTimeout={}", tick * 2);
         let _ = writeln!(cfg, "maxSessionTimeout={}", self.max_session_timeout.as_millis().max(tick * 2));
         let _ = writeln!(cfg, "maxClientCnxns=0");
@@ -296,9 +319,10 @@ impl ServerOptions {
         let _ = writeln!(cfg, "forceSync=yes");
         let _ = writeln!(cfg, "preAllocSize=4096");
         for peer in peers {
-            let _ = write!(cfg, "server.{}=127.0.0.1:{}:{}", peer.id, peer.quorum_port, peer.election_port);
+            let _ =
+                write!(cfg, "server.{}={}:{}:{}", peer.id, peer.host, peer.quorum_port, peer.election_port);
             if self.reconfigurable {
-                let _ = write!(cfg, ":participant;127.0.0.1:{}", peer.client_port);
+                let _ = write!(cfg, ":participant;{}:{}", peer.host, peer.client_port);
             }
             cfg.push('\n');
         }
@@ -307,7 +331,7 @@ impl ServerOptions {
         }
         if let (Some(certs), Some(port)) = (&self.secure, secure_port) {
             let _ = writeln!(cfg, "secureClientPort={port}");
-            let _ = writeln!(cfg, "secureClientPortAddress=127.0.0.1");
+            let _ = writeln!(cfg, "secureClientPortAddress={host}");
             let _ = writeln!(cfg, "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory");
             let _ = writeln!(cfg, "ssl.keyStore.location={}", certs.keystore().display());
             let _ = writeln!(cfg, "ssl.keyStore.type=PEM");
@@ -358,6 +382,8 @@ impl ServerOptions {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Peer {
     pub(crate) id: u32,
+    /// Where it listens: `127.0.0.1`, or its namespace's address.
+    pub(crate) host: std::net::Ipv4Addr,
     pub(crate) client_port: u16,
     pub(crate) quorum_port: u16,
     pub(crate) election_port: u16,

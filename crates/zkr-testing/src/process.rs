@@ -54,6 +54,8 @@ pub(crate) struct SpawnSpec<'a> {
     pub(crate) cleanup_on_orphan: &'a Path,
     pub(crate) jvm_options: &'a [String],
     pub(crate) main_class: &'static str,
+    /// The network namespace to run in (`ip netns exec`, which execs: the process is the same).
+    pub(crate) netns: Option<&'a str>,
 }
 
 impl ServerProcess {
@@ -64,7 +66,14 @@ impl ServerProcess {
             .open(spec.log)
             .map_err(|e| Error::io(format!("opening server log {}", spec.log.display()), e))?;
         let log_err = log.try_clone().map_err(|e| Error::io("duplicating log handle", e))?;
-        let mut cmd = Command::new("sh");
+        let mut cmd = match spec.netns {
+            Some(ns) => {
+                let mut cmd = Command::new("ip");
+                cmd.args(["netns", "exec", ns, "sh"]);
+                cmd
+            }
+            None => Command::new("sh"),
+        };
         cmd.arg("-c")
             .arg(WRAPPER)
             .arg("zkr-zookeeper")

@@ -71,7 +71,7 @@ async fn main() -> ExitCode {
         eprintln!("zkr-checker: no zkr-mutex-worker next to this binary; build the package's binaries first");
         return ExitCode::FAILURE;
     };
-    let options = zkr_testing::ServerOptions::default().partitionable(true);
+    let options = zkr_testing::ServerOptions::default().network_namespaces(true);
     let cluster = match TestingCluster::with_options(servers, options).await {
         Ok(cluster) => cluster,
         Err(e) => {

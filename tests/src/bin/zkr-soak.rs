@@ -89,7 +89,7 @@ async fn main() -> ExitCode {
 async fn run(plan: Plan) -> Result<bool, String> {
     let resident_bin =
         bin_next_to_current_exe("zkr-soak-resident").ok_or("build the package's binaries first")?;
-    let options = ServerOptions::default().partitionable(true);
+    let options = ServerOptions::default().network_namespaces(true);
     let cluster = Arc::new(TestingCluster::with_options(3, options).await.map_err(|e| e.to_string())?);
     let release = cluster.release().version();
     let started = Instant::now();

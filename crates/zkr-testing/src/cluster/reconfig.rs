@@ -35,7 +35,8 @@ impl TestingCluster {
     /// Not cancel safe: dropped between the start and the reconfiguration, the new servers run
     /// outside the ensemble until the cluster is dropped.
     pub async fn add_servers(&mut self, count: usize) -> Result<Vec<usize>> {
-        if !self.options.reconfigurable {
+        // A server added to namespaced ones would have no namespace of its own to run in.
+        if !self.options.reconfigurable || self.network.is_some() {
             return Err(Error::NotReconfigurable);
         }
         let ensemble = self.ensemble_peers().await?;
