@@ -83,7 +83,7 @@ public final class CuratorTool {
     private CuratorTool() {}
 
     /** Exposes the path of this thread's own lock node (a protected getter in Curator 5.4). */
-    private static final class OwnedMutex extends InterProcessMutex {
+    static final class OwnedMutex extends InterProcessMutex {
         OwnedMutex(CuratorFramework client, String path) {
             super(client, path);
         }
@@ -126,6 +126,7 @@ public final class CuratorTool {
                 + " | latch-leader CONNECT PATH"
                 + " | atomic-ids CONNECT PATH N" + CacheCommands.USAGE + DiscoveryCommands.USAGE
                 + BarrierCommands.USAGE + CounterCommands.USAGE + QueueCommands.USAGE + WideCommands.USAGE
+                + CheckerCommands.USAGE
                 + " | modeled-set, modeled-read, modeled-update, modeled-cached (Maven releases: ModeledCommands.java)";
     }
 
@@ -207,10 +208,11 @@ public final class CuratorTool {
             }
             default:
                 // Commands in the other files: CacheCommands.java, DiscoveryCommands.java,
-                // BarrierCommands.java, CounterCommands.java, QueueCommands.java, WideCommands.java.
+                // BarrierCommands.java, CounterCommands.java, QueueCommands.java, WideCommands.java,
+                // CheckerCommands.java.
                 if (CacheCommands.run(args) || DiscoveryCommands.run(args) || BarrierCommands.run(args)
                         || CounterCommands.run(args) || QueueCommands.run(args) || WideCommands.run(args)
-                        || optional("ModeledCommands", args)) {
+                        || CheckerCommands.run(args) || optional("ModeledCommands", args)) {
                     return 0;
                 }
                 throw new Peer.UsageException("unknown command `" + command + "`");

@@ -30,6 +30,7 @@
 //! | `atomic-long-add CONNECT PATH N` | Curator | a `DistributedAtomicLong` (lost races retried under `RetryNTimes(1000, 1)`): `READY`, then on a stdin line N `increment()`s and `RESULT post=<last post value> succeeded=<count> tries=<optimistic tries>` |
 //! | `shared-count-watch CONNECT PATH` | Curator | a started `SharedCount` (seed 0): `COUNT <n>` at once and on every change; until stdin EOF |
 //! | `shared-count-set CONNECT PATH VALUE` | Curator | a started `SharedCount` (seed 0), `setCount(VALUE)`: `RESULT count=<n>` |
+//! | `checker-worker mutex\|leader CONNECT LOCK_PATH COUNTER_PATH ACQUIRE_MS SEED` | Curator | a worker of zkr's mutual-exclusion checker (`InterProcessMutex` or `LeaderLatch` turns, writes fenced by its own node): `zkr-mutex-worker`'s lines (`CheckerCommands.java`) |
 //!
 //! Benchmarks run a one-second warm-up that is not counted; `rss_kb` is the peak resident set
 //! (`VmHWM`). Exit status: 0 success, 1 error (message on stderr), 2 bad arguments, 3 the parent
@@ -88,6 +89,7 @@ const CURATOR_SOURCES: &[(&str, &str)] = &[
     ("CounterCommands.java", include_str!("../java/CounterCommands.java")),
     ("QueueCommands.java", include_str!("../java/QueueCommands.java")),
     ("WideCommands.java", include_str!("../java/WideCommands.java")),
+    ("CheckerCommands.java", include_str!("../java/CheckerCommands.java")),
 ];
 /// Sources compiled only against a Curator release from Maven Central: Debian packages no
 /// curator-x-async (typed models, `ModeledFramework`).

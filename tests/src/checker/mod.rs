@@ -81,6 +81,11 @@ pub struct CheckOptions {
     /// Workers take turns as `LeaderLatch` leaders writing through their terms
     /// (`ZKR_WORKER_LEADER`) instead of `InterProcessMutex` holders: one leader at a time.
     pub leader: bool,
+    /// How many of the workers are Apache Curator processes (`CuratorTool checker-worker`, its
+    /// `InterProcessMutex` or `LeaderLatch` on the same path, writes fenced by its own node): a
+    /// mixed fleet, whose history checks the shared layout. They cancel no acquire and are
+    /// always fenced.
+    pub curator_workers: usize,
 }
 
 impl CheckOptions {
@@ -93,6 +98,7 @@ impl CheckOptions {
             acquire_timeout: Duration::from_secs(2),
             unfenced: false,
             leader: false,
+            curator_workers: 0,
         }
     }
 }
@@ -136,6 +142,8 @@ struct Run<'a> {
     /// Processes started so far.
     spawned: usize,
     history: LockHistory,
+    /// The Curator peer, when some workers are Curator's.
+    curator: Option<zkr_testing::peers::CuratorTool>,
 }
 
 /// Runs one schedule against `cluster` under `root` (a path no one else uses) and reports.
@@ -175,6 +183,10 @@ pub async fn run_schedule(
         done: Vec::new(),
         spawned: 0,
         history: LockHistory::new(),
+        curator: match options.curator_workers {
+            0 => None,
+            _ => Some(zkr_testing::peers::CuratorTool::locate().map_err(|e| e.to_string())?),
+        },
     };
     for index in 0..options.workers {
         let proxies = run.proxies().await?;
@@ -216,24 +228,10 @@ impl Run<'_> {
         let process = self.spawned;
         self.spawned += 1;
         let connect = proxies.iter().map(FaultProxy::connect_string).collect::<Vec<_>>().join(",");
-        let mut command = Command::new(&self.options.worker);
-        if self.options.unfenced {
-            command.env("ZKR_WORKER_UNFENCED", "1");
-        }
-        if self.options.leader {
-            command.env("ZKR_WORKER_LEADER", "1");
-        }
+        // Each process its own stream, the same in a replay.
+        let seed = self.seed.wrapping_mul(1_000).wrapping_add(process as u64).to_string();
+        let mut command = self.command(index, &connect, &seed);
         let mut child = command
-            .args([
-                connect.as_str(),
-                &self.lock_path,
-                &self.counter_path,
-                &self.options.session_timeout.as_millis().to_string(),
-                &self.options.acquire_timeout.as_millis().to_string(),
-                &self.cancel_percent.to_string(),
-                // Each process its own stream, the same in a replay.
-                &self.seed.wrapping_mul(1_000).wrapping_add(process as u64).to_string(),
-            ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -252,6 +250,41 @@ impl Run<'_> {
             }
         });
         Ok(Worker { child, stdin, proxies, session: None })
+    }
+
+    /// The command of worker `index`: `zkr-mutex-worker`, or Curator's checker worker for the
+    /// first [`CheckOptions::curator_workers`].
+    fn command(&self, index: usize, connect: &str, seed: &str) -> Command {
+        let (session_ms, acquire_ms) = (
+            self.options.session_timeout.as_millis().to_string(),
+            self.options.acquire_timeout.as_millis().to_string(),
+        );
+        if let Some(curator) = self.curator.as_ref().filter(|_| index < self.options.curator_workers) {
+            let mode = if self.options.leader { "leader" } else { "mutex" };
+            let args =
+                ["checker-worker", mode, connect, &self.lock_path, &self.counter_path, &acquire_ms, seed];
+            let mut command = Command::from(curator.command(&args));
+            command.env("ZKR_PEER_SESSION_MS", &session_ms);
+            return command;
+        }
+        let mut command = Command::new(&self.options.worker);
+        if self.options.unfenced {
+            command.env("ZKR_WORKER_UNFENCED", "1");
+        }
+        if self.options.leader {
+            command.env("ZKR_WORKER_LEADER", "1");
+        }
+        let cancel_percent = self.cancel_percent.to_string();
+        command.args([
+            connect,
+            &self.lock_path,
+            &self.counter_path,
+            &session_ms,
+            &acquire_ms,
+            &cancel_percent,
+            seed,
+        ]);
+        command
     }
 
     /// Records events until one satisfies `stop` (and returns it) or `deadline` passes (None).
@@ -276,7 +309,12 @@ impl Run<'_> {
         let (word, rest) = event.line.split_once(' ').unwrap_or((event.line.as_str(), ""));
         match word {
             "SESSION" => self.workers[event.worker].session = rest.parse().ok(),
-            "ACQUIRED" => r.acquisitions += 1,
+            "ACQUIRED" => {
+                r.acquisitions += 1;
+                if event.worker < self.options.curator_workers {
+                    r.curator_acquisitions += 1;
+                }
+            }
             "COMMIT" => r.commits += 1,
             "ABORT" => r.aborts += 1,
             "UNKNOWN" => r.unknown += 1,
@@ -586,11 +624,17 @@ pub async fn run_all(
 
 /// The command that runs `schedule` again with `options`' recipe.
 fn replay(schedule: &Schedule, options: &CheckOptions) -> String {
-    let replay = schedule.replay();
-    match options.leader && !schedule.replay_args.is_empty() {
-        true => format!("{replay} --recipe leader"),
-        false => replay,
+    let mut replay = schedule.replay();
+    if schedule.replay_args.is_empty() {
+        return replay;
     }
+    if options.leader {
+        replay.push_str(" --recipe leader");
+    }
+    if options.curator_workers > 0 {
+        let _ = write!(replay, " --curator {}", options.curator_workers);
+    }
+    replay
 }
 
 /// The `zkr-mutex-worker` binary next to the running executable ([`bin_next_to_current_exe`]).

@@ -9,6 +9,8 @@ pub struct Report {
     pub schedule: String,
     /// Locks acquired.
     pub acquisitions: usize,
+    /// Of them, by Curator workers ([`CheckOptions::curator_workers`](super::CheckOptions::curator_workers)).
+    pub curator_acquisitions: usize,
     /// Critical sections whose write was applied.
     pub commits: usize,
     /// Critical sections whose write was refused (the lock was gone).

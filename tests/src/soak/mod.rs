@@ -22,8 +22,19 @@ use crate::checker::{self, CheckOptions, Schedule, Summary};
 use crate::faults::ClientFault;
 
 /// Every check the soak runs, by name.
-pub const CHECKS: [&str; 9] =
-    ["mutex", "leader", "sequential", "segment", "snowflake", "counter", "queue", "barrier", "config"];
+pub const CHECKS: [&str; 11] = [
+    "mutex",
+    "leader",
+    "curator-mutex",
+    "curator-leader",
+    "sequential",
+    "segment",
+    "snowflake",
+    "counter",
+    "queue",
+    "barrier",
+    "config",
+];
 
 /// The longest a check may take before it counts as hung.
 pub const CHECK_BOUND: Duration = Duration::from_secs(15 * 60);
@@ -39,8 +50,11 @@ pub async fn run_check(cluster: &Arc<TestingCluster>, name: &str, seed: u64) -> 
     let task = tokio::spawn(async move {
         let cluster = cluster.as_ref();
         match owned.as_str() {
-            "mutex" => mutex(cluster, seed, false).await,
-            "leader" => mutex(cluster, seed, true).await,
+            "mutex" => mutex(cluster, seed, false, 0).await,
+            "leader" => mutex(cluster, seed, true, 0).await,
+            // A mixed fleet: one of the three workers is a Curator process.
+            "curator-mutex" => mutex(cluster, seed, false, 1).await,
+            "curator-leader" => mutex(cluster, seed, true, 1).await,
             "queue" => Ok(checker::ids::queue_under_faults(cluster).await),
             "barrier" => Ok(checker::ids::barrier_under_faults(cluster).await),
             "config" => Ok(checker::config::config_under_faults(cluster, seed).await),
@@ -62,12 +76,13 @@ pub async fn run_check(cluster: &Arc<TestingCluster>, name: &str, seed: u64) -> 
     }
 }
 
-/// The mutual-exclusion checker, its workers holding the mutex or (`leader`) leading.
-async fn mutex(cluster: &TestingCluster, seed: u64, leader: bool) -> Result<Summary, String> {
+/// The mutual-exclusion checker, its workers holding the mutex or (`leader`) leading, `curator`
+/// of them Curator processes.
+async fn mutex(cluster: &TestingCluster, seed: u64, leader: bool, curator: usize) -> Result<Summary, String> {
     let worker =
         checker::worker_next_to_current_exe().ok_or("no zkr-mutex-worker next to this executable")?;
     let root = crate::unique_root(if leader { "soak-leader" } else { "soak-mutex" });
-    let options = CheckOptions { leader, ..CheckOptions::new(worker) };
+    let options = CheckOptions { leader, curator_workers: curator, ..CheckOptions::new(worker) };
     let report = checker::run_schedule(cluster, &root, &Schedule::seeded(seed, 4), &options).await?;
     if report.passed() {
         Ok(Summary { operations: report.history.0, faults: report.faults, line: report.row() })
