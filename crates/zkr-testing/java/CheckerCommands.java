@@ -11,8 +11,10 @@
 // multi-op of check(own node) and setData, sent once on the raw ZooKeeper handle (Curator's
 // retry would send it again after a lost reply, applying it twice). Curator has no fenced
 // write of its own, so this is what a careful Curator user writes. The release deletes the own
-// node first by hand: NoNode then says the lock had been lost (Curator's release() ignores a
-// node already gone, so it cannot tell); InterProcessMutex.release() then clears Curator's state.
+// node first by hand, on the holding session, asking again after a connection loss until
+// ZooKeeper answers: NoNode or SessionExpired then says the lock had been lost (Curator's
+// release() ignores a node already gone, so it cannot tell); InterProcessMutex.release() then
+// clears Curator's state.
 // A latch's turn ends with close() (ENDED: its term may have ended before). No acquire is
 // cancelled (Java cannot drop a call the way a Rust future is dropped).
 //
@@ -149,21 +151,42 @@ final class CheckerCommands {
                 return;
             }
             Peer.out("ACQUIRED " + invoked + " " + System.nanoTime());
+            // The handle of the session that holds the node: the release must not move to a
+            // later session (there the node is gone, or is somebody else's).
+            ZooKeeper holding = client.getZookeeperClient().getZooKeeper();
             String own = mutex.ownNode();
-            Peer.out(criticalSection(own));
-            long releasing = System.nanoTime();
-            try {
-                client.getZookeeperClient().getZooKeeper().delete(own, -1);
-                Peer.out("RELEASED " + releasing + " " + System.nanoTime());
-            } catch (KeeperException.NoNodeException | KeeperException.SessionExpiredException e) {
-                Peer.out("LOST " + releasing + " " + System.nanoTime());
-            } catch (Exception e) {
-                Peer.out("RELEASE_ERROR " + releasing + " " + e);
-            }
+            Peer.out(criticalSection(holding, own));
+            Peer.out(release(holding, own));
             try {
                 mutex.release();
             } catch (Exception e) {
                 // Curator's own state: the node is gone or goes with the session.
+            }
+        }
+
+        /**
+         * Deletes `own` on `holding`, asking again after a connection loss until ZooKeeper
+         * answers (as zkr's release does): RELEASED once deleted, LOST when the node or its
+         * session was gone. A release given up on a connection loss would claim the hold
+         * lasted until then, where its session may have expired long before.
+         */
+        private String release(ZooKeeper holding, String own) throws InterruptedException {
+            long releasing = System.nanoTime();
+            long deadline = releasing + TimeUnit.SECONDS.toNanos(60);
+            while (true) {
+                try {
+                    holding.delete(own, -1);
+                    return "RELEASED " + releasing + " " + System.nanoTime();
+                } catch (KeeperException.NoNodeException | KeeperException.SessionExpiredException e) {
+                    return "LOST " + releasing + " " + System.nanoTime();
+                } catch (KeeperException.ConnectionLossException e) {
+                    if (System.nanoTime() > deadline) {
+                        return "RELEASE_ERROR " + releasing + " " + e;
+                    }
+                    Thread.sleep(100);
+                } catch (Exception e) {
+                    return "RELEASE_ERROR " + releasing + " " + e;
+                }
             }
         }
 
@@ -182,7 +205,7 @@ final class CheckerCommands {
             }
             if (leading && !hung(invoked)) {
                 Peer.out("ACQUIRED " + invoked + " " + System.nanoTime());
-                Peer.out(criticalSection(latch.getOurPath()));
+                Peer.out(criticalSection(client.getZookeeperClient().getZooKeeper(), latch.getOurPath()));
                 long ending = System.nanoTime();
                 latch.close();
                 Peer.out("ENDED " + ending + " " + System.nanoTime());
@@ -201,9 +224,11 @@ final class CheckerCommands {
             return false;
         }
 
-        /** Read, pause, write value + 1 fenced by `own`; the line that says how the write went. */
-        private String criticalSection(String own) throws Exception {
-            ZooKeeper zk = client.getZookeeperClient().getZooKeeper();
+        /**
+         * Read, pause, write value + 1 fenced by `own`, on `zk` (the holding session's handle);
+         * the line that says how the write went.
+         */
+        private String criticalSection(ZooKeeper zk, String own) throws Exception {
             long invoked = System.nanoTime();
             long value;
             try {

@@ -234,3 +234,40 @@ async fn curator_discovery_register_list_provider_and_watch() {
     assert_eq!(empty.expect_line("RESULT").await.unwrap(), "RESULT ids=");
     finish(empty).await;
 }
+
+/// The Curator checker worker (`checker-worker`) tells a lost lock: a holder cut off from its
+/// server mid critical section, whose write got no answer, releases on its holding session
+/// until ZooKeeper answers, and says `LOST` once the session is gone. It gave the release up
+/// at the first connection loss (`RELEASE_ERROR`), a claim that the hold lasted until then:
+/// the soak's `curator-mutex` seed 117656915982380034 failed its history on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_curator_checker_worker_says_lost_when_its_session_went_during_the_release() {
+    let server = shared_server().await.unwrap();
+    let path = unique_path("checker-worker");
+    let counter = format!("{path}-counter");
+    let observer = zookeeper_client::Client::connect(&server.connect_string()).await.unwrap();
+    let mode = zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
+    observer.mkdir(&counter, &mode).await.unwrap();
+    let proxy = zkr_testing::FaultProxy::start(&server.connect_string()).await.unwrap();
+    let curator = CuratorTool::locate().unwrap();
+    let mut command =
+        curator.command(&["checker-worker", "mutex", &proxy.connect_string(), &path, &counter, "2000", "1"]);
+    command.env("ZKR_PEER_SESSION_MS", "3000");
+    let mut worker = PeerProcess::spawn("checker-worker", command).unwrap();
+    worker.expect_line("SESSION ").await.unwrap();
+    worker.send_line("hold 2500").await.unwrap();
+    worker.expect_line("HOLDING").await.unwrap();
+    proxy.blackhole();
+    let write = worker.expect_line("").await.unwrap();
+    assert!(write.starts_with("WRITE "), "{write}");
+    let outcome = worker.expect_line("").await.unwrap();
+    assert!(outcome.starts_with("UNKNOWN ") || outcome.starts_with("ABORT "), "{outcome}");
+    // Past the session timeout, and then back: the session is gone.
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    proxy.heal();
+    let release = worker.expect_line("").await.unwrap();
+    assert!(release.starts_with("LOST "), "the release said {release} after {outcome}");
+    worker.close_stdin();
+    worker.expect_line("DONE").await.unwrap();
+    finish(worker).await;
+}
