@@ -90,18 +90,13 @@ impl Owned {
     ///
     /// # Cancel safety
     /// As [`ZkClient::retry`].
-    pub(crate) async fn retry_while_alive<T, F, Fut>(
-        &self,
-        zk: &ZkClient,
-        mut op: F,
-    ) -> zkr_connection::Result<T>
+    pub(crate) async fn retry_while_alive<T, F, Fut>(&self, zk: &ZkClient, op: F) -> zkr_connection::Result<T>
     where
         F: FnMut(SessionClient) -> Fut,
         Fut: Future<Output = Result<T, zookeeper_client::Error>>,
     {
         let forever = RetryForever::new(Duration::from_millis(200))?;
-        let options = RetryOptions::default().on_session(self.session()).policy(forever);
-        zk.retry_with(options, |s| op(s.client().clone())).await
+        with_options(zk, RetryOptions::default().on_session(self.session()).policy(forever), op).await
     }
 }
 
@@ -113,11 +108,21 @@ impl Owned {
 pub(crate) async fn on_session<T, F, Fut>(
     zk: &ZkClient,
     session: &Session,
-    mut op: F,
+    op: F,
 ) -> zkr_connection::Result<T>
 where
     F: FnMut(SessionClient) -> Fut,
     Fut: Future<Output = Result<T, zookeeper_client::Error>>,
 {
-    zk.retry_with(RetryOptions::default().on_session(session), |s| op(s.client().clone())).await
+    with_options(zk, RetryOptions::default().on_session(session), op).await
+}
+
+/// `op` on a session's client under `options` (pinned to a session by the callers): the one
+/// retry loop of [`on_session`] and [`Owned::retry_while_alive`].
+async fn with_options<T, F, Fut>(zk: &ZkClient, options: RetryOptions, mut op: F) -> zkr_connection::Result<T>
+where
+    F: FnMut(SessionClient) -> Fut,
+    Fut: Future<Output = Result<T, zookeeper_client::Error>>,
+{
+    zk.retry_with(options, |s| op(s.client().clone())).await
 }
