@@ -46,6 +46,23 @@ pub enum Bug {
     /// Counter: a compare-and-set whose reply was lost and whose resend lost the race is
     /// reported not applied (`counters/mod.rs`, `CounterError::after_write` says Indeterminate).
     CounterLostReplyNotApplied,
+    /// Watch engine: after a reconnect, everything is read again but the persistent watch is
+    /// not set again (`watch/mod.rs`, `Watch::persistent` before the config checker found it:
+    /// `zookeeper-client` 0.11.2 does not set persistent watches again on a new connection).
+    CacheNoRewatchAfterReconnect,
+    /// Watch engine: after a reconnect, the persistent watch is set again but nothing is read
+    /// again (`Watch::persistent` subscribes, which reads: the changes made while disconnected
+    /// fire no event, ZOOKEEPER-4698).
+    CacheNoReadAfterReconnect,
+    /// Watch engine: on a session after another, the watch is set and everything read with no
+    /// `sync` first (`Watch::subscribe`, `sync_before_read`; before 43a39f9): a new session's
+    /// server may be behind the copy.
+    CacheNoSyncOnNewSession,
+    /// Watch engine: the `sync` goes only before the first subscription on a new session, not
+    /// before one tried again after a failure (`Watch::run` recomputed `sync_before_read` from
+    /// the session switch alone; found by this model, fixed with it): a connection lost before
+    /// the sync's reply leaves the session's last zxid at 0.
+    CacheSyncOnlyOnce,
     /// Sequential IDs: a drawn ID is handed out without the high-water record's check
     /// (`id/sequential.rs`, `record`).
     IdsNoHighWater,

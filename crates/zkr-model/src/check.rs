@@ -92,6 +92,17 @@ fn outcome<R: Recipe + Clone>(
     Outcome { states: checker.unique_state_count(), depth: checker.max_depth(), took, failed }
 }
 
+/// Checks `recipe` as [`run`] does, prints `what` with the counts, and panics with the
+/// failures' traces when a property fails: the test of a configuration that must hold.
+///
+/// # Panics
+/// When a property fails.
+pub fn assert_clean<R: Recipe + Clone>(recipe: R, threads: usize, what: &str) {
+    let outcome = run(recipe.clone(), threads);
+    println!("{what}: {}", outcome.summary());
+    assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(recipe)));
+}
+
 /// Checks `recipe` exhaustively, depth first on one thread (less memory than breadth first;
 /// its traces are not the shortest).
 pub fn run_dfs<R: Recipe + Clone>(recipe: R) -> Outcome<R> {

@@ -15,5 +15,6 @@ pub mod lag;
 pub mod recipes;
 pub mod symmetry;
 pub mod trace;
+pub mod watches;
 pub mod world;
 pub mod zk;

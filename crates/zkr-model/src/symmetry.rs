@@ -103,6 +103,9 @@ fn request<R: Symmetric>(request: &Request, map: &Map) -> Request {
         Request::Exists { path, watch } => Request::Exists { path: map.path(*path), watch: *watch },
         Request::Children { path, watch } => Request::Children { path: map.path(*path), watch: *watch },
         Request::Sync(path) => Request::Sync(map.path(*path)),
+        Request::AddWatch { path, recursive } => {
+            Request::AddWatch { path: map.path(*path), recursive: *recursive }
+        }
         Request::ChildrenData { path, watch } => {
             Request::ChildrenData { path: map.path(*path), watch: *watch }
         }
@@ -141,7 +144,7 @@ fn reply(reply: &Reply, map: &Map) -> Reply {
 fn message(message: &Message, map: &Map) -> Message {
     match message {
         Message::Reply(r, at) => Message::Reply(reply(r, map), *at),
-        Message::Event(e) => Message::Event(Event { path: map.path(e.path), kind: e.kind }),
+        Message::Event(e) => Message::Event(Event { path: map.path(e.path), ..*e }),
     }
 }
 
@@ -168,6 +171,7 @@ fn server<R: Symmetric>(server: &Server, map: &Map) -> Server {
             child: w.child,
             sid: map.sid(w.sid),
             user: map.user(w.user),
+            lasts: w.lasts,
         })
         .collect();
     watches.sort();
@@ -199,6 +203,16 @@ fn relabel<R: Symmetric>(state: &State<R>, map: &Map) -> State<R> {
             inbox: client.inbox.iter().map(|(u, m)| (map.user(*u), message(m, map))).collect(),
             seen: client.seen,
             floor: client.floor,
+            catching: client
+                .catching
+                .iter()
+                .map(|w| crate::lag::Catching {
+                    user: map.user(w.user),
+                    path: map.path(w.path),
+                    recursive: w.recursive,
+                    then: tree::<R>(&w.then, map),
+                })
+                .collect(),
         };
     }
     State {

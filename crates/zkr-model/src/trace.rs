@@ -95,6 +95,12 @@ fn describe<R: Recipe>(before: &State<R>, action: Action, after: &State<R>) -> S
             }
         }
         Action::Reap(path) => format!("server reaps the empty container {path}"),
+        Action::CatchUp(c) => {
+            let fired = &after.clients[usize::from(c)].inbox[before.clients[usize::from(c)].inbox.len()..];
+            let events: Vec<String> =
+                fired.iter().map(|(u, m)| format!("u{u}: {}", message_text(m))).collect();
+            format!("c{c}'s lagging server catches up, its late watches set [{}]", events.join(", "))
+        }
     }
 }
 
@@ -121,6 +127,9 @@ pub fn request_text(request: &Request) -> String {
         Request::Exists { path, watch: w } => format!("exists {path}{}", watch(w)),
         Request::Children { path, watch: w } => format!("getChildren {path}{}", watch(w)),
         Request::Sync(path) => format!("sync {path}"),
+        Request::AddWatch { path, recursive } => {
+            format!("addWatch {path} {}", if *recursive { "recursive" } else { "persistent" })
+        }
         Request::ChildrenData { path, watch: w } => format!("getChildren+data {path}{}", watch(w)),
     }
 }
@@ -159,6 +168,7 @@ pub fn message_text(message: &Message) -> String {
                 format!("children [{}]", names.join(", "))
             }
             Reply::Synced => "synced".to_string(),
+            Reply::Watching => "watching".to_string(),
             Reply::Err(error) => format!("error {error:?}"),
         },
     }

@@ -5,9 +5,10 @@
 //! A request a user sends waits in its client's outbox until the server applies it; the reply
 //! waits in the inbox, behind the watch events the server fired before it, until the client
 //! reads it. A dropped connection loses both: the outbox was not applied, the inbox's replies
-//! were (the client cannot tell which: every waiting user gets `ConnectionLoss`). Watch events
-//! survive a dropped connection (the client sets its watches again on reconnecting and the
-//! server fires what changed meanwhile) but not the session.
+//! were (the client cannot tell which: every waiting user gets `ConnectionLoss`). One-shot
+//! watches survive a dropped connection (the client sets them again on reconnecting and the
+//! server fires what changed meanwhile) but not the session; persistent watches go with the
+//! connection, and so do their events not read yet ([`Server::disconnect`]).
 //!
 //! With [`Faults::lag`], a read may be answered by a lagging server: from one of the last
 //! `lag` states, as long as that state is not older than what the client's connection has
@@ -20,6 +21,7 @@ use std::hash::Hash;
 
 use stateright::{Model, Property};
 
+use crate::lag::Catching;
 use crate::zk::{is_read, Event, Fired, Mode, Path, Reply, Request, Server, Sid, ZkError, Zxid};
 
 /// Which faults a run may have, and how many.
@@ -144,6 +146,8 @@ pub struct Client {
     /// No read on this connection may be answered from a state older than this (only with
     /// lagging reads).
     pub floor: Zxid,
+    /// Persistent watches its lagging server set at an older state and has not caught up with.
+    pub catching: Vec<Catching>,
 }
 
 /// What the server sends a session.
@@ -248,6 +252,9 @@ pub enum Action {
     Reconnect(u8),
     /// The server deletes an empty container.
     Reap(Path),
+    /// A client's lagging server catches up with the current state (only after it set a
+    /// persistent watch late).
+    CatchUp(u8),
 }
 
 /// A recipe made into a [`Model`].
@@ -260,13 +267,18 @@ impl<R: Recipe> Checked<R> {
         Me { user, client, sid: state.clients[usize::from(client)].sid }
     }
 
-    /// Can nothing but a fault happen, with a user not finished?
-    pub fn hung(&self, state: &State<R>) -> bool {
+    /// Can nothing but a fault happen (the faults stopped here: what is left to do is done)?
+    pub fn quiescent(&self, state: &State<R>) -> bool {
         let mut actions = Vec::new();
         self.actions(state, &mut actions);
-        let stuck =
-            actions.iter().all(|a| matches!(a, Action::Drop(_) | Action::Expire(_) | Action::Restart));
-        stuck && state.users.iter().any(|slot| !self.0.done(&slot.user)) && !self.0.excuse_hang(&state.ghost)
+        actions.iter().all(|a| matches!(a, Action::Drop(_) | Action::Expire(_) | Action::Restart))
+    }
+
+    /// Can nothing but a fault happen, with a user not finished?
+    pub fn hung(&self, state: &State<R>) -> bool {
+        self.quiescent(state)
+            && state.users.iter().any(|slot| !self.0.done(&slot.user))
+            && !self.0.excuse_hang(&state.ghost)
     }
 
     /// The step user `u` would take, on a copy.
@@ -333,14 +345,21 @@ impl<R: Recipe> Checked<R> {
     }
 
     fn serve(&self, state: &mut State<R>, c: u8, back: u8) {
+        Self::catch_up(state, c, back);
         let client = &mut state.clients[usize::from(c)];
         let (u, request) = client.outbox.remove(0);
         let sid = client.sid;
         let before = state.server.clone();
-        let (reply, fired, at) = match back {
-            0 => {
+        let (reply, fired, at) = match (back, &request) {
+            (0, _) => {
                 let (reply, fired) = state.server.apply(sid, u, &request);
                 (reply, fired, state.server.zxid)
+            }
+            (_, Request::AddWatch { path, recursive }) => {
+                let then = state.server.tree(back).clone();
+                let watch = Catching { user: u, path: *path, recursive: *recursive, then };
+                state.clients[usize::from(c)].catching.push(watch);
+                (Reply::Watching, Vec::new(), state.server.kept(back).unwrap_or(state.server.zxid))
             }
             _ => {
                 let at = state.server.kept(back).unwrap_or(state.server.zxid);
@@ -363,6 +382,29 @@ impl<R: Recipe> Checked<R> {
         state.clients[usize::from(c)].inbox.push((u, Message::Reply(reply, at)));
         // A watch a late read left on what changed since fires after its reply.
         Self::route(state, late);
+    }
+
+    /// Client `c`'s server reaches the state `back` states behind the current one (0: the
+    /// current one): the persistent watches it set late fire for what changed on the way, and
+    /// are set on the server once it is current.
+    fn catch_up(state: &mut State<R>, c: u8, back: u8) {
+        let State { server, clients, .. } = state;
+        let client = &mut clients[usize::from(c)];
+        if client.catching.is_empty() {
+            return;
+        }
+        let (sid, now) = (client.sid, server.tree(back));
+        let mut fired = Vec::new();
+        for watch in &mut client.catching {
+            fired.extend(watch.catch_up(now, sid));
+        }
+        client.inbox.extend(fired.into_iter().map(|(_, user, event)| (user, Message::Event(event))));
+        client.floor = client.floor.max(server.kept(back).unwrap_or(server.zxid));
+        if back == 0 {
+            for watch in std::mem::take(&mut client.catching) {
+                server.add_persistent(sid, watch.user, watch.path, watch.recursive);
+            }
+        }
     }
 
     /// The states `back` a lagging server may answer client `c`'s next request from.
@@ -411,7 +453,10 @@ impl<R: Recipe> Checked<R> {
         let client = &mut state.clients[usize::from(c)];
         client.up = false;
         client.outbox.clear();
-        client.inbox.retain(|(_, m)| matches!(m, Message::Event(_)));
+        client.catching.clear();
+        client.inbox.retain(|(_, m)| matches!(m, Message::Event(e) if !e.lasting));
+        let sid = client.sid;
+        state.server.disconnect(sid);
         for u in 0..state.users.len() as u8 {
             if state.users[usize::from(u)].client != c {
                 continue;
@@ -481,6 +526,7 @@ impl<R: Recipe> Model for Checked<R> {
                 inbox: Vec::new(),
                 seen: 0,
                 floor: 0,
+                catching: Vec::new(),
             })
             .collect();
         let users =
@@ -503,6 +549,9 @@ impl<R: Recipe> Model for Checked<R> {
             if !client.up {
                 actions.push(Action::Reconnect(c as u8));
             }
+            if client.up && !client.catching.is_empty() {
+                actions.push(Action::CatchUp(c as u8));
+            }
         }
         actions.extend(state.server.reapable().into_iter().map(Action::Reap));
         self.fault_actions(state, actions);
@@ -516,6 +565,7 @@ impl<R: Recipe> Model for Checked<R> {
             Action::ServeLate(c, back) => self.serve(&mut state, c, back),
             Action::Deliver(c) => self.deliver(&mut state, c),
             Action::Reconnect(c) => self.reconnect(&mut state, c),
+            Action::CatchUp(c) => Self::catch_up(&mut state, c, 0),
             Action::Reap(path) => {
                 let fired = state.server.reap(path);
                 Self::route(&mut state, fired);

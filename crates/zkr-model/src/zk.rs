@@ -1,16 +1,20 @@
 //! ZooKeeper's server as a client sees it: the tree, sessions, requests and their replies,
-//! one-shot watches. The network and the faults are in [`crate::world`].
+//! one-shot and persistent watches ([`crate::watches`]). The network and the faults are in
+//! [`crate::world`].
 //!
 //! What is kept: node kinds (persistent, ephemeral, sequential, container), versions, the
 //! creation zxid, the parent's `cversion` as the sequence suffix (it counts child creations
 //! and deletions, as ZooKeeper's does), `multi` (all or nothing, the index of the failed
-//! operation), data and child watches that fire once, ephemerals deleted when their session
-//! ends. Reads may be served by a lagging server: the last few states are kept
-//! ([`Server::keep`]), and [`Server::read_at`] answers from one of them. What is not: ACLs,
-//! quotas, TTL nodes, data beyond one number, persistent watches.
+//! operation), data and child watches that fire once, persistent and persistent recursive
+//! watches (`addWatch`: they stay after firing, and go with the connection, see
+//! [`Server::disconnect`]), ephemerals deleted when their session ends. Reads may be served by
+//! a lagging server: the last few states are kept ([`Server::keep`]), and [`Server::read_at`]
+//! answers from one of them. What is not: ACLs, quotas, TTL nodes, data beyond one number.
 
 use std::collections::BTreeMap;
 use std::fmt;
+
+pub(crate) use crate::watches::Watch;
 
 /// A session id (1, 2, ...: the server hands them out in order).
 pub type Sid = u8;
@@ -218,6 +222,16 @@ pub enum Request {
         /// Leave a child watch.
         watch: bool,
     },
+    /// `addWatch`: a watch that stays after it fires, on `path` alone (data and child events,
+    /// as ZooKeeper's `PERSISTENT`) or on `path` and every node below it (`PERSISTENT_RECURSIVE`:
+    /// created, deleted and data events, no child events). A lagging server may set it at an
+    /// older state ([`crate::lag::Catching`]).
+    AddWatch {
+        /// The path.
+        path: Path,
+        /// Below `path` too.
+        recursive: bool,
+    },
     /// The children, each with its stat (the model reads them in one step, as a cache's
     /// listing and reads would see them with no change between); with `watch`, a child watch.
     Children {
@@ -273,6 +287,8 @@ pub enum Reply {
     ChildrenData(Vec<(Name, Stat, u32)>),
     /// A `sync` done.
     Synced,
+    /// An `addWatch` done.
+    Watching,
     /// The request failed.
     Err(ZkError),
 }
@@ -293,19 +309,13 @@ pub enum EventKind {
 /// A watch event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Event {
-    /// The watched path.
+    /// The watched path (a persistent watch's event: the node that changed).
     pub path: Path,
     /// What happened.
     pub kind: EventKind,
-}
-
-/// A one-shot watch a session's user left.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) struct Watch {
-    pub(crate) path: Path,
-    pub(crate) child: bool,
-    pub(crate) sid: Sid,
-    pub(crate) user: u8,
+    /// Fired by a persistent watch: lost with the connection it was on its way over (nothing
+    /// sends it again, see [`Server::disconnect`]).
+    pub lasting: bool,
 }
 
 /// An event for one session's user.
@@ -372,6 +382,7 @@ pub fn is_read(request: &Request) -> bool {
             | Request::Exists { .. }
             | Request::Children { .. }
             | Request::ChildrenData { .. }
+            | Request::AddWatch { .. }
     )
 }
 
@@ -470,6 +481,10 @@ impl Server {
                 }
             },
             Request::Sync(_) => Reply::Synced,
+            Request::AddWatch { path, recursive } => {
+                self.add_persistent(sid, user, *path, *recursive);
+                Reply::Watching
+            }
             _ => {
                 let (reply, watch) = read(&self.nodes, request);
                 if let Some((path, child)) = watch {
@@ -488,14 +503,6 @@ impl Server {
 
     fn has_children(&self, dir: Path) -> bool {
         self.children(dir).next().is_some()
-    }
-
-    pub(crate) fn watch(&mut self, on: bool, path: Path, child: bool, sid: Sid, user: u8) {
-        let watch = Watch { path, child, sid, user };
-        if on && !self.watches.contains(&watch) {
-            self.watches.push(watch);
-            self.watches.sort();
-        }
     }
 
     /// Can every op apply, in order? The index and error of the first that cannot.
@@ -610,16 +617,5 @@ impl Server {
             self.bump_cversion(parent);
             self.fire(parent, true, EventKind::ChildrenChanged, fired);
         }
-    }
-
-    /// Fires (and removes) the data or child watches on `path`.
-    fn fire(&mut self, path: Path, child: bool, kind: EventKind, fired: &mut Vec<Fired>) {
-        self.watches.retain(|w| {
-            let hit = w.path == path && w.child == child;
-            if hit {
-                fired.push((w.sid, w.user, Event { path, kind }));
-            }
-            !hit
-        });
     }
 }

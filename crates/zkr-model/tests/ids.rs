@@ -1,14 +1,12 @@
 //! The sequential ID generator's model: checked clean, and its bug switch found.
 
 use zkr_model::bugs::Bug;
-use zkr_model::check::{contrast, run};
+use zkr_model::check::{assert_clean, contrast};
 use zkr_model::recipes::ids::Ids;
-use zkr_model::world::{Checked, Faults};
+use zkr_model::world::Faults;
 
 fn check(model: Ids, threads: usize, what: &str) {
-    let outcome = run(model.clone(), threads);
-    println!("ids, {what}: {}", outcome.summary());
-    assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
+    assert_clean(model, threads, &format!("ids, {what}"));
 }
 
 #[test]

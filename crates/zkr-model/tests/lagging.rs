@@ -4,7 +4,7 @@
 //! read-write lock, semaphore, kazoo's lease and its holder read).
 
 use zkr_model::bugs::Bug;
-use zkr_model::check::{contrast, run};
+use zkr_model::check::{assert_clean, contrast};
 use zkr_model::recipes::counter::Counter;
 use zkr_model::recipes::ids::Ids;
 use zkr_model::recipes::internals::Kind::{Reader, Writer};
@@ -12,12 +12,10 @@ use zkr_model::recipes::lease::Lease;
 use zkr_model::recipes::mutex::Mutex;
 use zkr_model::recipes::rwlock::RwLock;
 use zkr_model::recipes::semaphore::Semaphore;
-use zkr_model::world::{Checked, Faults, Recipe};
+use zkr_model::world::{Faults, Recipe};
 
 fn check<R: Recipe + Clone>(model: R, what: &str) {
-    let outcome = run(model.clone(), 1);
-    println!("lagging reads, {what}: {}", outcome.summary());
-    assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
+    assert_clean(model, 1, &format!("lagging reads, {what}"));
 }
 
 #[test]

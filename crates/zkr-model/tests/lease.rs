@@ -1,7 +1,7 @@
 //! kazoo's leases' model: checked clean, its bug switch found, and the clock assumption.
 
 use zkr_model::bugs::Bug;
-use zkr_model::check::{contrast, run};
+use zkr_model::check::{assert_clean, contrast, run};
 use zkr_model::recipes::lease::Lease;
 use zkr_model::world::{Checked, Faults};
 
@@ -12,9 +12,7 @@ fn lease(users: Vec<u8>, count: u8, ticks: u8, faults: Faults) -> Lease {
 }
 
 fn check(model: Lease, what: &str) {
-    let outcome = run(model.clone(), 1);
-    println!("kazoo lease, {what}: {}", outcome.summary());
-    assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
+    assert_clean(model, 1, &format!("kazoo lease, {what}"));
 }
 
 #[test]

@@ -1,17 +1,15 @@
 //! The read-write lock's model: checked clean, and each of its bug switches found.
 
 use zkr_model::bugs::Bug;
-use zkr_model::check::{contrast, run};
+use zkr_model::check::{assert_clean, contrast};
 use zkr_model::recipes::internals::Kind::{Reader, Writer};
 use zkr_model::recipes::rwlock::RwLock;
-use zkr_model::world::{Checked, Faults};
+use zkr_model::world::Faults;
 
 const EXPIRE_ONLY: Faults = Faults { max: 1, drop: false, expire: true, restart: false, lag: 0 };
 
 fn check(model: RwLock, what: &str) {
-    let outcome = run(model.clone(), 1);
-    println!("read-write lock, {what}: {}", outcome.summary());
-    assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
+    assert_clean(model, 1, &format!("read-write lock, {what}"));
 }
 
 #[test]

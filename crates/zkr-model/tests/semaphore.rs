@@ -1,7 +1,7 @@
 //! Semaphore V2's model: checked clean, its bug switches found, and what it does not promise.
 
 use zkr_model::bugs::Bug;
-use zkr_model::check::{contrast, run};
+use zkr_model::check::{assert_clean, contrast, run};
 use zkr_model::recipes::semaphore::Semaphore;
 use zkr_model::world::{Checked, Faults};
 
@@ -12,9 +12,7 @@ fn semaphore(users: Vec<u8>, max: u8, rounds: u8, faults: Faults) -> Semaphore {
 }
 
 fn check(model: Semaphore, what: &str) {
-    let outcome = run(model.clone(), 1);
-    println!("semaphore, {what}: {}", outcome.summary());
-    assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));
+    assert_clean(model, 1, &format!("semaphore, {what}"));
 }
 
 #[test]

@@ -324,7 +324,7 @@ impl Lock {
             // The session ended: a waiter starts over, a holder knows it lost.
             (Phase::Await(_) | Phase::Watch(_) | Phase::List, None) => c.start_over(),
             (_, None) => c.holds = false,
-            (Phase::Await(ahead), Some(Event { path, kind })) if path == ahead.path => match kind {
+            (Phase::Await(ahead), Some(Event { path, kind, .. })) if path == ahead.path => match kind {
                 EventKind::Deleted => self.on_gone(c, ahead.head),
                 _ => c.phase = Phase::List,
             },

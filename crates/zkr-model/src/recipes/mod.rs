@@ -1,6 +1,7 @@
 //! One model per recipe.
 
 pub mod barrier;
+pub mod cache;
 pub mod counter;
 pub mod ids;
 pub mod internals;

@@ -148,7 +148,8 @@ pub(crate) struct Watch<C> {
     recursive: bool,
     watching: WatchMode,
     consumer: C,
-    /// Whether the next subscription follows another session (see [`Watch::subscribe`]).
+    /// Whether the next subscription sends a `sync` first: from a switch to another session
+    /// until a subscription on it succeeded (see [`Watch::subscribe`]).
     sync_before_read: bool,
 }
 
@@ -229,8 +230,15 @@ impl<C: Consumer> Watch<C> {
                 })
                 .await?;
             match self.establish(&session, subscription).await {
-                Ok((watchers, _)) => return Ok(Established { session, watchers }),
-                Err(error) if is_session_error(&error) => self.consumer.session_ended(),
+                Ok((watchers, _)) => {
+                    self.sync_before_read = false;
+                    return Ok(Established { session, watchers });
+                }
+                Err(error) if is_session_error(&error) => {
+                    // The copy holds this session's read: the next session's server syncs first.
+                    self.consumer.session_ended();
+                    self.sync_before_read = true;
+                }
                 Err(error) => return Err(error.into()),
             }
         }
@@ -314,8 +322,11 @@ impl<C: Consumer> Watch<C> {
                 self.consumer.session_ended();
             }
             last = Some((connection, false));
-            // A session after another may be served by a follower behind the copy: sync first.
-            self.sync_before_read = switched;
+            // A session after another may be served by a follower behind the copy: sync first,
+            // and again before every subscription tried again on it until one succeeded (a
+            // connection lost before the sync's reply leaves the session's last zxid at 0, so the
+            // next server may be as far behind; found by the model, `CacheSyncOnlyOnce`).
+            self.sync_before_read |= switched;
             let followed = tokio::select! {
                 end = self.follow(&session, first.take()) => end,
                 () = zk.connection_replaced(connection) => Ok(End::Session),
@@ -368,6 +379,7 @@ impl<C: Consumer> Watch<C> {
             None => {
                 let subscription = self.subscribe(session).await?;
                 let (watchers, flow) = self.establish(session, subscription).await?;
+                self.sync_before_read = false;
                 if flow.is_break() {
                     return Ok(End::Stopped);
                 }

@@ -165,3 +165,111 @@ async fn a_session_switch_after_a_failed_read_is_a_session_end() {
     }
     assert_eq!(untold.load(Ordering::SeqCst), 0, "reads on a new session not told the old one ended");
 }
+
+/// A consumer whose first read on every session after another fails with a connection loss
+/// (sent with the sync and the watch, as a lost connection fails them all); it sends the
+/// generation of each read that succeeded.
+struct Stumbler {
+    fail_next: AtomicBool,
+    reads: tokio::sync::watch::Sender<u64>,
+}
+
+impl Consumer for Stumbler {
+    type Read = ();
+
+    async fn read(&self, session: &zkr_connection::Session) -> ZkResult<()> {
+        if self.fail_next.swap(false, Ordering::SeqCst) {
+            return Err(zookeeper_client::Error::ConnectionLoss);
+        }
+        self.reads.send_replace(session.generation());
+        Ok(())
+    }
+
+    fn reset(&mut self, _read: ()) {}
+
+    async fn apply(&mut self, _client: &SessionClient, _burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
+        Ok(Flow::Continue(()))
+    }
+
+    fn session_ended(&mut self) {
+        self.fail_next.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The `sync` requests sent so far on each path, counted from the `zk.request` spans of
+/// `SessionClient` by a process-wide subscriber (a subscriber scoped to the engine's task misses
+/// the spans of a callsite another test's thread registered first).
+fn syncs_on(path: &str) -> usize {
+    static SET: std::sync::Once = std::sync::Once::new();
+    SET.call_once(|| {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        // Nothing else in this process sets one; if something did, the count stays 0 and the
+        // test fails.
+        let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(Syncs));
+    });
+    SYNCS.lock().get(path).copied().unwrap_or(0)
+}
+
+static SYNCS: std::sync::LazyLock<parking_lot::Mutex<std::collections::HashMap<String, usize>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Counts `sync` requests by path into [`SYNCS`].
+struct Syncs;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Syncs {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _id: &tracing::span::Id,
+        _ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        #[derive(Default)]
+        struct Fields(Option<String>, Option<String>);
+        impl tracing::field::Visit for Fields {
+            fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+                match field.name() {
+                    "otel.name" => self.0 = Some(value.to_owned()),
+                    "zk.path" => self.1 = Some(value.to_owned()),
+                    _ => {}
+                }
+            }
+            fn record_debug(&mut self, _field: &tracing::field::Field, _value: &dyn std::fmt::Debug) {}
+        }
+        if attrs.metadata().name() != "zk.request" {
+            return;
+        }
+        let mut fields = Fields::default();
+        attrs.record(&mut fields);
+        if let (Some("sync"), Some(path)) = (fields.0.as_deref(), fields.1) {
+            *SYNCS.lock().entry(path).or_default() += 1;
+        }
+    }
+}
+
+/// The model's `CacheSyncOnlyOnce` (`crates/zkr-model`, `recipes/cache.rs`): on a session
+/// after another, a subscription that failed was tried again without the sync, so a lost
+/// connection before the sync's reply let a server behind the copy answer the read (the copy
+/// went back). Every subscription on the new session until one succeeds syncs first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_tried_again_on_a_new_session_syncs_first() {
+    let server = shared_server().await.unwrap();
+    let wait = Timing::from_env().wait();
+    let zk = ZkClient::builder(server.connect_string()).session_timeout(wait).connect().await.unwrap();
+    let root = format!("/t-watch-resync-{}", uuid::Uuid::new_v4().simple());
+    zk.create(&root, b"", CreateMode::Persistent).await.unwrap();
+    assert_eq!(syncs_on(&root), 0);
+    let (reads, mut read) = tokio::sync::watch::channel(0);
+    let engine =
+        Watch::new(&zk, &root, false, WatchMode::Persistent, Stumbler { fail_next: false.into(), reads });
+    let (alive, stop) = tokio::sync::watch::channel(());
+    tokio::spawn(engine.run(Sessions::Follow, None, handles_dropped(stop)));
+    let first = *tokio::time::timeout(wait, read.wait_for(|g| *g > 0)).await.expect("a first read").unwrap();
+    assert_eq!(syncs_on(&root), 0, "a sync on the first session");
+
+    zk.inject_session_expiration();
+    let next = tokio::time::timeout(wait, read.wait_for(|g| *g > first)).await;
+    assert!(next.is_ok(), "no read on the next session");
+    assert_eq!(syncs_on(&root), 2, "the failed subscription and the next each sync first");
+    drop(alive);
+    zk.delete(&root, None).await.unwrap();
+}
