@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use zkr_integration_tests::checker::{run_all, CheckOptions, Fault, Report, Schedule};
+use zkr_integration_tests::checker::{run_all, CheckOptions, Fault, Peer, Report, Schedule};
 use zkr_testing::TestingCluster;
 
 /// One ensemble for both checks (each fault strikes all of its clients): the mutex's, then
@@ -20,7 +20,7 @@ async fn mutual_exclusion_and_one_leader_at_a_time_hold_under_fault_schedules() 
     let cluster = zkr_integration_tests::faults::partitionable_cluster().await;
     mutual_exclusion_holds_under_every_fault_schedule(&cluster).await;
     one_leader_at_a_time_under_faults(&cluster).await;
-    a_mixed_fleet_with_curator_shares_the_lock_and_the_election(&cluster).await;
+    a_mixed_fleet_with_curator_or_kazoo_shares_the_lock_and_the_election(&cluster).await;
 }
 
 async fn mutual_exclusion_holds_under_every_fault_schedule(cluster: &TestingCluster) {
@@ -53,19 +53,25 @@ async fn one_leader_at_a_time_under_faults(cluster: &TestingCluster) {
 }
 
 /// Issue 46 item 3: one of the three workers is an Apache Curator process
-/// (`InterProcessMutex`, then `LeaderLatch`, on the same path), so that the history checks the
-/// layout both share: Curator's acquire and zkr's never hold at once, under faults aimed at the
-/// holder (whichever library it runs).
-async fn a_mixed_fleet_with_curator_shares_the_lock_and_the_election(cluster: &TestingCluster) {
-    for leader in [false, true] {
+/// (`InterProcessMutex`, then `LeaderLatch`, on the same path), then a kazoo process (`Lock`,
+/// the zkr workers taking `InterProcessMutex::kazoo`), so that the history checks the layout
+/// they share: the other library's acquire and zkr's never hold at once, under faults aimed at
+/// the holder (whichever library it runs).
+async fn a_mixed_fleet_with_curator_or_kazoo_shares_the_lock_and_the_election(cluster: &TestingCluster) {
+    let fleets = [(Peer::Curator, false, 48), (Peer::Curator, true, 49), (Peer::Kazoo, false, 50)];
+    for (peer, leader, seed) in fleets {
         let worker = env!("CARGO_BIN_EXE_zkr-mutex-worker");
-        let options = CheckOptions { leader, curator_workers: 1, ..CheckOptions::new(worker) };
-        let schedule = Schedule::seeded(if leader { 49 } else { 48 }, 3);
-        for report in all_pass(cluster, &[schedule], &options).await {
-            assert!(report.replay.ends_with("--curator 1"), "{}", report.replay);
-            eprintln!("Curator's acquisitions: {} of {}", report.curator_acquisitions, report.acquisitions);
-            let zkr = report.acquisitions - report.curator_acquisitions;
-            assert!(report.curator_acquisitions > 0 && zkr > 0, "both libraries took turns: {report:?}");
+        let options = CheckOptions { leader, peers: Some((peer, 1)), ..CheckOptions::new(worker) };
+        for report in all_pass(cluster, &[Schedule::seeded(seed, 3)], &options).await {
+            assert!(report.replay.ends_with(&format!("--{} 1", peer.name())), "{}", report.replay);
+            eprintln!(
+                "{}'s acquisitions: {} of {}",
+                peer.name(),
+                report.peer_acquisitions,
+                report.acquisitions
+            );
+            let zkr = report.acquisitions - report.peer_acquisitions;
+            assert!(report.peer_acquisitions > 0 && zkr > 0, "both libraries took turns: {report:?}");
         }
     }
 }

@@ -11,7 +11,9 @@
 //! - `--recipe leader`: the workers take turns as `LeaderLatch` leaders writing through their
 //!   terms instead of `InterProcessMutex` holders (`--recipe mutex`, the default);
 //! - `--curator N`: N of the 3 workers are Apache Curator processes on the same lock or
-//!   election (a mixed fleet; default 0).
+//!   election (a mixed fleet; default 0);
+//! - `--kazoo N`: N of the 3 workers are kazoo processes on the same lock, the others taking
+//!   `InterProcessMutex::kazoo` (kazoo's layout; the mutex only).
 //!
 //! Exit status 0 when every schedule passed, 1 when one did not, 2 for bad arguments. A failed
 //! schedule prints the command that replays it.
@@ -22,12 +24,12 @@
 
 use std::process::ExitCode;
 
-use zkr_integration_tests::checker::{run_all, worker_next_to_current_exe, CheckOptions, Schedule};
+use zkr_integration_tests::checker::{run_all, worker_next_to_current_exe, CheckOptions, Peer, Schedule};
 use zkr_testing::TestingCluster;
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: zkr-checker [--rounds N] [--servers 3|5] [--recipe mutex|leader] [--curator N] [--seed S --faults N | --seeds K [--faults N] | --schedule NAME]"
+        "usage: zkr-checker [--rounds N] [--servers 3|5] [--recipe mutex|leader] [--curator N | --kazoo N] [--seed S --faults N | --seeds K [--faults N] | --schedule NAME]"
     );
     ExitCode::from(2)
 }
@@ -37,12 +39,12 @@ struct Plan {
     schedules: Vec<Schedule>,
     servers: usize,
     leader: bool,
-    curator: usize,
+    peers: Option<(Peer, usize)>,
 }
 
 /// What to run, from the command line; `None` for bad arguments.
 fn schedules(args: &[String]) -> Option<Plan> {
-    let (mut rounds, mut servers, mut faults, mut leader, mut curator) = (None, 3usize, None, false, 0);
+    let (mut rounds, mut servers, mut faults, mut leader, mut peers) = (None, 3usize, None, false, None);
     let (mut seed, mut seeds, mut name) = (None, None, None);
     for pair in args.chunks(2) {
         let [flag, value] = pair else { return None };
@@ -55,7 +57,8 @@ fn schedules(args: &[String]) -> Option<Plan> {
             ("--seeds", Some(k @ 1..)) => seeds = Some(k),
             ("--schedule", _) => name = Some(value.clone()),
             ("--recipe", _) if value == "mutex" || value == "leader" => leader = value == "leader",
-            ("--curator", Some(n @ 0..=3)) => curator = n as usize,
+            ("--curator", Some(n @ 0..=3)) => peers = Some((Peer::Curator, n as usize)),
+            ("--kazoo", Some(n @ 0..=3)) => peers = Some((Peer::Kazoo, n as usize)),
             _ => return None,
         }
     }
@@ -70,13 +73,13 @@ fn schedules(args: &[String]) -> Option<Plan> {
         (None, None, None) if faults.is_none() => Schedule::soak(rounds.unwrap_or(5)),
         _ => return None,
     };
-    (!chosen.is_empty()).then_some(Plan { schedules: chosen, servers, leader, curator })
+    (!chosen.is_empty()).then_some(Plan { schedules: chosen, servers, leader, peers })
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(Plan { schedules, servers, leader, curator }) = schedules(&args) else { return usage() };
+    let Some(Plan { schedules, servers, leader, peers }) = schedules(&args) else { return usage() };
     let Some(worker) = worker_next_to_current_exe() else {
         eprintln!("zkr-checker: no zkr-mutex-worker next to this binary; build the package's binaries first");
         return ExitCode::FAILURE;
@@ -89,21 +92,22 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let options = CheckOptions { leader, curator_workers: curator, ..CheckOptions::new(worker) };
+    let options = CheckOptions { leader, peers, ..CheckOptions::new(worker) };
+    let (peer, n) = peers.map_or(("peer", 0), |(p, n)| (p.name(), n));
     let started = std::time::Instant::now();
     match run_all(&cluster, &schedules, &options).await {
         Ok((reports, table)) => {
             println!(
-                "{servers} servers, {} workers ({}, {curator} of them Curator's), {} schedules, {:.0} s\n",
+                "{servers} servers, {} workers ({}, {n} of them {peer}'s), {} schedules, {:.0} s\n",
                 options.workers,
                 if leader { "LeaderLatch leaders" } else { "InterProcessMutex holders" },
                 schedules.len(),
                 started.elapsed().as_secs_f64()
             );
             println!("{table}");
-            if curator > 0 {
-                let by: Vec<String> = reports.iter().map(|r| r.curator_acquisitions.to_string()).collect();
-                println!("\nacquisitions by the Curator workers, per schedule: {}", by.join(", "));
+            if n > 0 {
+                let by: Vec<String> = reports.iter().map(|r| r.peer_acquisitions.to_string()).collect();
+                println!("\nacquisitions by the {peer} workers, per schedule: {}", by.join(", "));
             }
             let failed: Vec<_> = reports.iter().filter(|r| !r.passed()).collect();
             for r in &failed {

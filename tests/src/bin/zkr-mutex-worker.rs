@@ -11,6 +11,9 @@
 //! `ZKR_WORKER_UNFENCED` in its environment the write is a plain one (the defect the checker
 //! must catch).
 //!
+//! With `ZKR_WORKER_KAZOO` in its environment the mutex is `InterProcessMutex::kazoo` (kazoo's
+//! `Lock` layout, for a fleet with kazoo's checker workers).
+//!
 //! With `ZKR_WORKER_LEADER` in its environment it leads instead of locking: each turn joins a
 //! `LeaderLatch` election at LOCK_PATH, waits to lead (for ACQUIRE_MS; a cancelled wait closes
 //! the latch), writes through its term ([`Leadership::set_data`]) and closes the latch. Its
@@ -47,7 +50,10 @@ use zkr_connection::Classify as _;
 use zkr_connection::ZkClient;
 use zkr_integration_tests::history::now;
 use zkr_recipes::leader::{LeaderLatch, Leadership};
-use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard, LockError};
+use zkr_recipes::locks::{
+    InterProcessMutex, InterProcessMutexGuard, KazooLockDriver, LockError, LockInternalsDriver,
+    StandardLockInternalsDriver,
+};
 
 /// How much longer than its timeout an acquire may take before it counts as hung.
 const HANG_MARGIN: Duration = Duration::from_secs(3);
@@ -68,12 +74,18 @@ fn refused(error: &LockError) -> bool {
 }
 
 /// What fences the critical section's write: a mutex guard or a leader's term.
-enum Hold<'a> {
-    Guard(&'a InterProcessMutexGuard),
+enum Hold<'a, D: LockInternalsDriver = StandardLockInternalsDriver> {
+    Guard(&'a InterProcessMutexGuard<D>),
     Term(&'a Leadership),
 }
 
-impl Hold<'_> {
+/// The mutex in Curator's layout or in kazoo's.
+enum Mutex {
+    Curator(InterProcessMutex),
+    Kazoo(InterProcessMutex<KazooLockDriver>),
+}
+
+impl<D: LockInternalsDriver> Hold<'_, D> {
     async fn set_data(&self, path: &str, data: &[u8]) -> Result<(), LockError> {
         match self {
             Hold::Guard(guard) => guard.set_data(path, data, None).await.map(drop),
@@ -85,9 +97,9 @@ impl Hold<'_> {
 /// The unsafe read-modify-write: read the counter, pause, write value+1 through the hold. A
 /// `long` pause is announced (`HOLDING`) once the read is done.
 /// Returns the line to report.
-async fn critical_section(
+async fn critical_section<D: LockInternalsDriver>(
     zk: &ZkClient,
-    hold: Hold<'_>,
+    hold: Hold<'_, D>,
     counter_path: &str,
     pause: Duration,
     long: bool,
@@ -164,7 +176,7 @@ impl Turns<'_> {
     }
 
     /// One turn at the mutex.
-    async fn lock(&mut self, mutex: &InterProcessMutex) {
+    async fn lock<D: LockInternalsDriver>(&mut self, mutex: &InterProcessMutex<D>) {
         let invoked = now();
         let Some(guard) = self.acquire(mutex.acquire_timeout(self.acquire_timeout)).await else { return };
         say(&format!("ACQUIRED {invoked} {}", now()));
@@ -191,7 +203,14 @@ impl Turns<'_> {
         if let Some(term) = self.acquire(latch.await_leadership_timeout(self.acquire_timeout)).await {
             say(&format!("ACQUIRED {invoked} {}", now()));
             let (pause, long) = self.pause();
-            say(&critical_section(&self.zk, Hold::Term(&term), self.counter_path, pause, long).await);
+            say(&critical_section(
+                &self.zk,
+                Hold::<StandardLockInternalsDriver>::Term(&term),
+                self.counter_path,
+                pause,
+                long,
+            )
+            .await);
             let invoked = now();
             latch.close().await;
             return say(&format!("ENDED {invoked} {}", now()));
@@ -233,7 +252,12 @@ async fn main() {
             std::process::exit(1);
         }
     };
-    let mutex = match InterProcessMutex::new(&zk, lock_path) {
+    let mutex = if std::env::var_os("ZKR_WORKER_KAZOO").is_some() {
+        InterProcessMutex::kazoo(&zk, lock_path, "zkr-worker").map(Mutex::Kazoo)
+    } else {
+        InterProcessMutex::new(&zk, lock_path).map(Mutex::Curator)
+    };
+    let mutex = match mutex {
         Ok(m) => m,
         Err(e) => {
             eprintln!("mutex: {e}");
@@ -266,10 +290,10 @@ async fn main() {
     };
     let leader = std::env::var_os("ZKR_WORKER_LEADER").is_some();
     while !*stop_rx.borrow_and_update() {
-        if leader {
-            turns.lead(lock_path).await;
-        } else {
-            turns.lock(&mutex).await;
+        match &mutex {
+            _ if leader => turns.lead(lock_path).await,
+            Mutex::Curator(mutex) => turns.lock(mutex).await,
+            Mutex::Kazoo(mutex) => turns.lock(mutex).await,
         }
     }
     zk.close().await;

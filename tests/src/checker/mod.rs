@@ -81,11 +81,38 @@ pub struct CheckOptions {
     /// Workers take turns as `LeaderLatch` leaders writing through their terms
     /// (`ZKR_WORKER_LEADER`) instead of `InterProcessMutex` holders: one leader at a time.
     pub leader: bool,
-    /// How many of the workers are Apache Curator processes (`CuratorTool checker-worker`, its
-    /// `InterProcessMutex` or `LeaderLatch` on the same path, writes fenced by its own node): a
-    /// mixed fleet, whose history checks the shared layout. They cancel no acquire and are
-    /// always fenced.
-    pub curator_workers: usize,
+    /// How many of the workers are another library's processes, and whose: a mixed fleet,
+    /// whose history checks the shared layout. Curator's (`CuratorTool checker-worker`, its
+    /// `InterProcessMutex` or `LeaderLatch` on the same path) or kazoo's (`kazoo_tool.py
+    /// checker-worker`, its `Lock`; the zkr workers then take `InterProcessMutex::kazoo`, the
+    /// same layout; no leaders). Their writes are fenced by their own node; they cancel no
+    /// acquire.
+    pub peers: Option<(Peer, usize)>,
+}
+
+/// A library whose processes can take part in the checker beside zkr's workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    /// Apache Curator (Java).
+    Curator,
+    /// kazoo (Python).
+    Kazoo,
+}
+
+impl Peer {
+    /// Its name in `zkr-checker`'s flags (`--curator N`, `--kazoo N`) and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Peer::Curator => "curator",
+            Peer::Kazoo => "kazoo",
+        }
+    }
+}
+
+/// A peer library's tool, found once per schedule.
+enum PeerTool {
+    Curator(zkr_testing::peers::CuratorTool),
+    Kazoo(zkr_testing::peers::KazooTool),
 }
 
 impl CheckOptions {
@@ -98,8 +125,13 @@ impl CheckOptions {
             acquire_timeout: Duration::from_secs(2),
             unfenced: false,
             leader: false,
-            curator_workers: 0,
+            peers: None,
         }
+    }
+
+    /// How many workers are a peer library's (the first ones).
+    pub fn peer_workers(&self) -> usize {
+        self.peers.map_or(0, |(_, n)| n)
     }
 }
 
@@ -142,8 +174,8 @@ struct Run<'a> {
     /// Processes started so far.
     spawned: usize,
     history: LockHistory,
-    /// The Curator peer, when some workers are Curator's.
-    curator: Option<zkr_testing::peers::CuratorTool>,
+    /// The peer library's tool, when some workers are its.
+    peer: Option<PeerTool>,
 }
 
 /// Runs one schedule against `cluster` under `root` (a path no one else uses) and reports.
@@ -183,10 +215,7 @@ pub async fn run_schedule(
         done: Vec::new(),
         spawned: 0,
         history: LockHistory::new(),
-        curator: match options.curator_workers {
-            0 => None,
-            _ => Some(zkr_testing::peers::CuratorTool::locate().map_err(|e| e.to_string())?),
-        },
+        peer: peer_tool(options)?,
     };
     for index in 0..options.workers {
         let proxies = run.proxies().await?;
@@ -252,22 +281,28 @@ impl Run<'_> {
         Ok(Worker { child, stdin, proxies, session: None })
     }
 
-    /// The command of worker `index`: `zkr-mutex-worker`, or Curator's checker worker for the
-    /// first [`CheckOptions::curator_workers`].
+    /// The command of worker `index`: `zkr-mutex-worker`, or the peer library's checker worker
+    /// for the first [`CheckOptions::peers`].
     fn command(&self, index: usize, connect: &str, seed: &str) -> Command {
         let (session_ms, acquire_ms) = (
             self.options.session_timeout.as_millis().to_string(),
             self.options.acquire_timeout.as_millis().to_string(),
         );
-        if let Some(curator) = self.curator.as_ref().filter(|_| index < self.options.curator_workers) {
+        if let Some(peer) = self.peer.as_ref().filter(|_| index < self.options.peer_workers()) {
             let mode = if self.options.leader { "leader" } else { "mutex" };
             let args =
                 ["checker-worker", mode, connect, &self.lock_path, &self.counter_path, &acquire_ms, seed];
-            let mut command = Command::from(curator.command(&args));
+            let mut command = Command::from(match peer {
+                PeerTool::Curator(curator) => curator.command(&args),
+                PeerTool::Kazoo(kazoo) => kazoo.command(&args),
+            });
             command.env("ZKR_PEER_SESSION_MS", &session_ms);
             return command;
         }
         let mut command = Command::new(&self.options.worker);
+        if matches!(self.options.peers, Some((Peer::Kazoo, _))) {
+            command.env("ZKR_WORKER_KAZOO", "1");
+        }
         if self.options.unfenced {
             command.env("ZKR_WORKER_UNFENCED", "1");
         }
@@ -311,8 +346,8 @@ impl Run<'_> {
             "SESSION" => self.workers[event.worker].session = rest.parse().ok(),
             "ACQUIRED" => {
                 r.acquisitions += 1;
-                if event.worker < self.options.curator_workers {
-                    r.curator_acquisitions += 1;
+                if event.worker < self.options.peer_workers() {
+                    r.peer_acquisitions += 1;
                 }
             }
             "COMMIT" => r.commits += 1,
@@ -321,6 +356,11 @@ impl Run<'_> {
             "TIMEOUT" => r.timeouts += 1,
             "CANCELLED" => r.cancelled += 1,
             "ACQUIRE_ERROR" => r.acquire_errors += 1,
+            "HANG" if event.worker < self.options.peer_workers() => {
+                r.peer_late += 1;
+                r.notes
+                    .push(format!("worker {} (the peer's) overran its acquire timeout {rest}", event.worker));
+            }
             "HANG" => {
                 r.hung += 1;
                 r.notes.push(format!("worker {} hung in acquire", event.worker));
@@ -631,10 +671,25 @@ fn replay(schedule: &Schedule, options: &CheckOptions) -> String {
     if options.leader {
         replay.push_str(" --recipe leader");
     }
-    if options.curator_workers > 0 {
-        let _ = write!(replay, " --curator {}", options.curator_workers);
+    if let Some((peer, n)) = options.peers {
+        let _ = write!(replay, " --{} {n}", peer.name());
     }
     replay
+}
+
+/// The tool of `options`' peer library; an error for a fleet it cannot make (kazoo's workers
+/// hold the lock, they do not lead).
+fn peer_tool(options: &CheckOptions) -> Result<Option<PeerTool>, String> {
+    match options.peers {
+        None | Some((_, 0)) => Ok(None),
+        Some((Peer::Curator, _)) => zkr_testing::peers::CuratorTool::locate()
+            .map(|t| Some(PeerTool::Curator(t)))
+            .map_err(|e| e.to_string()),
+        Some((Peer::Kazoo, _)) if options.leader => Err("kazoo's checker workers hold the mutex only".into()),
+        Some((Peer::Kazoo, _)) => zkr_testing::peers::KazooTool::locate()
+            .map(|t| Some(PeerTool::Kazoo(t)))
+            .map_err(|e| e.to_string()),
+    }
 }
 
 /// The `zkr-mutex-worker` binary next to the running executable ([`bin_next_to_current_exe`]).

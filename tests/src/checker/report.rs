@@ -9,8 +9,12 @@ pub struct Report {
     pub schedule: String,
     /// Locks acquired.
     pub acquisitions: usize,
-    /// Of them, by Curator workers ([`CheckOptions::curator_workers`](super::CheckOptions::curator_workers)).
-    pub curator_acquisitions: usize,
+    /// Of them, by the peer library's workers ([`CheckOptions::peers`](super::CheckOptions::peers)).
+    pub peer_acquisitions: usize,
+    /// The peer library's acquires that came back more than 3 s after their timeout: its
+    /// deadline, not zkr's (kazoo's `Lock.acquire(timeout)` checks its deadline between
+    /// attempts, and a request in flight waits for its connection), so not in `hung`.
+    pub peer_late: usize,
     /// Critical sections whose write was applied.
     pub commits: usize,
     /// Critical sections whose write was refused (the lock was gone).
@@ -85,8 +89,16 @@ impl Report {
             self.history.1,
             self.violations,
             self.leaked_nodes,
-            self.hung,
+            self.hung_cell(),
             p99
         )
+    }
+
+    /// zkr's hung acquires, and the peer's late ones beside them.
+    fn hung_cell(&self) -> String {
+        match self.peer_late {
+            0 => self.hung.to_string(),
+            late => format!("{} (+{late} of the peer's, late)", self.hung),
+        }
     }
 }

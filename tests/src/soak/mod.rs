@@ -18,15 +18,16 @@ use rand::rngs::StdRng;
 use rand::{RngExt as _, SeedableRng as _};
 use zkr_testing::TestingCluster;
 
-use crate::checker::{self, CheckOptions, Schedule, Summary};
+use crate::checker::{self, CheckOptions, Peer, Schedule, Summary};
 use crate::faults::ClientFault;
 
 /// Every check the soak runs, by name.
-pub const CHECKS: [&str; 11] = [
+pub const CHECKS: [&str; 12] = [
     "mutex",
     "leader",
     "curator-mutex",
     "curator-leader",
+    "kazoo-mutex",
     "sequential",
     "segment",
     "snowflake",
@@ -50,11 +51,12 @@ pub async fn run_check(cluster: &Arc<TestingCluster>, name: &str, seed: u64) -> 
     let task = tokio::spawn(async move {
         let cluster = cluster.as_ref();
         match owned.as_str() {
-            "mutex" => mutex(cluster, seed, false, 0).await,
-            "leader" => mutex(cluster, seed, true, 0).await,
-            // A mixed fleet: one of the three workers is a Curator process.
-            "curator-mutex" => mutex(cluster, seed, false, 1).await,
-            "curator-leader" => mutex(cluster, seed, true, 1).await,
+            "mutex" => mutex(cluster, seed, false, None).await,
+            "leader" => mutex(cluster, seed, true, None).await,
+            // A mixed fleet: one of the three workers is a Curator (or kazoo) process.
+            "curator-mutex" => mutex(cluster, seed, false, Some((Peer::Curator, 1))).await,
+            "curator-leader" => mutex(cluster, seed, true, Some((Peer::Curator, 1))).await,
+            "kazoo-mutex" => mutex(cluster, seed, false, Some((Peer::Kazoo, 1))).await,
             "queue" => Ok(checker::ids::queue_under_faults(cluster).await),
             "barrier" => Ok(checker::ids::barrier_under_faults(cluster).await),
             "config" => Ok(checker::config::config_under_faults(cluster, seed).await),
@@ -76,13 +78,18 @@ pub async fn run_check(cluster: &Arc<TestingCluster>, name: &str, seed: u64) -> 
     }
 }
 
-/// The mutual-exclusion checker, its workers holding the mutex or (`leader`) leading, `curator`
-/// of them Curator processes.
-async fn mutex(cluster: &TestingCluster, seed: u64, leader: bool, curator: usize) -> Result<Summary, String> {
+/// The mutual-exclusion checker, its workers holding the mutex or (`leader`) leading, `peers`
+/// of them another library's processes.
+async fn mutex(
+    cluster: &TestingCluster,
+    seed: u64,
+    leader: bool,
+    peers: Option<(Peer, usize)>,
+) -> Result<Summary, String> {
     let worker =
         checker::worker_next_to_current_exe().ok_or("no zkr-mutex-worker next to this executable")?;
     let root = crate::unique_root(if leader { "soak-leader" } else { "soak-mutex" });
-    let options = CheckOptions { leader, curator_workers: curator, ..CheckOptions::new(worker) };
+    let options = CheckOptions { leader, peers, ..CheckOptions::new(worker) };
     let report = checker::run_schedule(cluster, &root, &Schedule::seeded(seed, 4), &options).await?;
     if report.passed() {
         Ok(Summary { operations: report.history.0, faults: report.faults, line: report.row() })
