@@ -42,9 +42,12 @@ use zkr_testing::{FaultProxy, TestingCluster};
 
 pub mod config;
 pub mod ids;
+mod peers;
 mod report;
 mod schedule;
 
+pub use peers::Peer;
+use peers::{peer_tool, PeerTool};
 pub use report::Report;
 pub use schedule::{Fault, Schedule};
 
@@ -88,31 +91,6 @@ pub struct CheckOptions {
     /// same layout; no leaders). Their writes are fenced by their own node; they cancel no
     /// acquire.
     pub peers: Option<(Peer, usize)>,
-}
-
-/// A library whose processes can take part in the checker beside zkr's workers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Peer {
-    /// Apache Curator (Java).
-    Curator,
-    /// kazoo (Python).
-    Kazoo,
-}
-
-impl Peer {
-    /// Its name in `zkr-checker`'s flags (`--curator N`, `--kazoo N`) and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Peer::Curator => "curator",
-            Peer::Kazoo => "kazoo",
-        }
-    }
-}
-
-/// A peer library's tool, found once per schedule.
-enum PeerTool {
-    Curator(zkr_testing::peers::CuratorTool),
-    Kazoo(zkr_testing::peers::KazooTool),
 }
 
 impl CheckOptions {
@@ -292,10 +270,7 @@ impl Run<'_> {
             let mode = if self.options.leader { "leader" } else { "mutex" };
             let args =
                 ["checker-worker", mode, connect, &self.lock_path, &self.counter_path, &acquire_ms, seed];
-            let mut command = Command::from(match peer {
-                PeerTool::Curator(curator) => curator.command(&args),
-                PeerTool::Kazoo(kazoo) => kazoo.command(&args),
-            });
+            let mut command = Command::from(peer.command(&args));
             command.env("ZKR_PEER_SESSION_MS", &session_ms);
             return command;
         }
@@ -675,21 +650,6 @@ fn replay(schedule: &Schedule, options: &CheckOptions) -> String {
         let _ = write!(replay, " --{} {n}", peer.name());
     }
     replay
-}
-
-/// The tool of `options`' peer library; an error for a fleet it cannot make (kazoo's workers
-/// hold the lock, they do not lead).
-fn peer_tool(options: &CheckOptions) -> Result<Option<PeerTool>, String> {
-    match options.peers {
-        None | Some((_, 0)) => Ok(None),
-        Some((Peer::Curator, _)) => zkr_testing::peers::CuratorTool::locate()
-            .map(|t| Some(PeerTool::Curator(t)))
-            .map_err(|e| e.to_string()),
-        Some((Peer::Kazoo, _)) if options.leader => Err("kazoo's checker workers hold the mutex only".into()),
-        Some((Peer::Kazoo, _)) => zkr_testing::peers::KazooTool::locate()
-            .map(|t| Some(PeerTool::Kazoo(t)))
-            .map_err(|e| e.to_string()),
-    }
 }
 
 /// The `zkr-mutex-worker` binary next to the running executable ([`bin_next_to_current_exe`]).
