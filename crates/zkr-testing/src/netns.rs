@@ -131,6 +131,11 @@ fn run(command: &mut Command, what: &str) -> Result<()> {
         .stdin(Stdio::null())
         .output()
         .map_err(|e| Error::io(format!("{what} (are iproute2 and nftables installed?)"), e))?;
+    succeeded(&output, what)
+}
+
+/// `Ok` for a command that exited 0; its stderr as the error otherwise.
+fn succeeded(output: &std::process::Output, what: &str) -> Result<()> {
     if output.status.success() {
         return Ok(());
     }
@@ -152,11 +157,7 @@ fn nft_script(ns: &str, script: &str) -> Result<()> {
         stdin.write_all(script.as_bytes()).map_err(|e| Error::io(what.clone(), e))?;
     }
     let output = child.wait_with_output().map_err(|e| Error::io(what.clone(), e))?;
-    if output.status.success() {
-        return Ok(());
-    }
-    let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
-    Err(Error::io(what, std::io::Error::other(stderr)))
+    succeeded(&output, &what)
 }
 
 /// Deletes the namespaces and bridges of processes that are gone.
