@@ -199,9 +199,8 @@ mod tests {
         assert!(cut > 100 && failed > 50, "the cases cut {cut} histories and failed {failed}");
     }
 
-    /// For a measurement (`/usr/bin/time -v`, docs/reliability.md): 7,000 increments of 3
-    /// workers, each overlapping its neighbours, every 100th unknown; `ZKR_COUNTER_WHOLE` checks
-    /// the history whole instead of in parts.
+    /// For a measurement (`/usr/bin/time -v`, docs/reliability.md): 7,000 [`overlapping`]
+    /// increments; `ZKR_COUNTER_WHOLE` checks the history whole instead of in parts.
     /// A cut after 2 would leave each part explicable, but 3 returned before 2 was invoked: the
     /// cut is after 1 only, and the part with 2 and 3 fails.
     #[test]
@@ -214,19 +213,23 @@ mod tests {
         assert!(check_segments(cut_every(0, fine, 1)).is_empty());
     }
 
+    /// `n` increments of 3 workers, each overlapping its neighbours, every 100th unknown and
+    /// applied (its value unclaimed).
+    fn overlapping(n: u64) -> Vec<CounterOperation> {
+        let increment = |value: u64| {
+            let (invoked, worker) = (value * 10, (value % 3) as usize);
+            match value % 100 {
+                0 => unknown(worker, invoked),
+                _ => succeeded(worker, value, invoked, invoked + 25),
+            }
+        };
+        (1..=n).map(increment).collect()
+    }
+
     #[test]
     #[ignore = "a measurement"]
     fn seven_thousand_increments() {
-        let mut history = Vec::new();
-        for value in 1..=7000u64 {
-            let (invoked, returned) = (value * 10, value * 10 + 25);
-            let worker = (value % 3) as usize;
-            history.push(if value % 100 == 0 {
-                unknown(worker, invoked)
-            } else {
-                succeeded(worker, value, invoked, returned)
-            });
-        }
+        let history = overlapping(7000);
         let started = std::time::Instant::now();
         let violations = if std::env::var_os("ZKR_COUNTER_WHOLE").is_some() {
             check_segments(vec![(Counter { value: 0 }, history)])
@@ -239,19 +242,8 @@ mod tests {
 
     #[test]
     fn a_long_history_with_unknown_outcomes_is_checked_quickly() {
-        // 3 workers, 1,000 increments, every 100th unknown and applied (its value unclaimed),
-        // overlapping their neighbours: with the unknown outcomes tried first, this ran for
-        // minutes.
-        let mut history = Vec::new();
-        for value in 1..=1000u64 {
-            let (invoked, returned) = (value * 10, value * 10 + 25);
-            let worker = (value % 3) as usize;
-            history.push(if value % 100 == 0 {
-                unknown(worker, invoked)
-            } else {
-                succeeded(worker, value, invoked, returned)
-            });
-        }
+        // With the unknown outcomes tried first, this ran for minutes.
+        let mut history = overlapping(1000);
         assert!(check(0, history.clone()).is_none());
         // And one value handed out twice fails.
         history.push(succeeded(0, 999, 20_000, 20_010));
