@@ -39,7 +39,12 @@ run() {
     exe=$(awk -v b="$bin" '$1 == b {print $2}' "$out/binaries")
     # shellcheck disable=SC2086
     # (cargo runs test binaries in their package's directory.)
-    if (cd tests && env $env "$exe" --exact $tests) >"$out/$name.$bin.log" 2>&1; then :; else failed=1; fi
+    if (cd tests && env $env "$exe" --exact $tests) >"$out/$name.$bin.log" 2>&1; then :; else
+      failed=1
+      # CI keeps only the printed output: each failure's own lines (the harness's `failures:`
+      # section, the panic and its message), capped, so that a failure is named where it is read.
+      sed -n '/^failures:$/,/^test result:/p' "$out/$name.$bin.log" | head -n 80 | sed "s/^/compat $name $bin: /" >&2
+    fi
     local passed fails
     passed=$(grep -c ' \.\.\. ok$' "$out/$name.$bin.log" || true)
     fails=$(grep -c ' \.\.\. FAILED$' "$out/$name.$bin.log" || true)

@@ -18,6 +18,9 @@ struct Seen {
     ids: Vec<u64>,
     /// Outcomes the worker could not know (`unknown` lines of the counter kind).
     unknown: usize,
+    /// Increments that may have been applied beside an outcome it printed (`maybe` lines: a
+    /// Curator peer's resent writes).
+    maybe: usize,
     last_at: Option<Instant>,
     session: Option<i64>,
     /// The counter kind's increments, with their times.
@@ -39,6 +42,10 @@ impl Seen {
         match (words.first().copied(), times.as_slice()) {
             (Some("session"), _) => self.session = words.get(1).and_then(|s| s.parse().ok()),
             (Some("+"), [invoked]) => self.incrementing = Some(*invoked),
+            (Some("maybe"), [invoked]) => {
+                self.maybe += 1;
+                self.increments.push(counter::unknown(0, *invoked));
+            }
             (Some("unknown"), rest) => {
                 self.unknown += 1;
                 self.last_at = Some(Instant::now());
@@ -89,14 +96,24 @@ impl IdWorker {
         count: usize,
         identity: &str,
     ) -> Self {
-        let mut child = tokio::process::Command::new(binary)
-            .args([connect_string, kind, path, &count.to_string(), identity])
+        let mut command = tokio::process::Command::new(binary);
+        command.args([connect_string, kind, path, &count.to_string(), identity]);
+        Self::start(command).await
+    }
+
+    /// Starts `command`, a process that prints `zkr-id-worker`'s lines (another library's
+    /// worker, say), and waits for its first session line.
+    ///
+    /// # Panics
+    /// As [`spawn`](Self::spawn).
+    pub async fn start(mut command: tokio::process::Command) -> Self {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .expect("spawn zkr-id-worker");
+            .expect("spawn a worker");
         let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
         let mut errors = BufReader::new(child.stderr.take().expect("stderr")).lines();
         let seen = Arc::new(Mutex::new(Seen::default()));
@@ -138,9 +155,16 @@ impl IdWorker {
         seen.ids.len() + seen.unknown
     }
 
-    /// How many `unknown` outcomes it has printed.
+    /// How many increments it could not know the outcome of: its `unknown` outcomes and its
+    /// `maybe` lines.
     pub fn unknown(&self) -> usize {
-        self.seen.lock().unwrap().unknown
+        let seen = self.seen.lock().unwrap();
+        seen.unknown + seen.maybe
+    }
+
+    /// How many `maybe` lines it has printed.
+    pub fn maybe(&self) -> usize {
+        self.seen.lock().unwrap().maybe
     }
 
     /// The IDs it has printed so far.

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use zkr_integration_tests::checker::ids::{barrier_under_faults, kind_under_faults, queue_under_faults};
+use zkr_integration_tests::checker::Peer;
 use zkr_integration_tests::faults;
 use zkr_integration_tests::id_worker::{check_runs, progress, IdWorker};
 use zkr_integration_tests::unique_root;
@@ -22,18 +23,26 @@ fn binary() -> &'static Path {
 async fn no_id_is_handed_out_twice_under_faults() {
     let cluster = faults::partitionable_cluster().await;
     for kind in ["sequential", "segment", "snowflake"] {
-        eprintln!("[checker ids] {}", kind_under_faults(&cluster, kind, faults::seed()).await.line);
+        eprintln!("[checker ids] {}", kind_under_faults(&cluster, kind, faults::seed(), None).await.line);
     }
+    // kazoo's counter format, a kazoo process incrementing beside the three zkr workers.
+    let kazoo = Some((Peer::Kazoo, 1));
+    eprintln!(
+        "[checker ids] {}",
+        kind_under_faults(&cluster, "kazoo-counter", faults::seed(), kazoo).await.line
+    );
 }
 
-/// Issue 19's checkers: several processes increment one `DistributedAtomicLong`, then
-/// lock-safe queue consumers work a queue, then a double barrier goes round, through the same
-/// kinds of faults.
+/// Issue 19's checkers: several processes (zkr's and a Curator process) increment one
+/// `DistributedAtomicLong`, then lock-safe queue consumers work a queue, then a double barrier
+/// goes round, through the same kinds of faults.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_increment_or_queue_item_is_counted_twice_or_lost_under_faults() {
     zkr_integration_tests::trace_from_env();
     let cluster = faults::partitionable_cluster().await;
-    eprintln!("[checker ids] {}", kind_under_faults(&cluster, "counter", faults::seed()).await.line);
+    // A mixed fleet: a Curator process increments beside the three zkr workers.
+    let curator = Some((Peer::Curator, 1));
+    eprintln!("[checker ids] {}", kind_under_faults(&cluster, "counter", faults::seed(), curator).await.line);
     eprintln!("[checker ids] {}", queue_under_faults(&cluster).await.line);
     eprintln!("[checker ids] {}", barrier_under_faults(&cluster).await.line);
 }

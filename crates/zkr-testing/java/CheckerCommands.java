@@ -5,6 +5,8 @@
 //
 //   checker-worker mutex|leader CONNECT LOCK_PATH COUNTER_PATH ACQUIRE_MS SEED
 //
+// (`checker-worker counter CONNECT PATH`, the counter checker's worker, is CheckerCounter.java.)
+//
 // Until stdin closes, each turn takes Curator's InterProcessMutex at LOCK_PATH (or joins a
 // LeaderLatch election there and waits to lead) for at most ACQUIRE_MS, then does the unsafe
 // read-modify-write of COUNTER_PATH with a write fenced by its own lock (or latch) node: a
@@ -40,7 +42,8 @@ import org.apache.zookeeper.Op;
 import org.apache.zookeeper.ZooKeeper;
 
 final class CheckerCommands {
-    static final String USAGE = " | checker-worker mutex|leader CONNECT LOCK_PATH COUNTER_PATH ACQUIRE_MS SEED";
+    static final String USAGE = " | checker-worker mutex|leader CONNECT LOCK_PATH COUNTER_PATH ACQUIRE_MS SEED"
+            + " | checker-worker counter CONNECT PATH";
 
     /** How much longer than its timeout an acquire may take before it counts as hung. */
     private static final long HANG_MARGIN_NANOS = 3_000_000_000L;
@@ -51,6 +54,11 @@ final class CheckerCommands {
     static boolean run(String[] args) throws Exception {
         if (!args[0].equals("checker-worker")) {
             return false;
+        }
+        if (args.length > 1 && args[1].equals("counter")) {
+            Peer.arity(args, 4);
+            CheckerCounter.run(args[2], args[3]);
+            return true;
         }
         Peer.arity(args, 7);
         if (!args[1].equals("mutex") && !args[1].equals("leader")) {

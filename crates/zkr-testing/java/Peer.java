@@ -87,11 +87,16 @@ final class Peer {
     }
 
     static CuratorFramework connect(String connect) throws Exception {
+        return connect(connect, new ExponentialBackoffRetry(1000, 3));
+    }
+
+    /** A started client of `connect` whose operations retry under `retry`. */
+    static CuratorFramework connect(String connect, org.apache.curator.RetryPolicy retry) throws Exception {
         CuratorFramework client = CuratorFrameworkFactory.builder()
                 .connectString(connect)
                 .sessionTimeoutMs(sessionMs())
                 .connectionTimeoutMs(CONNECTION_MS)
-                .retryPolicy(new ExponentialBackoffRetry(1000, 3))
+                .retryPolicy(retry)
                 .build();
         CLIENTS.add(client);
         client.start();

@@ -56,6 +56,9 @@ processes on one machine). Commands:
                                        a worker of zkr's mutual-exclusion checker on kazoo's Lock,
                                        with the protocol of CuratorTool's (CheckerCommands.java):
                                        times in nanoseconds of CLOCK_MONOTONIC
+    checker-worker counter CONNECT PATH
+                                       a worker of zkr's counter checker on kazoo's Counter, with
+                                       zkr-id-worker's lines (kazoo_checker.py)
 
 Exit status: 0 success, 1 error (message on stderr), 2 bad arguments, 3 the parent process went
 away. Session timeout: kazoo's default (10 s), or $ZKR_PEER_SESSION_MS.
@@ -64,14 +67,14 @@ away. Session timeout: kazoo's default (10 s), or $ZKR_PEER_SESSION_MS.
 import datetime
 import logging
 import os
-import queue
-import random
 import sys
 import threading
 import time
 
-from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import ConnectionLoss, LockTimeout, NoNodeError, SessionExpiredError
+from kazoo.client import KazooClient
+from kazoo.exceptions import LockTimeout
+
+import kazoo_checker  # the checker workers, beside this file
 
 CONNECTION_TIMEOUT_S = 15.0
 SESSION_ENV = "ZKR_PEER_SESSION_MS"
@@ -86,7 +89,8 @@ USAGE = ("usage: kazoo_tool.py lock CONNECT PATH ROUNDS HOLD_MS | hold CONNECT P
          " | locking-put CONNECT PATH PRIORITY VALUE... | locking-get CONNECT PATH N TIMEOUT_MS"
          " | locking-hold CONNECT PATH TIMEOUT_MS | barrier CONNECT PATH create|remove|wait TIMEOUT_MS"
          " | double-barrier CONNECT PATH N ID"
-         " | checker-worker mutex CONNECT LOCK_PATH COUNTER_PATH ACQUIRE_MS SEED")
+         " | checker-worker mutex CONNECT LOCK_PATH COUNTER_PATH ACQUIRE_MS SEED"
+         " | checker-worker counter CONNECT PATH")
 LOCK_KINDS = ("lock", "read", "write")
 
 _clients = []
@@ -416,112 +420,6 @@ def cmd_multi_lease(hosts, count, path, seconds, ident):
     out("OBTAINED" if lease else "NOT_OBTAINED")
 
 
-def cmd_checker_worker(hosts, lock_path, counter_path, acquire_ms, seed):
-    """Until stdin closes: kazoo's Lock at LOCK_PATH for at most ACQUIRE_MS, then the unsafe
-    read-modify-write of COUNTER_PATH with a write fenced by the own lock node (a transaction of
-    check(own node) and set_data, sent once: kazoo has no fenced write of its own); the release
-    deletes the own node by hand, asking again after a connection loss until ZooKeeper answers
-    (NoNode or SessionExpired: LOST). kazoo's client has one session at a time: after an expiry
-    the own node is gone with the old one, so the check and the delete say so on the next."""
-    client = connect(hosts)
-    rng = random.Random(seed)
-    holds = queue.Queue()
-    stop = threading.Event()
-
-    def session_line():
-        ident = client.client_id
-        if ident:
-            out("SESSION %d" % ident[0])
-
-    client.add_listener(lambda state: session_line() if state == KazooState.CONNECTED else None)
-    session_line()
-
-    def read_commands():
-        for line in sys.stdin:
-            if line.startswith("hold "):
-                holds.put(int(line[5:].strip()))
-        stop.set()
-
-    threading.Thread(target=read_commands, name="checker-commands", daemon=True).start()
-    lock = client.Lock(lock_path, identifier())
-    while not stop.is_set():
-        checker_turn(client, lock, counter_path, acquire_ms, rng, holds)
-    out("DONE")
-
-
-def checker_turn(client, lock, counter_path, acquire_ms, rng, holds):
-    invoked = time.monotonic_ns()
-    try:
-        acquired = lock.acquire(timeout=acquire_ms / 1000.0)
-    except LockTimeout:
-        acquired = False
-    except Exception as e:  # the connection or the session went: the next turn tries again
-        out("ACQUIRE_ERROR %s: %s" % (type(e).__name__, e))
-        time.sleep(0.05)
-        return
-    took_ms = (time.monotonic_ns() - invoked) // 1_000_000
-    if took_ms > acquire_ms + 3000:
-        out("HANG after %d ms (acquired: %s)" % (took_ms, acquired))
-    elif not acquired:
-        out("TIMEOUT")
-    if not acquired:
-        return
-    own = "%s/%s" % (lock.path, lock.node)
-    out("ACQUIRED %d %d" % (invoked, time.monotonic_ns()))
-    out(checker_section(client, own, counter_path, rng, holds))
-    out(checker_release(client, own))
-    # kazoo's own state: the node is deleted (or was gone) already.
-    lock.is_acquired = False
-    lock.node = None
-
-
-def checker_section(client, own, counter_path, rng, holds):
-    invoked = time.monotonic_ns()
-    try:
-        data, _ = client.get(counter_path)
-        text = data.decode("utf-8").strip()
-        value = int(text) if text else 0
-    except Exception as e:
-        return "ABORT %d reading the counter: %s" % (time.monotonic_ns(), e)
-    out("READ %d %d %d" % (invoked, time.monotonic_ns(), value))
-    try:
-        pause = holds.get_nowait()
-        out("HOLDING")
-    except queue.Empty:
-        pause = 1 + rng.randrange(5)
-    time.sleep(pause / 1000.0)
-    out("WRITE %d %d" % (time.monotonic_ns(), value + 1))
-    transaction = client.transaction()
-    transaction.check(own, -1)
-    transaction.set_data(counter_path, str(value + 1).encode("utf-8"))
-    try:
-        results = transaction.commit()
-    except (ConnectionLoss, SessionExpiredError) as e:
-        # No answer, or the session ended with the write in flight: it may have applied.
-        return "UNKNOWN %d %s" % (time.monotonic_ns(), type(e).__name__)
-    failed = [r for r in results if isinstance(r, Exception)]
-    if failed:
-        return "ABORT %d %s" % (time.monotonic_ns(), type(failed[0]).__name__)
-    return "COMMIT %d" % time.monotonic_ns()
-
-
-def checker_release(client, own):
-    releasing = time.monotonic_ns()
-    deadline = releasing + 60 * 1_000_000_000
-    while True:
-        try:
-            client.delete(own)
-            return "RELEASED %d %d" % (releasing, time.monotonic_ns())
-        except (NoNodeError, SessionExpiredError):
-            return "LOST %d %d" % (releasing, time.monotonic_ns())
-        except ConnectionLoss as e:
-            if time.monotonic_ns() > deadline:
-                return "RELEASE_ERROR %d %s" % (releasing, type(e).__name__)
-            time.sleep(0.1)
-        except Exception as e:
-            return "RELEASE_ERROR %d %s: %s" % (releasing, type(e).__name__, e)
-
-
 def number(value, name):
     try:
         return float(value)
@@ -546,10 +444,14 @@ def run(argv):
              "multi-lease": (5,), "locking-get": (4,), "locking-hold": (3,), "barrier": (4,),
              "double-barrier": (4,)}
     if command == "checker-worker":
+        if len(args) == 3 and args[0] == "counter":
+            return kazoo_checker.counter_worker(connect(args[1]), out, args[2])
         if len(args) != 6 or args[0] != "mutex":
-            raise UsageError("`checker-worker` takes mutex CONNECT LOCK_PATH COUNTER_PATH ACQUIRE_MS SEED")
-        return cmd_checker_worker(args[1], args[2], args[3], non_negative_int(args[4], "ACQUIRE_MS"),
-                                  non_negative_int(args[5], "SEED"))
+            raise UsageError("`checker-worker` takes mutex CONNECT LOCK_PATH COUNTER_PATH ACQUIRE_MS SEED"
+                             " or counter CONNECT PATH")
+        return kazoo_checker.mutex_worker(connect(args[1]), out, identifier(), args[2], args[3],
+                                          non_negative_int(args[4], "ACQUIRE_MS"),
+                                          non_negative_int(args[5], "SEED"))
     if command == "locking-put":
         if len(args) < 4:
             raise UsageError("`locking-put` takes CONNECT PATH PRIORITY and at least one VALUE")

@@ -31,6 +31,7 @@
 //! | `shared-count-watch CONNECT PATH` | Curator | a started `SharedCount` (seed 0): `COUNT <n>` at once and on every change; until stdin EOF |
 //! | `shared-count-set CONNECT PATH VALUE` | Curator | a started `SharedCount` (seed 0), `setCount(VALUE)`: `RESULT count=<n>` |
 //! | `checker-worker mutex\|leader CONNECT LOCK_PATH COUNTER_PATH ACQUIRE_MS SEED` | Curator | a worker of zkr's mutual-exclusion checker (`InterProcessMutex` or `LeaderLatch` turns, writes fenced by its own node): `zkr-mutex-worker`'s lines (`CheckerCommands.java`) |
+//! | `checker-worker counter CONNECT PATH` | Curator | a worker of zkr's counter checker (`DistributedAtomicLong.increment()` until stdin closes, each resend declared as an increment that may have applied): `zkr-id-worker counter`'s lines (`CheckerCounter.java`) |
 //!
 //! Benchmarks run a one-second warm-up that is not counted; `rss_kb` is the peak resident set
 //! (`VmHWM`). Exit status: 0 success, 1 error (message on stderr), 2 bad arguments, 3 the parent
@@ -90,12 +91,15 @@ const CURATOR_SOURCES: &[(&str, &str)] = &[
     ("QueueCommands.java", include_str!("../java/QueueCommands.java")),
     ("WideCommands.java", include_str!("../java/WideCommands.java")),
     ("CheckerCommands.java", include_str!("../java/CheckerCommands.java")),
+    ("CheckerCounter.java", include_str!("../java/CheckerCounter.java")),
 ];
 /// Sources compiled only against a Curator release from Maven Central: Debian packages no
 /// curator-x-async (typed models, `ModeledFramework`).
 const MAVEN_ONLY_SOURCES: &[(&str, &str)] =
     &[("ModeledCommands.java", include_str!("../java/ModeledCommands.java"))];
 const KAZOO_SOURCE: &str = include_str!("../peers/kazoo_tool.py");
+/// The checker workers `kazoo_tool.py` imports, written beside it.
+const KAZOO_CHECKER_SOURCE: &str = include_str!("../peers/kazoo_checker.py");
 /// Debian's jars (`libcurator-recipes-java`, `libcurator-discovery-java` and what they depend
 /// on). curator-x-discovery needs Jackson (databind, core, annotations) and Guava at run time;
 /// the manifests' `Class-Path` pull in the rest (slf4j-api, jute, netty, ...).
@@ -359,11 +363,15 @@ impl KazooTool {
                 detail: format!("`{PYTHON} -c 'import kazoo'` failed: {}", tail_lines(&stderr, 1)),
             });
         }
-        let key = crate::maven::fnv1a(&[KAZOO_SOURCE.as_bytes()]);
+        let key = crate::maven::fnv1a(&[KAZOO_SOURCE.as_bytes(), KAZOO_CHECKER_SOURCE.as_bytes()]);
         let dir = materialize("zkr-kazoo-tool", key, "kazoo_tool.py", |out| {
-            let script = out.join("kazoo_tool.py");
-            std::fs::write(&script, KAZOO_SOURCE)
-                .map_err(|e| Error::io(format!("writing {}", script.display()), e))
+            for (name, text) in [("kazoo_checker.py", KAZOO_CHECKER_SOURCE), ("kazoo_tool.py", KAZOO_SOURCE)]
+            {
+                let file = out.join(name);
+                std::fs::write(&file, text)
+                    .map_err(|e| Error::io(format!("writing {}", file.display()), e))?;
+            }
+            Ok(())
         })?;
         Ok(KazooTool { script: dir.join("kazoo_tool.py") })
     }

@@ -106,6 +106,7 @@ pub struct FaultProxy {
     local: SocketAddr,
     mode: watch::Sender<ProxyMode>,
     latency: Arc<Mutex<Latency>>,
+    hold_from: Arc<Mutex<Option<i32>>>,
     connections: Arc<Mutex<JoinSet<()>>>,
     acceptor: AbortHandle,
 }
@@ -132,9 +133,11 @@ impl FaultProxy {
         let (mode, _) = watch::channel(ProxyMode::Forward);
         let connections = Arc::new(Mutex::new(JoinSet::new()));
         let latency = Arc::new(Mutex::new(Latency::default()));
-        let link = Link { target, mode: mode.clone(), latency: latency.clone() };
+        let hold_from = Arc::new(Mutex::new(None));
+        let link =
+            Link { target, mode: mode.clone(), latency: latency.clone(), hold_from: hold_from.clone() };
         let acceptor = tokio::spawn(accept_loop(listener, link, connections.clone()));
-        Ok(FaultProxy { local, mode, latency, connections, acceptor: acceptor.abort_handle() })
+        Ok(FaultProxy { local, mode, latency, hold_from, connections, acceptor: acceptor.abort_handle() })
     }
 
     /// [`start`](Self::start) with a [`Latency`] from the first byte.
@@ -193,8 +196,25 @@ impl FaultProxy {
         self.mode.send_replace(ProxyMode::HoldReplies);
     }
 
+    /// Forwards as before until a request of ZooKeeper opcode `opcode` passes (5: `setData`),
+    /// then holds replies, that request's first: a fault that lands after the reads before a
+    /// write, which [`hold_replies`](Self::hold_replies) would hold too. (A request read in the
+    /// same chunk as earlier ones is not seen: the client must wait for its earlier replies.)
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(proxy: zkr_testing::FaultProxy) {
+    /// proxy.hold_replies_from_request(5); // the next setData is applied, its reply held
+    /// # }
+    /// ```
+    pub fn hold_replies_from_request(&self, opcode: i32) {
+        *self.hold_from.lock() = Some(opcode);
+    }
+
     /// Forwards both directions again; held bytes flow.
     pub fn heal(&self) {
+        *self.hold_from.lock() = None;
         self.mode.send_replace(ProxyMode::Forward);
     }
 
@@ -219,6 +239,21 @@ struct Link {
     target: SocketAddr,
     mode: watch::Sender<ProxyMode>,
     latency: Arc<Mutex<Latency>>,
+    /// The opcode of the request from which replies are held (`hold_replies_from_request`).
+    hold_from: Arc<Mutex<Option<i32>>>,
+}
+
+impl Link {
+    /// Switches to holding replies when `chunk`, read from the client, starts with a request
+    /// of the awaited opcode (a frame: length, xid, opcode, each 4 bytes big-endian).
+    fn saw_request(&self, chunk: &[u8]) {
+        let mut awaited = self.hold_from.lock();
+        let opcode = chunk.get(8..12).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+        if awaited.is_some() && opcode == *awaited {
+            *awaited = None;
+            self.mode.send_replace(ProxyMode::HoldReplies);
+        }
+    }
 }
 
 async fn accept_loop(listener: TcpListener, link: Link, connections: Arc<Mutex<JoinSet<()>>>) {
@@ -248,8 +283,8 @@ async fn carry(client: TcpStream, link: Link) {
     let _ = server.set_nodelay(true);
     let (mut client_read, mut client_write) = tokio::io::split(client);
     let (mut server_read, mut server_write) = tokio::io::split(server);
-    let up = pump(&mut client_read, &mut server_write, mode.clone(), &link.latency, true);
-    let down = pump(&mut server_read, &mut client_write, mode, &link.latency, false);
+    let up = pump(&mut client_read, &mut server_write, mode.clone(), &link, true);
+    let down = pump(&mut server_read, &mut client_write, mode, &link, false);
     tokio::select! {
         _ = up => {}
         _ = down => {}
@@ -266,7 +301,7 @@ async fn pump<R, W>(
     read: &mut R,
     write: &mut W,
     mode: watch::Receiver<ProxyMode>,
-    latency: &Mutex<Latency>,
+    link: &Link,
     to_server: bool,
 ) where
     R: AsyncReadExt + Unpin,
@@ -285,8 +320,11 @@ async fn pump<R, W>(
                 Ok(0) | Err(_) => return,
                 Ok(n) => n,
             };
+            if to_server {
+                link.saw_request(&buf[..n]);
+            }
             // Never before an earlier chunk: jitter must not reorder bytes.
-            last = (Instant::now() + latency.lock().sample()).max(last);
+            last = (Instant::now() + link.latency.lock().sample()).max(last);
             if chunks.send((last, buf[..n].to_vec())).is_err() {
                 return;
             }

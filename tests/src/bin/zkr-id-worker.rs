@@ -4,8 +4,8 @@
 //! and keeps going through errors (printed to stderr) until it has COUNT IDs, or, with a
 //! COUNT of 0, until its stdin closes.
 //!
-//! KIND `counter` increments a `DistributedAtomicLong` at PATH instead, one increment at a
-//! time: it prints `+ <invoked>` before each increment, then `<post value> <invoked> <returned>`
+//! KIND `counter` increments a `DistributedAtomicLong` at PATH instead (`kazoo-counter`: a
+//! `zkr_recipes::kazoo::Counter`, kazoo's text format), one increment at a time: it prints `+ <invoked>` before each increment, then `<post value> <invoked> <returned>`
 //! for one that succeeded and `unknown <invoked>` for one that may or may not have been applied
 //! (`CounterError::Indeterminate`, or no answer in time): times on the machine's monotonic clock
 //! (`zkr_integration_tests::history::now`), for the history check.
@@ -41,8 +41,8 @@ async fn main() {
     // The first line names the session, and a line names every new one, for tests that
     // expire sessions from outside.
     zkr_integration_tests::announce_sessions(&zk, "session");
-    if kind == "counter" {
-        count_up(&zk, path, count).await;
+    if kind == "counter" || kind == "kazoo-counter" {
+        count_up(&zk, path, count, kind == "kazoo-counter").await;
         zk.close().await;
         return;
     }
@@ -95,12 +95,13 @@ async fn main() {
     zk.close().await;
 }
 
-/// Increments the counter at `path` `count` times (0: until stdin closes), printing each
-/// outcome as it comes.
-async fn count_up(zk: &ZkClient, path: &str, count: usize) {
+/// Increments the counter at `path` (in kazoo's format with `kazoo`) `count` times (0: until
+/// stdin closes), printing each outcome as it comes.
+async fn count_up(zk: &ZkClient, path: &str, count: usize, kazoo: bool) {
     use zkr_recipes::counters::{CounterError, DistributedAtomicLong};
-    let policy = zkr_connection::retry::RetryNTimes::new(20, Duration::from_millis(5));
-    let counter = DistributedAtomicLong::new(zk, path, policy).expect("counter");
+    let policy = || zkr_connection::retry::RetryNTimes::new(20, Duration::from_millis(5));
+    let curator = DistributedAtomicLong::new(zk, path, policy()).expect("counter");
+    let kazoo = kazoo.then(|| zkr_recipes::kazoo::Counter::new(zk, path, 0i64, policy()).expect("counter"));
     let stop = stop_on_stdin_eof(count);
     let mut done = 0;
     let say = |line: &str| {
@@ -111,7 +112,13 @@ async fn count_up(zk: &ZkClient, path: &str, count: usize) {
     while (count == 0 || done < count) && !stop.load(Ordering::SeqCst) {
         let invoked = now();
         say(&format!("+ {invoked}"));
-        let outcome = tokio::time::timeout(Duration::from_secs(10), counter.increment()).await;
+        let increment = async {
+            match &kazoo {
+                Some(counter) => counter.add(1).await,
+                None => curator.increment().await,
+            }
+        };
+        let outcome = tokio::time::timeout(Duration::from_secs(10), increment).await;
         let line = match outcome {
             Ok(Ok(value)) if value.succeeded => format!("{} {invoked} {}", value.post_value, now()),
             Ok(Ok(_)) => {

@@ -22,7 +22,7 @@ use crate::checker::{self, CheckOptions, Peer, Schedule, Summary};
 use crate::faults::ClientFault;
 
 /// Every check the soak runs, by name.
-pub const CHECKS: [&str; 12] = [
+pub const CHECKS: [&str; 14] = [
     "mutex",
     "leader",
     "curator-mutex",
@@ -32,6 +32,8 @@ pub const CHECKS: [&str; 12] = [
     "segment",
     "snowflake",
     "counter",
+    "curator-counter",
+    "kazoo-counter",
     "queue",
     "barrier",
     "config",
@@ -61,7 +63,15 @@ pub async fn run_check(cluster: &Arc<TestingCluster>, name: &str, seed: u64) -> 
             "barrier" => Ok(checker::ids::barrier_under_faults(cluster).await),
             "config" => Ok(checker::config::config_under_faults(cluster, seed).await),
             kind @ ("sequential" | "segment" | "snowflake" | "counter") => {
-                Ok(checker::ids::kind_under_faults(cluster, kind, seed).await)
+                Ok(checker::ids::kind_under_faults(cluster, kind, seed, None).await)
+            }
+            // The counter with a Curator (or kazoo) process incrementing beside the workers.
+            "curator-counter" => {
+                Ok(checker::ids::kind_under_faults(cluster, "counter", seed, Some((Peer::Curator, 1))).await)
+            }
+            "kazoo-counter" => {
+                Ok(checker::ids::kind_under_faults(cluster, "kazoo-counter", seed, Some((Peer::Kazoo, 1)))
+                    .await)
             }
             other => Err(format!("no check named {other}; the checks: {}", CHECKS.join(", "))),
         }
