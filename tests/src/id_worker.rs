@@ -19,7 +19,7 @@ struct Seen {
     /// Outcomes the worker could not know (`unknown` lines of the counter kind).
     unknown: usize,
     /// Increments that may have been applied beside an outcome it printed (`maybe` lines: a
-    /// Curator peer's resent writes).
+    /// peer library's writes that had no answer and were tried again).
     maybe: usize,
     last_at: Option<Instant>,
     session: Option<i64>,

@@ -4,15 +4,17 @@
 //
 //   checker-worker counter CONNECT PATH
 //
-// Until stdin closes (the increment in flight then ends first), one DistributedAtomicLong.increment() at a time (lost races retried under
-// RetryNTimes(20, 5), as zkr's workers do). Lines: `session <id>` first and on every
+// Until stdin closes (the increment in flight then ends first), one
+// DistributedAtomicLong.increment() at a time (lost races retried under RetryNTimes(20, 5), as
+// zkr's workers do). Lines: `session <id>` first and on every
 // (re)connection; `+ <invoked>` before each increment; `<post> <invoked> <returned>` for one
 // that succeeded; `unknown <invoked>` for one that threw (its last write may have applied).
 //
 // Curator resends a write after a connection loss (its client retry policy) and counts the
 // BadVersion (or NodeExists) its resent write then gets as a lost race: a write applied before
-// the loss is applied again by the next try, a value nobody is handed (curator.md section 7;
-// CURATOR-584). Each resend can hide one such write, so every resend during an increment is
+// the loss is applied again by the next try, a value nobody is handed (docs/reliability.md;
+// CURATOR-584). Each resend can hide one such write (the writes are versioned), so every resend
+// of the client during an increment (of its reads too: the count cannot tell them apart) is
 // declared as `maybe <invoked>`: an increment that may have been applied once, at any time
 // after <invoked>. The history check then holds Curator's increments to what Curator can know,
 // and zkr's to the exact rule.

@@ -14,6 +14,31 @@ from kazoo.exceptions import BadVersionError, ConnectionLoss, LockTimeout, NoNod
 from kazoo.retry import KazooRetry
 
 
+def announce_sessions(client, out, word):
+    """`<word> <session id>` now and on every (re)connection."""
+
+    def session_line():
+        ident = client.client_id
+        if ident:
+            out("%s %d" % (word, ident[0]))
+
+    client.add_listener(lambda state: session_line() if state == KazooState.CONNECTED else None)
+    session_line()
+
+
+def until_stdin_closes(on_line=lambda line: None):
+    """An event set when stdin closes; each line before it handed to `on_line`, on a thread."""
+    stop = threading.Event()
+
+    def read():
+        for line in sys.stdin:
+            on_line(line)
+        stop.set()
+
+    threading.Thread(target=read, name="checker-stdin", daemon=True).start()
+    return stop
+
+
 def mutex_worker(client, out, ident, lock_path, counter_path, acquire_ms, seed):
     """Until stdin closes: kazoo's Lock at LOCK_PATH for at most ACQUIRE_MS, then the unsafe
     read-modify-write of COUNTER_PATH with a write fenced by the own lock node (a transaction of
@@ -23,23 +48,13 @@ def mutex_worker(client, out, ident, lock_path, counter_path, acquire_ms, seed):
     the own node is gone with the old one, so the check and the delete say so on the next."""
     rng = random.Random(seed)
     holds = queue.Queue()
-    stop = threading.Event()
+    announce_sessions(client, out, "SESSION")
 
-    def session_line():
-        ident = client.client_id
-        if ident:
-            out("SESSION %d" % ident[0])
+    def take_command(line):
+        if line.startswith("hold "):
+            holds.put(int(line[5:].strip()))
 
-    client.add_listener(lambda state: session_line() if state == KazooState.CONNECTED else None)
-    session_line()
-
-    def read_commands():
-        for line in sys.stdin:
-            if line.startswith("hold "):
-                holds.put(int(line[5:].strip()))
-        stop.set()
-
-    threading.Thread(target=read_commands, name="checker-commands", daemon=True).start()
+    stop = until_stdin_closes(take_command)
     lock = client.Lock(lock_path, ident)
     while not stop.is_set():
         checker_turn(client, out, lock, counter_path, acquire_ms, rng, holds)
@@ -129,22 +144,8 @@ def counter_worker(client, out, path):
     (but a lost race, `BadVersionError`) is declared as `maybe <invoked>`: an increment that
     may have been applied once, at any time after <invoked> (its write is versioned, so each
     can hide one at most)."""
-    stop = threading.Event()
-
-    def session_line():
-        ident = client.client_id
-        if ident:
-            out("session %d" % ident[0])
-
-    client.add_listener(lambda state: session_line() if state == KazooState.CONNECTED else None)
-    session_line()
-
-    def read_stdin():
-        for _ in sys.stdin:
-            pass
-        stop.set()
-
-    threading.Thread(target=read_stdin, name="checker-stdin", daemon=True).start()
+    announce_sessions(client, out, "session")
+    stop = until_stdin_closes()
     # Lost races tried again every 5 ms, as zkr's workers do (kazoo's default backs off to a
     # minute, and three zkr workers then leave it no turn); every try of the write that raised
     # (but a lost race) counted: it may have been applied.

@@ -110,7 +110,7 @@ pub async fn kind_under_faults(
     let faults = recoveries.len() - 1;
     let peers = match peer {
         Some(peer) if peer_count > 0 => format!(
-            " ({peer_count} {}'s, {peer_successes} successes; its writes tried again after a connection loss: {maybe}, each an increment it may have applied twice)",
+            " ({peer_count} {}'s, {peer_successes} successes; its writes without an answer: {maybe}, each one more increment it may have applied)",
             peer.name()
         ),
         _ => String::new(),
