@@ -5,8 +5,9 @@
 //! COUNT of 0, until its stdin closes.
 //!
 //! KIND `counter` increments a `DistributedAtomicLong` at PATH instead (`kazoo-counter`: a
-//! `zkr_recipes::kazoo::Counter`, kazoo's text format), one increment at a time: it prints `+ <invoked>` before each increment, then `<post value> <invoked> <returned>`
-//! for one that succeeded and `unknown <invoked>` for one that may or may not have been applied
+//! `zkr_recipes::kazoo::Counter`, kazoo's text format), one increment at a time: it prints
+//! `+ <invoked>` before each increment, then `<post value> <invoked> <returned>` for one that
+//! succeeded and `unknown <invoked>` for one that may or may not have been applied
 //! (`CounterError::Indeterminate`, or no answer in time): times on the machine's monotonic clock
 //! (`zkr_integration_tests::history::now`), for the history check.
 
