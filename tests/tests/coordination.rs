@@ -424,6 +424,39 @@ async fn a_double_barrier_member_whose_session_expired_after_ready_passes_and_bo
     assert!(members(&observer, &path).await.is_empty());
 }
 
+/// The double barrier's leave window (the model checker's window 1), the hang the 3.5.10 soak
+/// found (`zkr-soak --check barrier --seed 15597954288818794811`): `ready` counted A; A's
+/// session ended before A saw it; B passed, saw no member while A's node was between sessions,
+/// deleted `ready` and left. Before, A waited for a quota that was gone; now B's delete
+/// records the round in the barrier node, and A passes by the record when it comes back.
+#[tokio::test]
+async fn a_member_whose_round_left_while_its_session_was_replaced_passes_by_the_record() {
+    let server = shared_server().await.unwrap();
+    let cs = server.connect_string();
+    let observer = raw(&cs).await;
+    let path = format!("{}/b", unique_root("double-record"));
+    let proxy_a = FaultProxy::start(&cs).await.unwrap();
+    let (zk_a, zk_b) = (connect(&proxy_a.connect_string()).await, connect(&cs).await);
+    let mut a = DistributedDoubleBarrier::new(&zk_a, &path, 2).unwrap();
+    let a_node = a.member_path().to_owned();
+    let entering = tokio::spawn(async move { a.enter_timeout(timing().wait()).await.map(|e| (e, a)) });
+    eventually("A's node", || async { observer.check_stat(&a_node).await.unwrap().is_some() }).await;
+    proxy_a.blackhole();
+    let mut b = DistributedDoubleBarrier::new(&zk_b, &path, 2).unwrap();
+    assert!(b.enter_timeout(timing().wait()).await.unwrap().is_some(), "B passes with A counted");
+    let leaving = tokio::spawn(async move { b.leave().await });
+    eventually("B's node deleted", || async { members(&observer, &path).await.len() == 1 }).await;
+    let session = zk_a.try_session().expect("A's session");
+    zkr_testing::expire_session_id(session.id(), session.client().session_timeout(), &cs).await.unwrap();
+    tokio::time::timeout(timing().wait(), leaving).await.expect("B left: it saw no member").unwrap().unwrap();
+    assert!(observer.check_stat(&format!("{path}/ready")).await.unwrap().is_none(), "B deleted ready");
+    proxy_a.heal();
+    let (entered, mut a) = entering.await.unwrap().unwrap();
+    assert!(entered.is_some(), "A hung entering: its round left without it");
+    tokio::time::timeout(timing().wait(), a.leave()).await.expect("A leaves").unwrap();
+    assert!(members(&observer, &path).await.is_empty());
+}
+
 /// The model checker's window 5: A and B pass and have not left when C enters. Before, C
 /// counted them with itself and passed at once, alone in its round; now members that passed
 /// an earlier round (named by its `ready`, their nodes marked) are not counted, and C passes

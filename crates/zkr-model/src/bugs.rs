@@ -81,6 +81,12 @@ pub enum Fix {
     /// `ready` that names it and is newer than the last it passed (window 4), and counts no
     /// member that a stale `ready` names or whose node is marked (window 5).
     BarrierReadyNamesMembers,
+    /// Double barrier: the fix above, and the leave record: the leaver that deletes its round's
+    /// `ready` writes, in the same transaction, the round (that `ready`'s czxid and the members
+    /// it named) into the barrier node's data; an entering member whose first node is older than
+    /// the recorded round and whom it names passes by it (window 1: the others left while its
+    /// session was being replaced, and `ready` went with them).
+    BarrierLeaveRecord,
 }
 
 /// The fixes a model has: none, or one.

@@ -10,7 +10,9 @@ use stateright::Property;
 
 use crate::bugs::{Bug, Bugs, Fix, Fixes};
 use crate::world::{Checked, Faults, Me, Recipe, Setup, State, Step};
-use crate::zk::{Event, Mode, Name, Op, OpResult, Path, Reply, Request, Server, Stat, ZkError, Zxid};
+use crate::zk::{
+    Event, EventKind, Mode, Name, Op, OpResult, Path, Reply, Request, Server, Stat, ZkError, Zxid,
+};
 
 /// The barrier's node.
 pub const DIR: Path = Path::top("barrier");
@@ -53,6 +55,9 @@ pub enum Phase {
     /// The create-ready transaction (`create_ready`): the members counted (a bit each), the
     /// stale `ready`'s version if one is replaced.
     Ready(u8, Option<u8>),
+    /// The leave record: read the barrier node's data (the round recorded), with a data watch
+    /// (the cache holds the barrier node too), before the listing.
+    Root,
     /// The fix: mark our node as passed (`PersistentNode::set_data` with the `ready`'s czxid:
     /// a node made again after an expiry carries it too).
     Mark,
@@ -88,6 +93,19 @@ pub struct User {
     pub ready: Zxid,
     /// The fix: our node's data marks it as passed (by `ready`).
     pub marked: bool,
+    /// The leave record: the barrier node's data read last (`record`).
+    pub record: u32,
+    /// The leave record: the members the `ready` read by `delete_ready` named (a bit each).
+    pub named: u8,
+    /// The leave record: the barrier node's data changed while the listing was on its way (the
+    /// cache reads it again).
+    pub reread: bool,
+}
+
+/// The leave record: the barrier node's data naming the round of `ready` (czxid) and its
+/// members (a bit each).
+fn record(ready: Zxid, members: u8) -> u32 {
+    u32::from(ready) << 8 | u32::from(members)
 }
 
 /// What the properties look at.
@@ -173,7 +191,14 @@ impl Barrier {
         });
         let passes = ready.is_some_and(|r| r.czxid > entered_at || names_us);
         ghost.missed_ready |= counted_us && !passes;
+        // The leave record: the round that counted our first node, whose members left and
+        // deleted its `ready` before we saw it.
+        let (round, names) = ((user.record >> 8) as Zxid, user.record as u8);
+        // (A member's name is new for each enter after one that did not pass, so a record
+        // naming it is of a round it was in; the model's members always pass.)
+        let recorded = self.recorded() && !passes && names & (1 << me.user) != 0 && round > user.ready;
         user.phase = match ready {
+            _ if recorded => return self.pass(user, round, ghost),
             Some(ready) if passes => return self.pass(user, ready.czxid, ghost),
             Some(stale) if quota => Phase::Ready(members, Some(stale.version)),
             None if quota => Phase::Ready(members, None),
@@ -191,7 +216,11 @@ impl Barrier {
     }
 
     fn fixed(&self) -> bool {
-        self.fix == Some(Fix::BarrierReadyNamesMembers)
+        matches!(self.fix, Some(Fix::BarrierReadyNamesMembers | Fix::BarrierLeaveRecord))
+    }
+
+    fn recorded(&self) -> bool {
+        self.fix == Some(Fix::BarrierLeaveRecord)
     }
 
     fn ready_ops(&self, members: u8, stale: Option<u8>) -> Vec<Op> {
@@ -203,9 +232,28 @@ impl Barrier {
             ops.push(Op::Delete { path: READY, version: Some(version) });
         }
         // The fix: `ready` holds the members it counted (Curator and kazoo never read it).
-        let data = if self.fix == Some(Fix::BarrierReadyNamesMembers) { u32::from(members) } else { 0 };
+        let data = if self.fixed() { u32::from(members) } else { 0 };
         ops.push(Op::Create { path: READY, mode: Mode::Persistent, data });
         ops
+    }
+
+    /// Where an entering member reads the barrier: the barrier node first with the leave record.
+    fn list(&self) -> Phase {
+        if self.recorded() {
+            Phase::Root
+        } else {
+            Phase::List
+        }
+    }
+
+    /// A leave deleted `ready` (at `version`, or any): was it another round's than it read?
+    fn on_ready_deleted(user: u8, version: Option<u8>, before: &Server, ghost: &mut Ghost) {
+        let read = ghost.read_ready[usize::from(user)];
+        let other = before.nodes.get(&READY).is_some_and(|n| n.czxid != read);
+        match version {
+            Some(_) => ghost.version_reuse |= other,
+            None => ghost.foreign_delete |= other,
+        }
     }
 
     fn round_done(user: &mut User) {
@@ -243,6 +291,9 @@ impl Recipe for Barrier {
             remake: false,
             ready: 0,
             marked: false,
+            record: 0,
+            named: 0,
+            reread: false,
         };
         Setup {
             nodes: vec![(DIR, Mode::Persistent, 0)],
@@ -267,10 +318,9 @@ impl Recipe for Barrier {
                 user.entered = true;
                 Step::Send(create, None)
             }
+            Phase::Root => Step::Send(Request::GetData { path: DIR, watch: true }, None),
             // The fix reads the cache's data too (`CacheMode::Children` holds it).
-            Phase::List if self.fix == Some(Fix::BarrierReadyNamesMembers) => {
-                Step::Send(Request::ChildrenData { path: DIR, watch: true }, None)
-            }
+            Phase::List if self.fixed() => Step::Send(Request::ChildrenData { path: DIR, watch: true }, None),
             Phase::List | Phase::LeaveList => Step::Send(Request::Children { path: DIR, watch: true }, None),
             Phase::Wait | Phase::LeaveWait | Phase::Done => Step::Blocked,
             Phase::Ready(members, stale) => Step::Send(Request::Multi(self.ready_ops(members, stale)), None),
@@ -282,7 +332,16 @@ impl Recipe for Barrier {
                 user.entered = false;
                 Step::Send(Request::Write(Op::Delete { path: member(me.user), version: None }), None)
             }
+            // The leave record needs the names in `ready`'s data.
+            Phase::ReadReady if self.recorded() => {
+                Step::Send(Request::GetData { path: READY, watch: false }, None)
+            }
             Phase::ReadReady => Step::Send(Request::Exists { path: READY, watch: false }, None),
+            Phase::DeleteReady(version @ Some(_)) if self.recorded() => {
+                let delete = Op::Delete { path: READY, version };
+                let data = record(user.ready, user.named);
+                Step::Send(Request::Multi(vec![delete, Op::SetData { path: DIR, data, version: None }]), None)
+            }
             Phase::DeleteReady(version) => {
                 Step::Send(Request::Write(Op::Delete { path: READY, version }), None)
             }
@@ -312,9 +371,13 @@ impl Recipe for Barrier {
         match (user.phase, reply) {
             (Phase::Create, Reply::Write(OpResult::Created(_, stat))) => {
                 user.first = Some(stat.czxid);
+                user.phase = self.list();
+            }
+            (Phase::Create, Reply::Err(ZkError::NodeExists)) => user.phase = self.list(),
+            (Phase::Root, Reply::Data(data, _)) => {
+                user.record = data;
                 user.phase = Phase::List;
             }
-            (Phase::Create, Reply::Err(ZkError::NodeExists)) => user.phase = Phase::List,
             (Phase::List, Reply::Children(listing)) => self.on_listing(me, user, &listing, (0, 0), ghost),
             (Phase::List, Reply::ChildrenData(listing)) => {
                 let named = listing.iter().find(|(n, ..)| *n == READY.name).map_or(0, |(_, _, d)| *d as u8);
@@ -323,7 +386,11 @@ impl Recipe for Barrier {
                     _ => bits,
                 });
                 let listing: Vec<(Name, Stat)> = listing.iter().map(|(n, s, _)| (*n, *s)).collect();
-                self.on_listing(me, user, &listing, (named, marked), ghost)
+                self.on_listing(me, user, &listing, (named, marked), ghost);
+                if user.phase == Phase::Wait && user.reread {
+                    user.phase = Phase::Root;
+                }
+                user.reread = false;
             }
             (Phase::Ready(..), Reply::Multi(results)) => {
                 let made = results.iter().find_map(|r| match r {
@@ -332,11 +399,11 @@ impl Recipe for Barrier {
                 });
                 match made {
                     Some(czxid) => self.pass(user, czxid, ghost),
-                    None => user.phase = Phase::List,
+                    None => user.phase = self.list(),
                 }
             }
             // Refused, or the outcome unknown: the cache shows which next.
-            (Phase::Ready(..), _) => user.phase = Phase::List,
+            (Phase::Ready(..), _) => user.phase = self.list(),
             // `write_latest` retries a lost write; a missing node gets the data when made again.
             (Phase::Mark, _) if !lost => user.phase = Phase::Delete,
             (Phase::Delete, _) if !lost => user.phase = Phase::LeaveList,
@@ -353,7 +420,14 @@ impl Recipe for Barrier {
                 ghost.read_ready[usize::from(me.user)] = stat.czxid;
                 user.phase = Phase::DeleteReady(Some(stat.version));
             }
-            (Phase::ReadReady, Reply::Exists(_)) => Self::round_done(user),
+            (Phase::ReadReady, Reply::Data(named, stat)) if stat.czxid == user.ready => {
+                ghost.read_ready[usize::from(me.user)] = stat.czxid;
+                user.named = named as u8;
+                user.phase = Phase::DeleteReady(Some(stat.version));
+            }
+            (Phase::ReadReady, Reply::Exists(_) | Reply::Data(..) | Reply::Err(ZkError::NoNode)) => {
+                Self::round_done(user)
+            }
             (Phase::DeleteReady(_), _) if !lost => Self::round_done(user),
             // A lost connection: the cache lists again, the retry loops resend.
             _ => {}
@@ -364,8 +438,14 @@ impl Recipe for Barrier {
         if event.is_none() && user.entered {
             user.remake = true;
         }
+        let record_changed = event.is_some_and(|e| e.path == DIR && e.kind == EventKind::DataChanged);
+        user.reread |= self.recorded() && user.phase == Phase::List && record_changed;
+        // A new session: the cache reads the barrier node again too (its watch was lost).
+        if self.recorded() && event.is_none() && user.phase == Phase::List {
+            user.phase = Phase::Root;
+        }
         user.phase = match user.phase {
-            Phase::Wait => Phase::List,
+            Phase::Wait => self.list(),
             Phase::LeaveWait => Phase::LeaveList,
             other => other,
         };
@@ -401,11 +481,14 @@ impl Recipe for Barrier {
                 ghost.counted = (made.unwrap_or(0), members);
             }
             (Request::Write(Op::Delete { path, version }), Reply::Write(_)) if *path == READY => {
-                let read = ghost.read_ready[usize::from(user)];
-                let other = before.nodes.get(&READY).is_some_and(|n| n.czxid != read);
-                match version {
-                    Some(_) => ghost.version_reuse |= other,
-                    None => ghost.foreign_delete |= other,
+                Self::on_ready_deleted(user, *version, before, ghost);
+            }
+            // The leave record's transaction.
+            (Request::Multi(ops), Reply::Multi(_)) => {
+                if let Some(Op::Delete { version, .. }) =
+                    ops.iter().find(|op| matches!(op, Op::Delete { path, .. } if *path == READY))
+                {
+                    Self::on_ready_deleted(user, *version, before, ghost);
                 }
             }
             _ => {}
@@ -430,7 +513,8 @@ impl Recipe for Barrier {
     fn excuse_hang(&self, ghost: &Ghost) -> bool {
         // The known window (docs/reliability.md): a leaver that saw no member while one was
         // between sessions has left, and that member may wait for a quota that is gone.
-        let known = ghost.early_leave
+        // The leave record closes window 1's hang: the member passes by the recorded round.
+        let known = (ghost.early_leave && !self.recorded())
             || ghost.reentered
             || ghost.first_unknown
             || ghost.version_reuse

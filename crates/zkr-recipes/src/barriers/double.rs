@@ -49,6 +49,8 @@ pub struct DistributedDoubleBarrier {
     entered: Option<Entered>,
     /// The czxid of the last `ready` this member passed by (0 before its first round).
     passed: i64,
+    /// An enter is under way, or the last one did not pass: the next takes a new name.
+    entering: bool,
 }
 
 /// What a log line needs: the barrier, this member's node, the quota, whether it entered.
@@ -100,6 +102,7 @@ impl DistributedDoubleBarrier {
             parents: Parents::Containers,
             entered: None,
             passed: 0,
+            entering: false,
         })
     }
 
@@ -142,7 +145,9 @@ impl DistributedDoubleBarrier {
         })
     }
 
-    /// This member's node (`<path>/<uuid>`).
+    /// This member's node (`<path>/<uuid>`): the same for every round, and new after an
+    /// enter that did not pass (timed out, failed or dropped), so that a round which counted
+    /// the node of that enter is never taken for a later one's.
     pub fn member_path(&self) -> &str {
         &self.member
     }
@@ -205,6 +210,13 @@ impl DistributedDoubleBarrier {
         if self.entered.is_some() {
             return Err(BarrierError::InvalidArgument("entered already: leave() first".into()));
         }
+        if std::mem::replace(&mut self.entering, true) {
+            let name = match self.parents {
+                Parents::Persistent => crate::kazoo::uuid_hex(),
+                _ => uuid::Uuid::new_v4().to_string(),
+            };
+            self.member = path::join(&self.path, &name);
+        }
         let node = PersistentNode::builder(&self.zk, &self.member, CreateMode::Ephemeral)
             .data(self.data.clone())
             .parents(self.parents)
@@ -241,6 +253,7 @@ impl DistributedDoubleBarrier {
             tracing::debug!(member = %self.member, %error, "double barrier: the member's mark was not written yet");
         }
         self.passed = ready;
+        self.entering = false;
         self.entered = Some(Entered { node, cache, ready });
         Ok(true)
     }
@@ -268,6 +281,11 @@ impl DistributedDoubleBarrier {
                 return Some(Step::Pass(ready.stat().czxid));
             }
         }
+        // Window 1: the round that counted our first node left while our session was being
+        // replaced, and deleted its `ready`; its leaver recorded it in the barrier node.
+        if let Some(round) = self.recorded_round(snapshot, name) {
+            return Some(Step::Pass(round));
+        }
         // An older one was left by an earlier round: with the quota met it is replaced by this
         // round's, so that a member whose view never showed the quota (one left at once after
         // passing) still sees its round's `ready` and passes, and leavers delete only their own
@@ -280,6 +298,14 @@ impl DistributedDoubleBarrier {
             None if quota => Some(Step::CreateReady(members, None)),
             _ => None,
         }
+    }
+
+    /// The round recorded in the barrier node as left, if it named us and we have not passed
+    /// it: our name is new after an enter that did not pass, so that round counted a node of
+    /// this enter's (made before its `ready`, or its create's reply lost with the session).
+    fn recorded_round(&self, snapshot: &CacheSnapshot, name: &str) -> Option<i64> {
+        let (round, names) = rounds::recorded(snapshot.get(&self.path)?.data())?;
+        (round > self.passed && names.contains(&name)).then_some(round)
     }
 
     /// Creates `ready` if every counted member still exists (one transaction): its czxid when
@@ -343,25 +369,43 @@ impl DistributedDoubleBarrier {
     /// have seen yet (Curator deletes whatever `ready` there is). A next round's `ready` made
     /// between the read and the delete (a whole quota entering within one round trip) is
     /// created at version 0 like ours and would still go: the layout has no round number.
+    ///
+    /// In the same transaction, a `ready` that named its members is recorded in the barrier
+    /// node's data (when that data is empty or an earlier record, at the version read): a
+    /// member of the round whose session was being replaced while we saw no member passes by
+    /// the record when it comes back (window 1), where it waited for a quota that was gone.
     async fn delete_ready(&self, czxid: i64) -> zkr_connection::Result<()> {
         let ready = path::join(&self.path, READY);
-        let ready = ready.as_str();
-        self.zk
-            .retry(|s| async move {
-                match s.client().check_stat(ready).await? {
-                    Some(stat) if stat.czxid == czxid => {
-                        match s.client().delete(ready, Some(stat.version)).await {
-                            Ok(())
-                            | Err(zookeeper_client::Error::NoNode | zookeeper_client::Error::BadVersion) => {
-                                Ok(())
-                            }
-                            Err(e) => Err(e),
-                        }
+        // Each refusal means another write came between our reads and our transaction: a
+        // leaver that deleted `ready`, or a record written; read both again.
+        let (mut refused, mut record) = (None, true);
+        for _ in 0..8 {
+            let Some((data, stat)) = self.zk.get_data(&ready).await? else { return Ok(()) };
+            if stat.czxid != czxid {
+                return Ok(());
+            }
+            let mut txn = self.zk.transaction().delete(&ready, Some(stat.version));
+            if let Some(names) = rounds::named(&data).filter(|_| record) {
+                if let Some((barrier, at)) = self.zk.get_data(&self.path).await? {
+                    if barrier.is_empty() || rounds::recorded(&barrier).is_some() {
+                        txn = txn.set_data(&self.path, &rounds::record(czxid, &names), Some(at.version));
                     }
-                    _ => Ok(()),
                 }
-            })
-            .await
+            }
+            match txn.commit().await {
+                Ok(_) => return Ok(()),
+                // The record refused but for a version (the barrier node's ACL): delete alone.
+                Err(zkr_connection::Error::TransactionFailed { index: 1, source, .. })
+                    if !matches!(source, zookeeper_client::Error::BadVersion) =>
+                {
+                    tracing::debug!(path = %self.path, error = %source, "double barrier: the leave record was refused");
+                    record = false;
+                }
+                Err(e @ zkr_connection::Error::TransactionFailed { .. }) => refused = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        refused.map_or(Ok(()), Err)
     }
 }
 
@@ -458,6 +502,22 @@ mod tests {
         assert!(
             matches!(member("c", 0).await.step(&curator, Some(6)), Some(Step::CreateReady(m, Some(0))) if m == ["a", "c"])
         );
+    }
+
+    /// Window 1: the round of `ready` 3 counted A, and left (its `ready` deleted) while A's
+    /// session was being replaced; its leaver recorded it in the barrier node. A passes by the
+    /// record; a member that passed that round, or one it did not name, does not.
+    #[tokio::test]
+    async fn a_member_named_by_a_round_that_left_passes_by_its_record() {
+        let record = rounds::record(3, &["a", "b"]);
+        let view = CacheSnapshot::of([("/b".to_owned(), CachedNode::made(0, 0, &record)), node("a", 5, b"")]);
+        assert_eq!(passes(member("a", 0).await.step(&view, Some(1))), Some(3));
+        assert_eq!(passes(member("a", 3).await.step(&view, Some(6))), None, "A passed that round");
+        let c = CacheSnapshot::of([("/b".to_owned(), CachedNode::made(0, 0, &record)), node("c", 5, b"")]);
+        assert!(member("c", 0).await.step(&c, Some(5)).is_none(), "C was not in that round");
+        // A user's data in the barrier node is no record.
+        let user = CacheSnapshot::of([("/b".to_owned(), CachedNode::made(0, 0, b"a b")), node("a", 5, b"")]);
+        assert!(member("a", 0).await.step(&user, Some(1)).is_none());
     }
 
     /// A member prints the barrier and its node in one short line, not its machinery.

@@ -1,12 +1,18 @@
 //! What tells a double barrier's rounds apart in Curator's layout, which has no round number
-//! (the model checker's windows 4 and 5, docs/reliability.md): a `ready` made by zkr names the
-//! members it counted, and a member that passed marks its node with the czxid of the `ready` it
-//! passed by. Curator writes its default data into both nodes and kazoo an identifier into its
-//! members; neither reads them, so both formats stay shared, and a `ready` or a member without
-//! zkr's words counts as before.
+//! (the model checker's windows 1, 4 and 5, docs/reliability.md): a `ready` made by zkr names
+//! the members it counted, a member that passed marks its node with the czxid of the `ready` it
+//! passed by, and the leaver that deletes a `ready` records its round in the barrier node's
+//! data, if that data is empty or an earlier record. Curator writes its default data into
+//! `ready` and its members and kazoo an identifier into its members; neither reads them, nor
+//! the barrier node's data, so the formats stay shared, and nodes without zkr's words count as
+//! before.
 
 /// The first line of a `ready` that names its members; one name a line follows.
 const NAMES: &str = "zkr double barrier: members\n";
+
+/// The first line of the barrier node's data once a round has left (the leave record), before
+/// that round's `ready`'s czxid; the members that `ready` named follow, one a line.
+const LEFT: &str = "zkr double barrier: left ";
 
 /// What a member that passed appends to its node's data, before the `ready`'s czxid.
 const PASSED: &[u8] = b"\nzkr double barrier: passed ";
@@ -23,6 +29,23 @@ pub(super) fn ready_naming(members: &[String]) -> Vec<u8> {
 pub(super) fn named(ready: &[u8]) -> Option<Vec<&str>> {
     let names = std::str::from_utf8(ready).ok()?.strip_prefix(NAMES)?;
     Some(names.split('\n').filter(|n| !n.is_empty()).collect())
+}
+
+/// The barrier node's data recording that the round of the `ready` of czxid `ready`, which
+/// named `members`, has left (the model checker's window 1: a member of that round whose
+/// session was being replaced while the others left passes by it when it comes back).
+pub(super) fn record(ready: i64, members: &[&str]) -> Vec<u8> {
+    let mut data = format!("{LEFT}{ready}\n");
+    data.push_str(&members.join("\n"));
+    data.into_bytes()
+}
+
+/// The round a barrier node's data records as left: that `ready`'s czxid and the members it
+/// named; `None` for any other data (empty, or a user's).
+pub(super) fn recorded(data: &[u8]) -> Option<(i64, Vec<&str>)> {
+    let rest = std::str::from_utf8(data).ok()?.strip_prefix(LEFT)?;
+    let (czxid, names) = rest.split_once('\n').unwrap_or((rest, ""));
+    Some((czxid.parse().ok()?, names.split('\n').filter(|n| !n.is_empty()).collect()))
 }
 
 /// A member node's `data` marked as passed by the `ready` of czxid `ready` (an earlier mark
@@ -67,6 +90,16 @@ mod tests {
         let members = vec!["a1".to_owned(), "b2".to_owned()];
         assert_eq!(named(&ready_naming(&members)), Some(vec!["a1", "b2"]));
         assert_eq!(named(&ready_naming(&[])), Some(vec![]));
+    }
+
+    #[test]
+    fn a_leave_record_gives_back_its_round_and_other_data_none() {
+        let data = record(4_294_967_301, &["a1", "b2"]);
+        assert_eq!(recorded(&data), Some((4_294_967_301, vec!["a1", "b2"])));
+        assert_eq!(recorded(&record(7, &[])), Some((7, vec![])));
+        assert_eq!(recorded(b""), None, "a barrier node made by Curator or kazoo");
+        assert_eq!(recorded(b"zkr double barrier: left x\na1"), None);
+        assert_eq!(recorded(b"a user's data"), None);
     }
 
     proptest! {
