@@ -19,8 +19,14 @@ pub const DIR: Path = Path::top("barrier");
 /// `ready`.
 pub const READY: Path = DIR.child(Name::Fixed("ready"));
 
-fn member(user: u8) -> Path {
-    DIR.child(Name::Indexed("m", user))
+/// The member node named `index` ([`Barrier::name`]).
+fn member(index: u8) -> Path {
+    DIR.child(Name::Indexed("m", index))
+}
+
+/// The user whose member node is named `index`.
+fn user_of(index: u8) -> u8 {
+    index & 3
 }
 
 /// The double barrier checked with these members.
@@ -95,6 +101,8 @@ pub struct User {
     pub marked: bool,
     /// The leave record: the barrier node's data read last (`record`).
     pub record: u32,
+    /// The leave record: the version of the barrier node's data read last.
+    pub root_version: u8,
     /// The leave record: the members the `ready` read by `delete_ready` named (a bit each).
     pub named: u8,
     /// The leave record: the barrier node's data changed while the listing was on its way (the
@@ -158,7 +166,8 @@ impl Barrier {
         ghost: &mut Ghost,
     ) {
         let find = |name: Name| listing.iter().find(|(n, _)| *n == name).map(|(_, s)| *s);
-        let Some(ours) = find(member(me.user).name) else {
+        let mine = self.name(me.user, user.left);
+        let Some(ours) = find(member(mine).name) else {
             user.phase = Phase::Wait;
             return;
         };
@@ -179,24 +188,25 @@ impl Barrier {
         // (window 4); members that a stale `ready` names, or whose node is marked as passed,
         // have not left an earlier round and do not count for this one (window 5).
         let fixed = self.fixed();
-        let names_us = fixed && named & (1 << me.user) != 0 && ready.is_some_and(|r| r.czxid > user.ready);
+        let names_us = fixed && named & (1 << mine) != 0 && ready.is_some_and(|r| r.czxid > user.ready);
         let members = match (fixed, ready.is_some() && !names_us) {
             (false, _) => members,
             (true, true) => members & !named & !marked,
             (true, false) => members & !marked,
         };
+        // The leave record: members it names are of that round, and pass by it.
+        let (round, recorded_names) = ((user.record >> 8) as Zxid, user.record as u8);
+        let members = if self.recorded() { members & !recorded_names } else { members };
         let quota = members.count_ones() >= u32::from(self.qty);
         let counted_us = ready.is_some_and(|r| {
-            ghost.counted.0 == r.czxid && ghost.counted.1 & (1 << me.user) != 0 && r.czxid > user.ready
+            ghost.counted.0 == r.czxid && ghost.counted.1 & (1 << mine) != 0 && r.czxid > user.ready
         });
         let passes = ready.is_some_and(|r| r.czxid > entered_at || names_us);
         ghost.missed_ready |= counted_us && !passes;
         // The leave record: the round that counted our first node, whose members left and
         // deleted its `ready` before we saw it.
-        let (round, names) = ((user.record >> 8) as Zxid, user.record as u8);
-        // (A member's name is new for each enter after one that did not pass, so a record
-        // naming it is of a round it was in; the model's members always pass.)
-        let recorded = self.recorded() && !passes && names & (1 << me.user) != 0 && round > user.ready;
+        // (A member's name is new for each round, so a record naming it is of this round.)
+        let recorded = self.recorded() && !passes && recorded_names & (1 << mine) != 0 && round > user.ready;
         user.phase = match ready {
             _ if recorded => return self.pass(user, round, ghost),
             Some(ready) if passes => return self.pass(user, ready.czxid, ghost),
@@ -223,11 +233,27 @@ impl Barrier {
         self.fix == Some(Fix::BarrierLeaveRecord)
     }
 
-    fn ready_ops(&self, members: u8, stale: Option<u8>) -> Vec<Op> {
+    /// The name of `user`'s member node with `left` rounds to go: with the leave record, new for
+    /// each round (two names, taken in turn), so that a stale create-ready's check of an
+    /// earlier round's node fails on the next round's.
+    fn name(&self, user: u8, left: u8) -> u8 {
+        if self.recorded() {
+            user | (left % 2) << 2
+        } else {
+            user
+        }
+    }
+
+    fn ready_ops(&self, members: u8, stale: Option<u8>, root_version: u8) -> Vec<Op> {
         let mut ops: Vec<Op> = (0..8)
             .filter(|i| members & (1 << i) != 0)
             .map(|i| Op::Check { path: member(i), version: None })
             .collect();
+        // The leave record: no round recorded since the view the quota was counted in (its
+        // members may be counted again in a later round's nodes).
+        if self.recorded() {
+            ops.push(Op::Check { path: DIR, version: Some(root_version) });
+        }
         if let Some(version) = stale {
             ops.push(Op::Delete { path: READY, version: Some(version) });
         }
@@ -292,6 +318,7 @@ impl Recipe for Barrier {
             ready: 0,
             marked: false,
             record: 0,
+            root_version: 0,
             named: 0,
             reread: false,
         };
@@ -308,7 +335,8 @@ impl Recipe for Barrier {
 
     fn step(&self, me: Me, user: &mut User, _ghost: &mut Ghost) -> Step {
         let data = if user.marked { u32::from(user.ready) } else { 0 };
-        let create = Request::Write(Op::Create { path: member(me.user), mode: Mode::Ephemeral, data });
+        let mine = member(self.name(me.user, user.left));
+        let create = Request::Write(Op::Create { path: mine, mode: Mode::Ephemeral, data });
         // nodes/persistent.rs: the node is made again on the new session.
         if user.remake && user.entered {
             return Step::Send(create, None);
@@ -323,14 +351,16 @@ impl Recipe for Barrier {
             Phase::List if self.fixed() => Step::Send(Request::ChildrenData { path: DIR, watch: true }, None),
             Phase::List | Phase::LeaveList => Step::Send(Request::Children { path: DIR, watch: true }, None),
             Phase::Wait | Phase::LeaveWait | Phase::Done => Step::Blocked,
-            Phase::Ready(members, stale) => Step::Send(Request::Multi(self.ready_ops(members, stale)), None),
+            Phase::Ready(members, stale) => {
+                Step::Send(Request::Multi(self.ready_ops(members, stale, user.root_version)), None)
+            }
             Phase::Mark => {
                 let data = u32::from(user.ready);
-                Step::Send(Request::Write(Op::SetData { path: member(me.user), data, version: None }), None)
+                Step::Send(Request::Write(Op::SetData { path: mine, data, version: None }), None)
             }
             Phase::Delete => {
                 user.entered = false;
-                Step::Send(Request::Write(Op::Delete { path: member(me.user), version: None }), None)
+                Step::Send(Request::Write(Op::Delete { path: mine, version: None }), None)
             }
             // The leave record needs the names in `ready`'s data.
             Phase::ReadReady if self.recorded() => {
@@ -374,8 +404,9 @@ impl Recipe for Barrier {
                 user.phase = self.list();
             }
             (Phase::Create, Reply::Err(ZkError::NodeExists)) => user.phase = self.list(),
-            (Phase::Root, Reply::Data(data, _)) => {
+            (Phase::Root, Reply::Data(data, stat)) => {
                 user.record = data;
+                user.root_version = stat.version;
                 user.phase = Phase::List;
             }
             (Phase::List, Reply::Children(listing)) => self.on_listing(me, user, &listing, (0, 0), ghost),
@@ -461,7 +492,7 @@ impl Recipe for Barrier {
                 ghost.early_ready |= members < usize::from(self.qty);
                 let counted = |op: &Op| match op {
                     Op::Check { path: Path { name: Name::Indexed(_, i), .. }, .. } => {
-                        ghost.passed & (1 << i) != 0
+                        ghost.passed & (1 << user_of(*i)) != 0
                     }
                     _ => false,
                 };

@@ -49,8 +49,8 @@ pub struct DistributedDoubleBarrier {
     entered: Option<Entered>,
     /// The czxid of the last `ready` this member passed by (0 before its first round).
     passed: i64,
-    /// An enter is under way, or the last one did not pass: the next takes a new name.
-    entering: bool,
+    /// An enter has begun with this member's name: the next takes a new one.
+    named: bool,
 }
 
 /// What a log line needs: the barrier, this member's node, the quota, whether it entered.
@@ -78,8 +78,9 @@ enum Step {
     /// The quota is met: go on, by the `ready` of this czxid.
     Pass(i64),
     /// The quota is met and no one has said so for this round: create `ready`, checking these
-    /// members, replacing an earlier round's (at this version) if one is left.
-    CreateReady(Vec<String>, Option<i32>),
+    /// members, replacing an earlier round's (at this version) if one is left, and checking
+    /// that the barrier node is at the version of this view (no round recorded since).
+    CreateReady(Vec<String>, Option<i32>, Option<i32>),
 }
 
 impl DistributedDoubleBarrier {
@@ -102,7 +103,7 @@ impl DistributedDoubleBarrier {
             parents: Parents::Containers,
             entered: None,
             passed: 0,
-            entering: false,
+            named: false,
         })
     }
 
@@ -145,9 +146,9 @@ impl DistributedDoubleBarrier {
         })
     }
 
-    /// This member's node (`<path>/<uuid>`): the same for every round, and new after an
-    /// enter that did not pass (timed out, failed or dropped), so that a round which counted
-    /// the node of that enter is never taken for a later one's.
+    /// This member's node (`<path>/<uuid>`): the name is new for each [`enter`](Self::enter)
+    /// after the first, so that no `ready` or leave record of an earlier round, and no
+    /// create-ready decided from a view of one, is taken for a later round's.
     pub fn member_path(&self) -> &str {
         &self.member
     }
@@ -210,7 +211,7 @@ impl DistributedDoubleBarrier {
         if self.entered.is_some() {
             return Err(BarrierError::InvalidArgument("entered already: leave() first".into()));
         }
-        if std::mem::replace(&mut self.entering, true) {
+        if std::mem::replace(&mut self.named, true) {
             let name = match self.parents {
                 Parents::Persistent => crate::kazoo::uuid_hex(),
                 _ => uuid::Uuid::new_v4().to_string(),
@@ -239,8 +240,8 @@ impl DistributedDoubleBarrier {
                 // Made: pass at once (waiting for the cache to show it could miss it, should
                 // every other member pass and leave first). Not made, or made without a stat
                 // (ZOOKEEPER-4026): the cache shows the `ready` to pass by next.
-                Some(Step::CreateReady(members, stale)) => {
-                    if let Some(czxid) = self.create_ready(&members, stale).await? {
+                Some(Step::CreateReady(members, stale, barrier)) => {
+                    if let Some(czxid) = self.create_ready(&members, stale, barrier).await? {
                         break czxid;
                     }
                 }
@@ -253,7 +254,6 @@ impl DistributedDoubleBarrier {
             tracing::debug!(member = %self.member, %error, "double barrier: the member's mark was not written yet");
         }
         self.passed = ready;
-        self.entering = false;
         self.entered = Some(Entered { node, cache, ready });
         Ok(true)
     }
@@ -281,44 +281,48 @@ impl DistributedDoubleBarrier {
                 return Some(Step::Pass(ready.stat().czxid));
             }
         }
-        // Window 1: the round that counted our first node left while our session was being
-        // replaced, and deleted its `ready`; its leaver recorded it in the barrier node.
-        if let Some(round) = self.recorded_round(snapshot, name) {
-            return Some(Step::Pass(round));
+        // Window 1: the round that counted a node of this enter left while our session was
+        // being replaced, and deleted its `ready`; its leaver recorded it in the barrier node.
+        // (Our name is new for each enter: a record naming it is of this enter's round.)
+        let barrier = snapshot.get(&self.path);
+        let record = barrier.and_then(|node| rounds::recorded(node.data()));
+        if let Some((round, _)) =
+            record.as_ref().filter(|(round, r)| *round > self.passed && r.contains(&name))
+        {
+            return Some(Step::Pass(*round));
         }
         // An older one was left by an earlier round: with the quota met it is replaced by this
         // round's, so that a member whose view never showed the quota (one left at once after
         // passing) still sees its round's `ready` and passes, and leavers delete only their own
-        // round's. Members that passed an earlier round and have not left (named by that
-        // `ready`, or marked) are not this round's.
-        let members = counted(snapshot, &self.path, name, &names);
-        let quota = members.len() >= self.member_qty;
-        match ready {
-            Some(stale) if quota => Some(Step::CreateReady(members, Some(stale.stat().version))),
-            None if quota => Some(Step::CreateReady(members, None)),
-            _ => None,
+        // round's. Members of an earlier round (named by that `ready` or by the leave record,
+        // or marked as passed) are not this round's.
+        let earlier: Vec<&str> = names.iter().chain(record.iter().flat_map(|(_, r)| r)).copied().collect();
+        let members = counted(snapshot, &self.path, name, &earlier);
+        if members.len() < self.member_qty {
+            return None;
         }
+        let version = barrier.map(|node| node.stat().version);
+        Some(Step::CreateReady(members, ready.map(|stale| stale.stat().version), version))
     }
 
-    /// The round recorded in the barrier node as left, if it named us and we have not passed
-    /// it: our name is new after an enter that did not pass, so that round counted a node of
-    /// this enter's (made before its `ready`, or its create's reply lost with the session).
-    fn recorded_round(&self, snapshot: &CacheSnapshot, name: &str) -> Option<i64> {
-        let (round, names) = rounds::recorded(snapshot.get(&self.path)?.data())?;
-        (round > self.passed && names.contains(&name)).then_some(round)
-    }
-
-    /// Creates `ready` if every counted member still exists (one transaction): its czxid when
-    /// made and the server said it; `None` when one left or another member created it first
-    /// (the cache shows which next).
+    /// Creates `ready` if every counted member still exists and no round was recorded since
+    /// the view (one transaction): its czxid when made and the server said it; `None` when one
+    /// left, a round was recorded or another member created it first (the cache shows which
+    /// next).
     async fn create_ready(
         &self,
         members: &[String],
         stale: Option<i32>,
+        barrier: Option<i32>,
     ) -> Result<Option<i64>, BarrierError> {
         let mut txn = self.zk.transaction();
         for member in members {
             txn = txn.check_exists(&path::join(&self.path, member));
+        }
+        // A round recorded since our view (window 1): its members may be counted again in
+        // nodes of a later round; the view that shows the record decides.
+        if let Some(version) = barrier {
+            txn = txn.check(&self.path, version);
         }
         let ready = path::join(&self.path, READY);
         if let Some(version) = stale {
@@ -415,7 +419,7 @@ fn members(snapshot: &CacheSnapshot, path: &str) -> Vec<String> {
 }
 
 /// The members an entering member `ours` counts in `snapshot`: itself, and those neither named
-/// by the earlier round's `ready` (`stale`) nor marked as passed.
+/// by an earlier round (`stale`: its `ready`, or its leave record) nor marked as passed.
 fn counted(snapshot: &CacheSnapshot, path: &str, ours: &str, stale: &[&str]) -> Vec<String> {
     snapshot
         .children(path)
@@ -492,7 +496,7 @@ mod tests {
             node("d", 7, b""),
         ]);
         match member("c", 0).await.step(&with_d, Some(6)) {
-            Some(Step::CreateReady(members, Some(0))) => assert_eq!(members, ["c", "d"]),
+            Some(Step::CreateReady(members, Some(0), _)) => assert_eq!(members, ["c", "d"]),
             _ => panic!("C and D make their round's ready"),
         }
         // Beside Curator's members (unmarked) under Curator's `ready` (naming nobody), czxids
@@ -500,7 +504,7 @@ mod tests {
         let curator =
             CacheSnapshot::of([node("ready", 3, b"10.0.0.7"), node("a", 1, b""), node("c", 6, b"")]);
         assert!(
-            matches!(member("c", 0).await.step(&curator, Some(6)), Some(Step::CreateReady(m, Some(0))) if m == ["a", "c"])
+            matches!(member("c", 0).await.step(&curator, Some(6)), Some(Step::CreateReady(m, Some(0), _)) if m == ["a", "c"])
         );
     }
 
@@ -515,6 +519,13 @@ mod tests {
         assert_eq!(passes(member("a", 3).await.step(&view, Some(6))), None, "A passed that round");
         let c = CacheSnapshot::of([("/b".to_owned(), CachedNode::made(0, 0, &record)), node("c", 5, b"")]);
         assert!(member("c", 0).await.step(&c, Some(5)).is_none(), "C was not in that round");
+        // C, entering a later round, does not count A (of the recorded round, not passed yet).
+        let both = CacheSnapshot::of([
+            ("/b".to_owned(), CachedNode::made(0, 0, &record)),
+            node("a", 5, b""),
+            node("c", 6, b""),
+        ]);
+        assert!(member("c", 0).await.step(&both, Some(6)).is_none(), "C counted A of the recorded round");
         // A user's data in the barrier node is no record.
         let user = CacheSnapshot::of([("/b".to_owned(), CachedNode::made(0, 0, b"a b")), node("a", 5, b"")]);
         assert!(member("a", 0).await.step(&user, Some(1)).is_none());
