@@ -83,9 +83,10 @@ pub enum Fix {
     BarrierReadyNamesMembers,
     /// Double barrier: the fix above, and the leave record: the leaver that deletes its round's
     /// `ready` writes, in the same transaction, the round (that `ready`'s czxid and the members
-    /// it named) into the barrier node's data; an entering member whose first node is older than
-    /// the recorded round and whom it names passes by it (window 1: the others left while its
-    /// session was being replaced, and `ready` went with them).
+    /// it named) into the barrier node's data; an entering member whom the recorded round names
+    /// passes by it (window 1: the others left while its session was being replaced, and
+    /// `ready` went with them). A member's name is new for each round, a later round counts no
+    /// member the record names, and create-ready checks the barrier node's version.
     BarrierLeaveRecord,
 }
 

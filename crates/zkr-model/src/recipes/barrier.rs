@@ -105,6 +105,8 @@ pub struct User {
     pub root_version: u8,
     /// The leave record: the members the `ready` read by `delete_ready` named (a bit each).
     pub named: u8,
+    /// The leave record: the members of the round passed (a bit each; 0: not known).
+    pub round: u8,
     /// The leave record: the barrier node's data changed while the listing was on its way (the
     /// cache reads it again).
     pub reread: bool,
@@ -208,17 +210,21 @@ impl Barrier {
         // (A member's name is new for each round, so a record naming it is of this round.)
         let recorded = self.recorded() && !passes && recorded_names & (1 << mine) != 0 && round > user.ready;
         user.phase = match ready {
-            _ if recorded => return self.pass(user, round, ghost),
-            Some(ready) if passes => return self.pass(user, ready.czxid, ghost),
+            _ if recorded => return self.pass(user, round, recorded_names, ghost),
+            Some(ready) if passes => return self.pass(user, ready.czxid, named, ghost),
             Some(stale) if quota => Phase::Ready(members, Some(stale.version)),
             None if quota => Phase::Ready(members, None),
             _ => Phase::Wait,
         };
     }
 
-    fn pass(&self, user: &mut User, ready: Zxid, ghost: &mut Ghost) {
+    /// `user` passes by the `ready` (or recorded round) of czxid `ready`, which named `names`
+    /// (a bit each; none for a `ready` that names nobody).
+    fn pass(&self, user: &mut User, ready: Zxid, names: u8, ghost: &mut Ghost) {
         ghost.passes = ghost.passes.saturating_add(1);
         user.ready = ready;
+        // The leave record's names per round: the leave waits for its round's members only.
+        user.round = if self.recorded() { names } else { 0 };
         // The fix: the mark is the node's data from here on (`PersistentNode::set_data` keeps
         // it for a node made again), then written to the node there is.
         user.marked = self.fixed();
@@ -284,6 +290,7 @@ impl Barrier {
 
     fn round_done(user: &mut User) {
         user.left -= 1;
+        user.round = 0;
         user.first = None;
         user.marked = false;
         user.phase = if user.left == 0 { Phase::Done } else { Phase::Create };
@@ -320,6 +327,7 @@ impl Recipe for Barrier {
             record: 0,
             root_version: 0,
             named: 0,
+            round: 0,
             reread: false,
         };
         Setup {
@@ -423,13 +431,13 @@ impl Recipe for Barrier {
                 }
                 user.reread = false;
             }
-            (Phase::Ready(..), Reply::Multi(results)) => {
+            (Phase::Ready(counted, _), Reply::Multi(results)) => {
                 let made = results.iter().find_map(|r| match r {
                     OpResult::Created(_, stat) => Some(stat.czxid),
                     OpResult::Done(_) => None,
                 });
                 match made {
-                    Some(czxid) => self.pass(user, czxid, ghost),
+                    Some(czxid) => self.pass(user, czxid, counted, ghost),
                     None => user.phase = self.list(),
                 }
             }
@@ -439,7 +447,12 @@ impl Recipe for Barrier {
             (Phase::Mark, _) if !lost => user.phase = Phase::Delete,
             (Phase::Delete, _) if !lost => user.phase = Phase::LeaveList,
             (Phase::LeaveList, Reply::Children(listing)) => {
-                let members = listing.iter().any(|(n, _)| matches!(n, Name::Indexed(..)));
+                // A member of a later round is not waited for (its name is new), once the
+                // round's members are known.
+                // (Or older than the round's `ready`: it passed by it uncounted.)
+                let ours =
+                    |i: u8, s: &Stat| user.round == 0 || user.round & (1 << i) != 0 || s.czxid < user.ready;
+                let members = listing.iter().any(|(n, s)| matches!(n, Name::Indexed(_, i) if ours(*i, s)));
                 user.phase = if members { Phase::LeaveWait } else { Phase::ReadReady };
             }
             // double.rs, `delete_ready`: only our round's `ready`, at the version read.
@@ -544,9 +557,10 @@ impl Recipe for Barrier {
     fn excuse_hang(&self, ghost: &Ghost) -> bool {
         // The known window (docs/reliability.md): a leaver that saw no member while one was
         // between sessions has left, and that member may wait for a quota that is gone.
-        // The leave record closes window 1's hang: the member passes by the recorded round.
+        // The leave record closes window 1's hang and window 2's (names per round: a leaver
+        // does not wait for a later round's node).
         let known = (ghost.early_leave && !self.recorded())
-            || ghost.reentered
+            || (ghost.reentered && !self.recorded())
             || ghost.first_unknown
             || ghost.version_reuse
             || ghost.stale_member;

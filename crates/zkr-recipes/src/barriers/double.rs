@@ -6,7 +6,7 @@ use zkr_connection::{path, Deadline, ErrorKind, Parents, ZkClient};
 use zookeeper_client::CreateMode;
 
 use super::{cache, finished, rounds, BarrierError};
-use crate::cache::{CacheMode, CacheSnapshot, CuratorCache};
+use crate::cache::{CacheMode, CacheSnapshot, CachedNode, CuratorCache};
 use crate::nodes::PersistentNode;
 use zkr_connection::Classify as _;
 
@@ -50,7 +50,7 @@ pub struct DistributedDoubleBarrier {
     /// The czxid of the last `ready` this member passed by (0 before its first round).
     passed: i64,
     /// An enter has begun with this member's name: the next takes a new one.
-    named: bool,
+    name_used: bool,
 }
 
 /// What a log line needs: the barrier, this member's node, the quota, whether it entered.
@@ -71,12 +71,16 @@ struct Entered {
     cache: CuratorCache,
     /// The czxid of the round's `ready` we passed by: the only one our leave deletes.
     ready: i64,
+    /// The round's members, when its `ready` (or leave record) named them: the leave waits for
+    /// these alone, not for a later round's (window 2; a name is new for each enter).
+    round: Option<Vec<String>>,
 }
 
 /// What a snapshot tells an entering member.
 enum Step {
-    /// The quota is met: go on, by the `ready` of this czxid.
-    Pass(i64),
+    /// The quota is met: go on, by the `ready` (or leave record) of this czxid, which named
+    /// these members (none: a `ready` Curator or kazoo made).
+    Pass(i64, Option<Vec<String>>),
     /// The quota is met and no one has said so for this round: create `ready`, checking these
     /// members, replacing an earlier round's (at this version) if one is left, and checking
     /// that the barrier node is at the version of this view (no round recorded since).
@@ -103,7 +107,7 @@ impl DistributedDoubleBarrier {
             parents: Parents::Containers,
             entered: None,
             passed: 0,
-            named: false,
+            name_used: false,
         })
     }
 
@@ -211,7 +215,7 @@ impl DistributedDoubleBarrier {
         if self.entered.is_some() {
             return Err(BarrierError::InvalidArgument("entered already: leave() first".into()));
         }
-        if std::mem::replace(&mut self.named, true) {
+        if std::mem::replace(&mut self.name_used, true) {
             let name = match self.parents {
                 Parents::Persistent => crate::kazoo::uuid_hex(),
                 _ => uuid::Uuid::new_v4().to_string(),
@@ -226,7 +230,7 @@ impl DistributedDoubleBarrier {
         let Some(cache) = cache(&self.zk, &self.path, CacheMode::Children, deadline).await? else {
             return Ok(false);
         };
-        let ready = loop {
+        let (ready, round) = loop {
             // Our first node's czxid: the round we entered. A node created again after our
             // session expired is newer than the `ready` of that round, which must still let us
             // pass.
@@ -236,13 +240,13 @@ impl DistributedDoubleBarrier {
             .await;
             match finished(step, deadline)? {
                 None => return Ok(false),
-                Some(Step::Pass(ready)) => break ready,
+                Some(Step::Pass(ready, round)) => break (ready, round),
                 // Made: pass at once (waiting for the cache to show it could miss it, should
                 // every other member pass and leave first). Not made, or made without a stat
                 // (ZOOKEEPER-4026): the cache shows the `ready` to pass by next.
                 Some(Step::CreateReady(members, stale, barrier)) => {
                     if let Some(czxid) = self.create_ready(&members, stale, barrier).await? {
-                        break czxid;
+                        break (czxid, Some(members));
                     }
                 }
             }
@@ -254,7 +258,7 @@ impl DistributedDoubleBarrier {
             tracing::debug!(member = %self.member, %error, "double barrier: the member's mark was not written yet");
         }
         self.passed = ready;
-        self.entered = Some(Entered { node, cache, ready });
+        self.entered = Some(Entered { node, cache, ready, round });
         Ok(true)
     }
 
@@ -278,7 +282,9 @@ impl DistributedDoubleBarrier {
         if let Some(ready) = ready {
             if ready.stat().czxid > entered_at || (ready.stat().czxid > self.passed && names.contains(&name))
             {
-                return Some(Step::Pass(ready.stat().czxid));
+                let round =
+                    rounds::named(ready.data()).map(|round| round.into_iter().map(str::to_owned).collect());
+                return Some(Step::Pass(ready.stat().czxid, round));
             }
         }
         // Window 1: the round that counted a node of this enter left while our session was
@@ -286,10 +292,10 @@ impl DistributedDoubleBarrier {
         // (Our name is new for each enter: a record naming it is of this enter's round.)
         let barrier = snapshot.get(&self.path);
         let record = barrier.and_then(|node| rounds::recorded(node.data()));
-        if let Some((round, _)) =
+        if let Some((round, named)) =
             record.as_ref().filter(|(round, r)| *round > self.passed && r.contains(&name))
         {
-            return Some(Step::Pass(*round));
+            return Some(Step::Pass(*round, Some(named.iter().map(|&n| n.to_owned()).collect())));
         }
         // An older one was left by an earlier round: with the quota met it is replaced by this
         // round's, so that a member whose view never showed the quota (one left at once after
@@ -352,11 +358,11 @@ impl DistributedDoubleBarrier {
     }
 
     async fn leave_by(&mut self, deadline: Option<Deadline>) -> Result<bool, BarrierError> {
-        let Entered { node, cache, ready } = self.entered.take().ok_or(BarrierError::NotEntered)?;
+        let Entered { node, cache, ready, round } = self.entered.take().ok_or(BarrierError::NotEntered)?;
         drop(node); // deleted in the background; the wait below sees it go
         let path = &self.path;
         let left = crate::cache::wait_confirmed(&mut cache.snapshots(), deadline, |s| {
-            members(s, path).is_empty().then_some(())
+            round_left(s, path, ready, round.as_deref()).then_some(())
         })
         .await;
         if finished(left, deadline)?.is_none() {
@@ -413,9 +419,15 @@ impl DistributedDoubleBarrier {
     }
 }
 
-/// The members in `snapshot`: the barrier's children but `ready`, by name.
-fn members(snapshot: &CacheSnapshot, path: &str) -> Vec<String> {
-    snapshot.children(path).map(|(name, _)| name).filter(|name| *name != READY).map(str::to_owned).collect()
+/// Has every member of the round of the `ready` of czxid `ready` left in `snapshot`? A
+/// member is of the round when that `ready` named it, or its node is older than the `ready`
+/// (it passed by it uncounted); every member is, when the round's are not known (a `ready`
+/// Curator or kazoo made). A node of a later round is newer and has a new name.
+fn round_left(snapshot: &CacheSnapshot, path: &str, ready: i64, round: Option<&[String]>) -> bool {
+    let of_round = |name: &str, node: &CachedNode| {
+        round.is_none_or(|round| round.iter().any(|m| m == name)) || node.stat().czxid < ready
+    };
+    !snapshot.children(path).any(|(name, node)| name != READY && of_round(name, node))
 }
 
 /// The members an entering member `ours` counts in `snapshot`: itself, and those neither named
@@ -456,7 +468,7 @@ mod tests {
 
     fn passes(step: Option<Step>) -> Option<i64> {
         match step {
-            Some(Step::Pass(czxid)) => Some(czxid),
+            Some(Step::Pass(czxid, _)) => Some(czxid),
             _ => None,
         }
     }
@@ -529,6 +541,22 @@ mod tests {
         // A user's data in the barrier node is no record.
         let user = CacheSnapshot::of([("/b".to_owned(), CachedNode::made(0, 0, b"a b")), node("a", 5, b"")]);
         assert!(member("a", 0).await.step(&user, Some(1)).is_none());
+    }
+
+    /// Window 2: A left, saw the barrier empty and entered the next round under a new name
+    /// before B's view showed the empty barrier. B's leave waits for its round's members only.
+    #[test]
+    fn a_leaver_does_not_wait_for_a_later_rounds_member() {
+        let view = CacheSnapshot::of([node("ready", 3, &names(&["a", "b"])), node("a2", 9, b"")]);
+        let round = ["a".to_owned(), "b".to_owned()];
+        assert!(super::round_left(&view, "/b", 3, Some(&round)), "B waited for A's next round");
+        let a_still_there = CacheSnapshot::of([node("a", 1, b""), node("a2", 9, b"")]);
+        assert!(!super::round_left(&a_still_there, "/b", 3, Some(&round)));
+        // C entered before `ready` and passed by it uncounted: of the round, waited for.
+        let c = CacheSnapshot::of([node("c", 2, b""), node("a2", 9, b"")]);
+        assert!(!super::round_left(&c, "/b", 3, Some(&round)), "B left before C, of its round");
+        // A `ready` Curator made names nobody: every member is waited for, as before.
+        assert!(!super::round_left(&view, "/b", 3, None));
     }
 
     /// A member prints the barrier and its node in one short line, not its machinery.
