@@ -1,5 +1,6 @@
 //! [`DistributedDoubleBarrier`]: members enter together and leave together.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use zkr_connection::{path, Deadline, ErrorKind, Parents, ZkClient};
@@ -73,7 +74,7 @@ struct Entered {
     ready: i64,
     /// The round's members, when its `ready` (or leave record) named them: the leave waits for
     /// these alone, not for a later round's (window 2; a name is new for each enter).
-    round: Option<Vec<String>>,
+    round: Option<HashSet<String>>,
 }
 
 /// What a snapshot tells an entering member.
@@ -258,6 +259,7 @@ impl DistributedDoubleBarrier {
             tracing::debug!(member = %self.member, %error, "double barrier: the member's mark was not written yet");
         }
         self.passed = ready;
+        let round = round.map(|round| round.into_iter().collect());
         self.entered = Some(Entered { node, cache, ready, round });
         Ok(true)
     }
@@ -302,7 +304,8 @@ impl DistributedDoubleBarrier {
         // passing) still sees its round's `ready` and passes, and leavers delete only their own
         // round's. Members of an earlier round (named by that `ready` or by the leave record,
         // or marked as passed) are not this round's.
-        let earlier: Vec<&str> = names.iter().chain(record.iter().flat_map(|(_, r)| r)).copied().collect();
+        let earlier: HashSet<&str> =
+            names.iter().chain(record.iter().flat_map(|(_, r)| r)).copied().collect();
         let members = counted(snapshot, &self.path, name, &earlier);
         if members.len() < self.member_qty {
             return None;
@@ -362,7 +365,7 @@ impl DistributedDoubleBarrier {
         drop(node); // deleted in the background; the wait below sees it go
         let path = &self.path;
         let left = crate::cache::wait_confirmed(&mut cache.snapshots(), deadline, |s| {
-            round_left(s, path, ready, round.as_deref()).then_some(())
+            round_left(s, path, ready, round.as_ref()).then_some(())
         })
         .await;
         if finished(left, deadline)?.is_none() {
@@ -423,16 +426,16 @@ impl DistributedDoubleBarrier {
 /// member is of the round when that `ready` named it, or its node is older than the `ready`
 /// (it passed by it uncounted); every member is, when the round's are not known (a `ready`
 /// Curator or kazoo made). A node of a later round is newer and has a new name.
-fn round_left(snapshot: &CacheSnapshot, path: &str, ready: i64, round: Option<&[String]>) -> bool {
+fn round_left(snapshot: &CacheSnapshot, path: &str, ready: i64, round: Option<&HashSet<String>>) -> bool {
     let of_round = |name: &str, node: &CachedNode| {
-        round.is_none_or(|round| round.iter().any(|m| m == name)) || node.stat().czxid < ready
+        round.is_none_or(|round| round.contains(name)) || node.stat().czxid < ready
     };
     !snapshot.children(path).any(|(name, node)| name != READY && of_round(name, node))
 }
 
 /// The members an entering member `ours` counts in `snapshot`: itself, and those neither named
 /// by an earlier round (`stale`: its `ready`, or its leave record) nor marked as passed.
-fn counted(snapshot: &CacheSnapshot, path: &str, ours: &str, stale: &[&str]) -> Vec<String> {
+fn counted(snapshot: &CacheSnapshot, path: &str, ours: &str, stale: &HashSet<&str>) -> Vec<String> {
     snapshot
         .children(path)
         .filter(|(name, _)| *name != READY)
@@ -548,7 +551,7 @@ mod tests {
     #[test]
     fn a_leaver_does_not_wait_for_a_later_rounds_member() {
         let view = CacheSnapshot::of([node("ready", 3, &names(&["a", "b"])), node("a2", 9, b"")]);
-        let round = ["a".to_owned(), "b".to_owned()];
+        let round: std::collections::HashSet<String> = ["a", "b"].map(str::to_owned).into();
         assert!(super::round_left(&view, "/b", 3, Some(&round)), "B waited for A's next round");
         let a_still_there = CacheSnapshot::of([node("a", 1, b""), node("a2", 9, b"")]);
         assert!(!super::round_left(&a_still_there, "/b", 3, Some(&round)));
