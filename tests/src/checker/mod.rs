@@ -49,6 +49,7 @@ mod schedule;
 pub use peers::Peer;
 use peers::{peer_tool, PeerTool};
 pub use report::Report;
+use report::Transcript;
 pub use schedule::{Fault, Schedule};
 
 /// What one run of a checker of [`ids`] or [`config`] did: for its summary line and the soak's
@@ -152,6 +153,8 @@ struct Run<'a> {
     /// Processes started so far.
     spawned: usize,
     history: LockHistory,
+    /// Every line, to print beside a failing part of the history.
+    transcript: Transcript,
     /// The peer library's tool, when some workers are its.
     peer: Option<PeerTool>,
 }
@@ -193,6 +196,7 @@ pub async fn run_schedule(
         done: Vec::new(),
         spawned: 0,
         history: LockHistory::new(),
+        transcript: Transcript::default(),
         peer: peer_tool(options)?,
     };
     for index in 0..options.workers {
@@ -314,6 +318,7 @@ impl Run<'_> {
     }
 
     fn record(&mut self, event: &Event) {
+        self.transcript.push(Some(event.process), &event.line);
         self.record_history(event);
         let r = &mut self.report;
         let (word, rest) = event.line.split_once(' ').unwrap_or((event.line.as_str(), ""));
@@ -411,6 +416,7 @@ impl Run<'_> {
         let session_timeout = self.options.session_timeout;
         let beyond_session = session_timeout + Duration::from_secs(2);
         let holder = self.rng.random_range(0..self.workers.len());
+        self.transcript.push(None, &format!("fault {fault:?} (holder: worker {holder})"));
         let injected_at;
         match fault {
             Fault::LeaderKill | Fault::FollowerKill => {
@@ -610,7 +616,16 @@ impl Run<'_> {
         self.report.history = (operations, segments);
         self.report.violations += violations.len();
         for violation in violations.iter().take(2) {
-            self.report.notes.push(format!("history: {violation}"));
+            let processes = violation.operations.iter().map(|o| o.process).collect();
+            let from = violation.operations.iter().map(|o| o.invoked).min().unwrap_or(0);
+            let to = violation
+                .operations
+                .iter()
+                .map(|o| o.returned.map_or(o.invoked, |(at, _)| at))
+                .max()
+                .unwrap_or(from);
+            let said = self.transcript.around(&processes, from, to);
+            self.report.notes.push(format!("history: {violation}{said}"));
         }
     }
 }

@@ -1,6 +1,9 @@
 //! What one schedule of the mutual-exclusion checker found.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
+
+use crate::history::{now, Nanos};
 
 /// What one schedule found.
 #[derive(Debug, Clone, Default)]
@@ -100,5 +103,82 @@ impl Report {
             0 => self.hung.to_string(),
             late => format!("{} (+{late} of the peer's, late)", self.hung),
         }
+    }
+}
+
+/// The workers' lines as they came (and the checker's faults), to print beside a failing part
+/// of the history: what each process said around it, in its own words.
+#[derive(Debug, Default)]
+pub(crate) struct Transcript {
+    lines: Vec<(Nanos, Option<usize>, String)>,
+}
+
+impl Transcript {
+    /// The lines shown beside one failing part, at most: its last ones.
+    const SHOWN: usize = 40;
+    /// How far before and after the part a line is shown (lines arrive after their own times).
+    const MARGIN: Nanos = 1_000_000_000;
+
+    /// `line` from process `process` (`None`: the checker), now.
+    pub(crate) fn push(&mut self, process: Option<usize>, line: &str) {
+        self.lines.push((now(), process, line.to_owned()));
+    }
+
+    /// The lines of `processes` and the checker's from `from` to `to`, each way widened by a
+    /// second, the last [`SHOWN`](Self::SHOWN), with times in ms from `from`.
+    pub(crate) fn around(&self, processes: &BTreeSet<usize>, from: Nanos, to: Nanos) -> String {
+        let (start, end) = (from.saturating_sub(Self::MARGIN), to.saturating_add(Self::MARGIN));
+        let shown: Vec<_> = self
+            .lines
+            .iter()
+            .filter(|(at, process, _)| {
+                (start..=end).contains(at) && process.is_none_or(|p| processes.contains(&p))
+            })
+            .collect();
+        let skip = shown.len().saturating_sub(Self::SHOWN);
+        let mut text = format!(
+            "what the workers said around it ({} lines, the last {}):\n",
+            shown.len(),
+            shown.len() - skip
+        );
+        for (at, process, line) in &shown[skip..] {
+            let ms = (*at as f64 - from as f64) / 1e6;
+            let who = process.map_or_else(|| "checker".to_owned(), |p| format!("worker {p}"));
+            text.push_str(&format!("  {ms:>10.3} ms  {who}: {line}\n"));
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_transcript_shows_the_parts_processes_and_the_checker_around_it() {
+        let mut transcript = Transcript::default();
+        let from = now();
+        transcript.push(Some(0), "ACQUIRED 1 2");
+        transcript.push(Some(1), "ACQUIRED 3 4");
+        transcript.push(None, "fault ServerPause");
+        transcript.push(Some(0), "ABORT 5 NoNodeError");
+        let text = transcript.around(&BTreeSet::from([0]), from, now());
+        assert!(
+            text.contains("worker 0: ACQUIRED 1 2") && text.contains("worker 0: ABORT 5 NoNodeError"),
+            "{text}"
+        );
+        assert!(text.contains("checker: fault ServerPause"), "{text}");
+        assert!(!text.contains("worker 1"), "{text}");
+        assert!(text.starts_with("what the workers said around it (3 lines, the last 3)"), "{text}");
+        for i in 0..50 {
+            transcript.push(Some(0), &format!("READ {i}"));
+        }
+        let text = transcript.around(&BTreeSet::from([0]), from, now());
+        assert!(
+            text.contains("(53 lines, the last 40)")
+                && text.contains("READ 49")
+                && !text.contains("ACQUIRED"),
+            "{text}"
+        );
     }
 }

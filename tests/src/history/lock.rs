@@ -144,6 +144,9 @@ struct Current {
     /// When the last write of the hold that was applied was invoked: the hold lasted until it
     /// took effect, so it cannot have ended before then.
     held_at: Option<Nanos>,
+    /// Its guarded write was refused: the holder was told then that the hold had ended, and its
+    /// `Lose` is in the history already.
+    told: bool,
 }
 
 impl Current {
@@ -200,7 +203,8 @@ impl LockHistory {
             n
         };
         let hold = Hold { worker, n };
-        *self.slot(worker) = Some(Current { hold, acquiring: invoked, writing: None, held_at: None });
+        *self.slot(worker) =
+            Some(Current { hold, acquiring: invoked, writing: None, held_at: None, told: false });
         self.push(worker, LockOp::Acquire(hold), invoked, Some((returned, LockRet::Ok)));
     }
 
@@ -219,15 +223,23 @@ impl LockHistory {
     }
 
     /// `worker`'s write was answered: applied (`Some(true)`), refused (`Some(false)`), or no
-    /// answer (`None`).
+    /// answer (`None`). A refusal tells the holder that its hold had ended (the write is fenced
+    /// by the hold's own lock node): its `Lose` goes in now, from the acquire (or the last
+    /// applied write) to the refusal, whatever its release says later. A release that then
+    /// says it deleted the node contradicts the refusal, and stays in the history to fail it.
     pub fn wrote(&mut self, worker: usize, applied: Option<bool>, returned: Nanos) {
         let Some(current) = self.slot(worker).as_mut() else { return };
         let (hold, Some((invoked, value))) = (current.hold, current.writing.take()) else { return };
         if applied == Some(true) {
             current.held_at = Some(invoked);
         }
+        let told = (applied == Some(false) && !current.told).then(|| current.may_end_from());
+        current.told |= told.is_some();
         let ret = applied.map(|applied| (returned, if applied { LockRet::Ok } else { LockRet::Refused }));
         self.push(worker, LockOp::Write(hold, value), invoked, ret);
+        if let Some(from) = told {
+            self.push(worker, LockOp::Lose(hold), from, Some((returned, LockRet::Ok)));
+        }
     }
 
     /// `worker` released the lock.
@@ -239,29 +251,40 @@ impl LockHistory {
 
     /// `worker` was told at `told` that it had lost the lock (its release answered `Lost`, or a
     /// leader's term ended by the latch's close or before it): the hold ended somewhere between
-    /// its acquire (or its last applied write) and then.
+    /// its acquire (or its last applied write) and then, or by the refusal that told it first.
     pub fn lost(&mut self, worker: usize, told: Nanos) {
-        if let Some(current) = self.slot(worker).take() {
-            self.push(worker, LockOp::Lose(current.hold), current.may_end_from(), Some((told, LockRet::Ok)));
+        match self.slot(worker).take() {
+            Some(current) if !current.told => self.push(
+                worker,
+                LockOp::Lose(current.hold),
+                current.may_end_from(),
+                Some((told, LockRet::Ok)),
+            ),
+            _ => {}
         }
     }
 
     /// `worker`'s release failed without saying whether the lock was let go (invoked at
-    /// `invoked`): the hold ends at an unknown time after that.
+    /// `invoked`): the hold ends at an unknown time after that, or ended by the refusal that
+    /// told it.
     pub fn release_failed(&mut self, worker: usize, invoked: Nanos) {
-        if let Some(current) = self.slot(worker).take() {
-            self.push(worker, LockOp::Release(current.hold), invoked, None);
+        match self.slot(worker).take() {
+            Some(current) if !current.told => self.push(worker, LockOp::Release(current.hold), invoked, None),
+            _ => {}
         }
     }
 
     /// `worker`'s process was killed (or stopped reporting): a write it had begun has an unknown
-    /// outcome, and its hold ends at an unknown time after its acquire.
+    /// outcome, and its hold ends at an unknown time after its acquire (unless a refusal ended
+    /// it already).
     pub fn abandon(&mut self, worker: usize) {
         let Some(current) = self.slot(worker).take() else { return };
         if let Some((invoked, value)) = current.writing {
             self.push(worker, LockOp::Write(current.hold, value), invoked, None);
         }
-        self.push(worker, LockOp::Lose(current.hold), current.may_end_from(), None);
+        if !current.told {
+            self.push(worker, LockOp::Lose(current.hold), current.may_end_from(), None);
+        }
     }
 
     /// Ends every open hold ([`abandon`](Self::abandon)) and checks the history from a free lock
@@ -490,6 +513,40 @@ mod tests {
         // Found on both sides of the cut at worker 1's read: worker 1 acquired while worker 0
         // held (its write was applied later), and worker 0 wrote while worker 1 held.
         assert_eq!(violations.len(), 2, "{violations:?}");
+    }
+
+    /// The kazoo-mutex finding of the 3.5.10 soak (seed 8964657351498504425): the peer's
+    /// session ended while it held the lock, another worker took it, the peer's fenced write
+    /// was refused and its release failed without an answer (kazoo's delete raised an error
+    /// it does not retry). The refusal told the peer its hold had ended: that passes. A
+    /// release that says it deleted the node after a refusal contradicts the fence, and fails.
+    #[test]
+    fn a_refused_write_ends_its_hold_whatever_the_release_says() {
+        let peer_hold = |release: &dyn Fn(&mut LockHistory)| {
+            let mut history = LockHistory::new();
+            history.acquired(0, 0, 10);
+            history.read(0, 13, 11, 20);
+            history.acquired(1, 5, 100);
+            history.read(1, 13, 101, 110);
+            history.writing(1, 14, 111);
+            history.wrote(1, Some(true), 120);
+            history.released(1, 121, 130);
+            history.writing(0, 14, 140);
+            history.wrote(0, Some(false), 150);
+            release(&mut history);
+            history.check(13).0
+        };
+        for (name, release) in [
+            ("failed", &(|h: &mut LockHistory| h.release_failed(0, 160)) as &dyn Fn(&mut LockHistory)),
+            ("lost", &|h: &mut LockHistory| h.lost(0, 170)),
+            ("never said", &|_: &mut LockHistory| {}),
+        ] {
+            let violations = peer_hold(release);
+            assert!(violations.is_empty(), "release {name}: {}", violations[0]);
+        }
+        let violations = peer_hold(&|h: &mut LockHistory| h.released(0, 160, 170));
+        assert_eq!(violations.len(), 1, "a release deleted the node its refused write found gone");
+        assert!(violations[0].to_string().contains("Release(w0#0)"), "{}", violations[0]);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use zkr_connection::{path, Session};
 use zookeeper_client::EventType;
 
+use super::heads::Watching;
 use super::LockInternals;
 use crate::locks::view::Turn;
 use crate::locks::LockInternalsDriver;
@@ -37,7 +38,8 @@ pub(super) enum OnDelete {
     /// It was the head of a one-lease queue: with it gone we are first (sequence numbers only
     /// grow, so nobody can slip in ahead).
     Ours,
-    /// Ours if this process released it while it held the lock (`ReleasedHeads`).
+    /// Ours if this process released it while it held the lock (`ReleasedHeads`, which
+    /// remembers it only while a local waiter watches it).
     OursIfReleasedHere,
 }
 
@@ -92,6 +94,8 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         on_delete: OnDelete,
     ) -> Result<Step, zookeeper_client::Error> {
         let watched_at = self.zk.error_epoch();
+        // Watched here before the watch is set: a release here after it is remembered.
+        let watching = (on_delete == OnDelete::OursIfReleasedHere).then(|| self.released_heads.watch(ahead));
         // A data watch, not an exists watch: no watch is left on a node that is already gone
         // (CURATOR-107).
         let watcher = match session.client().get_and_watch_data(&path::join(&self.base_path, ahead)).await {
@@ -115,7 +119,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         match event.event_type {
             // Ours unless the connection was disrupted meanwhile: then list again to be sure.
             EventType::NodeDeleted
-                if self.deletion_grants(ahead, on_delete) && self.zk.error_epoch() == watched_at =>
+                if deletion_grants(on_delete, watching.as_ref()) && self.zk.error_epoch() == watched_at =>
             {
                 Ok(Step::Held { epoch: watched_at })
             }
@@ -124,12 +128,12 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             _ => Ok(Step::ListAgain),
         }
     }
+}
 
-    fn deletion_grants(&self, ahead: &str, on_delete: OnDelete) -> bool {
-        match on_delete {
-            OnDelete::ListAgain => false,
-            OnDelete::Ours => true,
-            OnDelete::OursIfReleasedHere => self.released_heads.take(ahead),
-        }
+fn deletion_grants(on_delete: OnDelete, watching: Option<&Watching<'_>>) -> bool {
+    match on_delete {
+        OnDelete::ListAgain => false,
+        OnDelete::Ours => true,
+        OnDelete::OursIfReleasedHere => watching.is_some_and(Watching::take),
     }
 }
