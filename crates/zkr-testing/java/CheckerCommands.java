@@ -22,7 +22,8 @@
 //
 // Lines: SESSION <id>; ACQUIRED <invoked> <returned>; TIMEOUT; HANG; ACQUIRE_ERROR <error>;
 // READ <invoked> <returned> <value>; HOLDING; WRITE <invoked> <value>; COMMIT <returned>;
-// ABORT <returned> <error>; UNKNOWN <returned> <error>; RELEASED <invoked> <returned>;
+// FENCED <returned> <error> (the check of the own node found it gone); ABORT <returned> <error>
+// (not applied for another reason, e.g. SessionMoved); UNKNOWN <returned> <error>; RELEASED <invoked> <returned>;
 // LOST <invoked> <returned>; RELEASE_ERROR <invoked> <error>; ENDED <invoked> <returned>; DONE.
 // A stdin line `hold <ms>` makes the next critical section pause that long after its read.
 
@@ -260,6 +261,9 @@ final class CheckerCommands {
             } catch (KeeperException.ConnectionLossException | KeeperException.SessionExpiredException e) {
                 // No answer, or the session ended with the write in flight: it may have applied.
                 return "UNKNOWN " + System.nanoTime() + " " + e;
+            } catch (KeeperException.NoNodeException e) {
+                // The counter is never deleted: the check of the own node failed.
+                return "FENCED " + System.nanoTime() + " " + e;
             } catch (KeeperException e) {
                 return "ABORT " + System.nanoTime() + " " + e;
             }

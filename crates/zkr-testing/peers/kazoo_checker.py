@@ -112,7 +112,11 @@ def checker_section(client, out, own, counter_path, rng, holds):
         # No answer, or the session ended with the write in flight: it may have applied.
         return "UNKNOWN %d %s" % (time.monotonic_ns(), type(e).__name__)
     failed = [r for r in results if isinstance(r, Exception)]
+    if failed and isinstance(failed[0], NoNodeError):
+        # The check of the own node found it gone (the counter is never deleted): FENCED.
+        return "FENCED %d %s" % (time.monotonic_ns(), type(failed[0]).__name__)
     if failed:
+        # Not applied for another reason (SessionMovedError): the hold may go on.
         return "ABORT %d %s" % (time.monotonic_ns(), type(failed[0]).__name__)
     return "COMMIT %d" % time.monotonic_ns()
 

@@ -32,9 +32,10 @@
 //!   holder);
 //! - `READ <invoked> <returned> <value>`: the counter read in the critical section;
 //! - `WRITE <invoked> <value>`: the guarded write is about to be sent;
-//! - `COMMIT <returned>`, `ABORT <returned> <error>` (the write was refused: the lock was lost;
-//!   or the read failed), `UNKNOWN <returned> <error>` (no answer: the write may or may not have
-//!   been applied);
+//! - `COMMIT <returned>`, `FENCED <returned> <error>` (the write was refused by the fence: the
+//!   lock was lost), `ABORT <returned> <error>` (the write was not applied for another reason,
+//!   e.g. `SessionMoved`, and the lock may still be held; or the read failed), `UNKNOWN
+//!   <returned> <error>` (no answer: the write may or may not have been applied);
 //! - `RELEASED <invoked> <returned>`, `LOST <invoked> <returned>` (the release said the lock
 //!   had been lost), `RELEASE_ERROR <invoked> <error>`, `ENDED <invoked> <returned>` (a
 //!   leader's term ended by the latch's close, or before it); `DONE` at the end.
@@ -128,6 +129,7 @@ async fn critical_section<D: LockInternalsDriver>(
     let returned = now();
     match written {
         Ok(_) => format!("COMMIT {returned}"),
+        Err(e @ LockError::Lost { .. }) => format!("FENCED {returned} {e}"),
         Err(e) if refused(&e) => format!("ABORT {returned} {e}"),
         Err(e) => format!("UNKNOWN {returned} {e}"),
     }

@@ -65,7 +65,7 @@ pub struct Summary {
 }
 
 use crate::faults;
-use crate::history::lock::LockHistory;
+use crate::history::lock::{LockHistory, Written};
 use zookeeper_client::{Client, CreateMode};
 
 /// Settings shared by every schedule.
@@ -331,7 +331,7 @@ impl Run<'_> {
                 }
             }
             "COMMIT" => r.commits += 1,
-            "ABORT" => r.aborts += 1,
+            "FENCED" | "ABORT" => r.aborts += 1,
             "UNKNOWN" => r.unknown += 1,
             "TIMEOUT" => r.timeouts += 1,
             "CANCELLED" => r.cancelled += 1,
@@ -361,16 +361,17 @@ impl Run<'_> {
             ("ACQUIRED", [invoked, returned, ..]) => h.acquired(p, *invoked, *returned),
             ("READ", [invoked, returned, value, ..]) => h.read(p, *value, *invoked, *returned),
             ("WRITE", [invoked, value, ..]) => h.writing(p, *value, *invoked),
-            ("COMMIT", [returned, ..]) => h.wrote(p, Some(true), *returned),
-            ("ABORT", [returned, ..]) => h.wrote(p, Some(false), *returned),
-            ("UNKNOWN", [returned, ..]) => h.wrote(p, None, *returned),
+            ("COMMIT", [returned, ..]) => h.wrote(p, Written::Applied, *returned),
+            ("FENCED", [returned, ..]) => h.wrote(p, Written::Fenced, *returned),
+            ("ABORT", [returned, ..]) => h.wrote(p, Written::NotApplied, *returned),
+            ("UNKNOWN", [returned, ..]) => h.wrote(p, Written::Unknown, *returned),
             ("RELEASED", [invoked, returned, ..]) => h.released(p, *invoked, *returned),
             // A leader's term ended by the latch's close or before it: a loss told at the close.
             ("LOST" | "ENDED", [_, returned, ..]) => h.lost(p, *returned),
             ("RELEASE_ERROR", [invoked, ..]) => h.release_failed(p, *invoked),
             (
-                "ACQUIRED" | "READ" | "WRITE" | "COMMIT" | "ABORT" | "UNKNOWN" | "RELEASED" | "LOST"
-                | "ENDED" | "RELEASE_ERROR",
+                "ACQUIRED" | "READ" | "WRITE" | "COMMIT" | "FENCED" | "ABORT" | "UNKNOWN" | "RELEASED"
+                | "LOST" | "ENDED" | "RELEASE_ERROR",
                 _,
             ) => {
                 self.report.violations += 1;

@@ -129,6 +129,21 @@ impl LockOp {
     }
 }
 
+/// How a guarded write was answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// Applied (`COMMIT`).
+    Applied,
+    /// Refused by the fence: the hold's own lock node was gone (`FENCED`).
+    Fenced,
+    /// Not applied, for another reason than the fence (`ABORT`: e.g. `SessionMoved` for a
+    /// request that reached a server its session had left): it changed nothing and says
+    /// nothing of the hold, which may go on.
+    NotApplied,
+    /// No answer (`UNKNOWN`): applied or not.
+    Unknown,
+}
+
 /// One operation of the lock's history.
 pub type LockOperation = Operation<LockOp, LockRet>;
 
@@ -222,20 +237,26 @@ impl LockHistory {
         }
     }
 
-    /// `worker`'s write was answered: applied (`Some(true)`), refused (`Some(false)`), or no
-    /// answer (`None`). A refusal tells the holder that its hold had ended (the write is fenced
-    /// by the hold's own lock node): its `Lose` goes in now, from the acquire (or the last
-    /// applied write) to the refusal, whatever its release says later. A release that then
-    /// says it deleted the node contradicts the refusal, and stays in the history to fail it.
-    pub fn wrote(&mut self, worker: usize, applied: Option<bool>, returned: Nanos) {
+    /// `worker`'s write was answered: see [`Written`]. A refusal by the fence tells the holder
+    /// that its hold had ended (the write checks the hold's own lock node): its `Lose` goes in
+    /// now, from the acquire (or the last applied write) to the refusal, whatever its release
+    /// says later; a release that then says it deleted the node contradicts the refusal, and
+    /// stays in the history to fail it.
+    pub fn wrote(&mut self, worker: usize, written: Written, returned: Nanos) {
         let Some(current) = self.slot(worker).as_mut() else { return };
         let (hold, Some((invoked, value))) = (current.hold, current.writing.take()) else { return };
-        if applied == Some(true) {
-            current.held_at = Some(invoked);
-        }
-        let told = (applied == Some(false) && !current.told).then(|| current.may_end_from());
+        let ret = match written {
+            Written::Applied => {
+                current.held_at = Some(invoked);
+                Some((returned, LockRet::Ok))
+            }
+            Written::Fenced => Some((returned, LockRet::Refused)),
+            Written::Unknown => None,
+            // Nothing changed, and nothing was said about the hold.
+            Written::NotApplied => return,
+        };
+        let told = (written == Written::Fenced && !current.told).then(|| current.may_end_from());
         current.told |= told.is_some();
-        let ret = applied.map(|applied| (returned, if applied { LockRet::Ok } else { LockRet::Refused }));
         self.push(worker, LockOp::Write(hold, value), invoked, ret);
         if let Some(from) = told {
             self.push(worker, LockOp::Lose(hold), from, Some((returned, LockRet::Ok)));
@@ -411,7 +432,7 @@ mod tests {
         history.acquired(worker, waited_from, t);
         history.read(worker, value, t + 1, t + 10);
         history.writing(worker, value + 1, t + 11);
-        history.wrote(worker, Some(true), t + 20);
+        history.wrote(worker, Written::Applied, t + 20);
     }
 
     /// Holds one after another are cut into short segments, whether released or ended with a
@@ -448,10 +469,10 @@ mod tests {
         history.acquired(1, 21, 25);
         history.read(1, 0, 26, 30);
         history.writing(0, 1, 31);
-        history.wrote(0, Some(true), 40);
+        history.wrote(0, Written::Applied, 40);
         history.lost(0, 50);
         history.writing(1, 1, 51);
-        history.wrote(1, Some(true), 60);
+        history.wrote(1, Written::Applied, 60);
         history.released(1, 61, 70);
         let (violations, _) = history.check(0);
         assert!(!violations.is_empty(), "two holds overlapped and both wrote");
@@ -467,10 +488,10 @@ mod tests {
         history.acquired(1, 36, 55);
         history.read(1, 1, 56, 60);
         history.writing(1, 2, 61);
-        history.wrote(1, Some(true), 70);
+        history.wrote(1, Written::Applied, 70);
         history.released(1, 71, 80);
         history.writing(2, 2, 81);
-        history.wrote(2, Some(true), 90);
+        history.wrote(2, Written::Applied, 90);
         history.released(2, 91, 100);
         let (violations, _) = history.check(0);
         // The overlap, then worker 2's write and release in worker 1's hold.
@@ -488,11 +509,11 @@ mod tests {
         history.acquired(1, 5, 100);
         history.read(1, 0, 101, 110);
         history.writing(1, 1, 111);
-        history.wrote(1, Some(true), 120);
+        history.wrote(1, Written::Applied, 120);
         history.released(1, 121, 130);
         // Worker 0 writes late: refused by the fence, and its release says Lost.
         history.writing(0, 1, 140);
-        history.wrote(0, Some(false), 150);
+        history.wrote(0, Written::Fenced, 150);
         history.lost(0, 160);
         let (violations, _) = history.check(0);
         assert!(violations.is_empty(), "{}", violations[0]);
@@ -504,10 +525,10 @@ mod tests {
         unfenced.acquired(1, 5, 100);
         unfenced.read(1, 0, 101, 110);
         unfenced.writing(1, 1, 111);
-        unfenced.wrote(1, Some(true), 120);
+        unfenced.wrote(1, Written::Applied, 120);
         unfenced.released(1, 121, 130);
         unfenced.writing(0, 1, 140);
-        unfenced.wrote(0, Some(true), 150);
+        unfenced.wrote(0, Written::Applied, 150);
         unfenced.lost(0, 160);
         let (violations, _) = unfenced.check(0);
         // Found on both sides of the cut at worker 1's read: worker 1 acquired while worker 0
@@ -515,38 +536,58 @@ mod tests {
         assert_eq!(violations.len(), 2, "{violations:?}");
     }
 
-    /// The kazoo-mutex finding of the 3.5.10 soak (seed 8964657351498504425): the peer's
-    /// session ended while it held the lock, another worker took it, the peer's fenced write
-    /// was refused and its release failed without an answer (kazoo's delete raised an error
-    /// it does not retry). The refusal told the peer its hold had ended: that passes. A
-    /// release that says it deleted the node after a refusal contradicts the fence, and fails.
+    /// The kazoo-mutex finding of the 3.5.10 soak (seed 8964657351498504425): a holder's
+    /// guarded write was refused while the history held no end of its hold before it, and
+    /// another worker had acquired after the holder's read (the cut). Two answers make that
+    /// shape, and the history read both as one. A refusal by the fence (its lock node gone)
+    /// tells the holder the hold had ended, whatever its release says after (here: failed, lost
+    /// or never said): that passes. A write not applied for another reason (`SessionMoved`:
+    /// its replay at ca46314 shows one, then a release that deleted the node) says nothing of
+    /// the hold: it passes as the no-op it was. A release that says it deleted the node after
+    /// the fence found it gone contradicts the fence, and fails.
     #[test]
-    fn a_refused_write_ends_its_hold_whatever_the_release_says() {
-        let peer_hold = |release: &dyn Fn(&mut LockHistory)| {
+    fn a_refused_write_ends_its_hold_only_when_the_fence_refused_it() {
+        let peer_hold = |written: Written, release: &dyn Fn(&mut LockHistory)| {
             let mut history = LockHistory::new();
             history.acquired(0, 0, 10);
             history.read(0, 13, 11, 20);
-            history.acquired(1, 5, 100);
-            history.read(1, 13, 101, 110);
-            history.writing(1, 14, 111);
-            history.wrote(1, Some(true), 120);
-            history.released(1, 121, 130);
             history.writing(0, 14, 140);
-            history.wrote(0, Some(false), 150);
+            history.wrote(0, written, 150);
             release(&mut history);
+            // Worker 1 acquires after worker 0's read, before or after its refusal.
+            history.acquired(1, 5, if written == Written::Fenced { 100 } else { 180 });
+            history.read(1, 13, 181, 190);
+            history.writing(1, 14, 191);
+            history.wrote(1, Written::Applied, 200);
+            history.released(1, 201, 210);
             history.check(13).0
         };
-        for (name, release) in [
-            ("failed", &(|h: &mut LockHistory| h.release_failed(0, 160)) as &dyn Fn(&mut LockHistory)),
-            ("lost", &|h: &mut LockHistory| h.lost(0, 170)),
-            ("never said", &|_: &mut LockHistory| {}),
-        ] {
-            let violations = peer_hold(release);
-            assert!(violations.is_empty(), "release {name}: {}", violations[0]);
+        let failed = |h: &mut LockHistory| h.release_failed(0, 160);
+        let lost = |h: &mut LockHistory| h.lost(0, 170);
+        let released = |h: &mut LockHistory| h.released(0, 160, 170);
+        let never = |_: &mut LockHistory| {};
+        let fenced: [(&str, &dyn Fn(&mut LockHistory)); 3] =
+            [("failed", &failed), ("lost", &lost), ("never said", &never)];
+        for (name, release) in fenced {
+            let violations = peer_hold(Written::Fenced, release);
+            assert!(violations.is_empty(), "fenced, release {name}: {}", violations[0]);
         }
-        let violations = peer_hold(&|h: &mut LockHistory| h.released(0, 160, 170));
-        assert_eq!(violations.len(), 1, "a release deleted the node its refused write found gone");
+        let violations = peer_hold(Written::NotApplied, &released);
+        assert!(violations.is_empty(), "not applied, released: {}", violations[0]);
+        let violations = peer_hold(Written::Fenced, &released);
+        assert_eq!(violations.len(), 1, "a release deleted the node its fenced write found gone");
         assert!(violations[0].to_string().contains("Release(w0#0)"), "{}", violations[0]);
+        // Not applied, the hold went on: worker 1's acquire before worker 0's release overlaps.
+        let mut overlap = LockHistory::new();
+        overlap.acquired(0, 0, 10);
+        overlap.read(0, 13, 11, 20);
+        overlap.writing(0, 14, 140);
+        overlap.wrote(0, Written::NotApplied, 150);
+        overlap.acquired(1, 5, 155);
+        overlap.read(1, 13, 156, 158);
+        overlap.released(0, 160, 170);
+        overlap.released(1, 171, 180);
+        assert!(!overlap.check(13).0.is_empty(), "a refusal for another reason excused an overlap");
     }
 
     #[test]
@@ -564,7 +605,7 @@ mod tests {
         history.acquired(1, 31, 40);
         history.read(1, 0, 41, 50);
         history.writing(1, 1, 51);
-        history.wrote(1, Some(false), 60);
+        history.wrote(1, Written::Fenced, 60);
         history.lost(1, 70);
         // Told of its loss, worker 1 may have lost the lock before its read: a non-holder's
         // read, which a server cut off from the others may serve stale.
@@ -583,10 +624,10 @@ mod tests {
         // Worker 0 reads a stale 0 after that cut, then its write is refused and it is told.
         history.read(0, 0, 30, 40);
         history.writing(1, 1, 41);
-        history.wrote(1, Some(true), 45);
+        history.wrote(1, Written::Applied, 45);
         history.released(1, 46, 48);
         history.writing(0, 1, 50);
-        history.wrote(0, Some(false), 60);
+        history.wrote(0, Written::Fenced, 60);
         history.lost(0, 100);
         let (violations, segments) = history.check(0);
         assert!(violations.is_empty(), "{}", violations[0]);
@@ -605,7 +646,7 @@ mod tests {
         history.acquired(1, 5, 3000);
         history.read(1, 1, 3001, 3010);
         history.writing(1, 2, 3011);
-        history.wrote(1, Some(true), 3020);
+        history.wrote(1, Written::Applied, 3020);
         history.released(1, 3021, 3030);
         // Or not applied at all.
         history.acquired(2, 3031, 3040);
@@ -687,11 +728,17 @@ mod tests {
                     }
                     Phase::Holding { read: Some(seen), written: false, real } => {
                         history.writing(worker, seen + 1, invoked);
-                        if real {
+                        // Sometimes nobody hears the answer; sometimes a holder's write is
+                        // not applied for another reason than the fence (`SessionMoved`).
+                        let answer = match (early % 5, real) {
+                            (0, _) => Written::Unknown,
+                            (1, true) => Written::NotApplied,
+                            (_, true) => Written::Applied,
+                            (_, false) => Written::Fenced,
+                        };
+                        if real && answer != Written::NotApplied {
                             value = seen + 1;
                         }
-                        // Sometimes nobody hears the answer.
-                        let answer = (early % 5 != 0).then_some(real);
                         history.wrote(worker, answer, returned);
                         phases[worker] = Phase::Holding { read: Some(seen), written: true, real };
                     }
