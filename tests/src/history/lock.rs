@@ -566,8 +566,8 @@ mod tests {
         let lost = |h: &mut LockHistory| h.lost(0, 170);
         let released = |h: &mut LockHistory| h.released(0, 160, 170);
         let never = |_: &mut LockHistory| {};
-        let fenced: [(&str, &dyn Fn(&mut LockHistory)); 3] =
-            [("failed", &failed), ("lost", &lost), ("never said", &never)];
+        type Release<'a> = &'a dyn Fn(&mut LockHistory);
+        let fenced: [(&str, Release<'_>); 3] = [("failed", &failed), ("lost", &lost), ("never said", &never)];
         for (name, release) in fenced {
             let violations = peer_hold(Written::Fenced, release);
             assert!(violations.is_empty(), "fenced, release {name}: {}", violations[0]);
