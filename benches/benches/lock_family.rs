@@ -7,14 +7,23 @@
 //!
 //! Each measurement has a 1 s warm-up and its own path; zkr and Curator alternate over two
 //! rounds, which are combined. Curator runs in a peer JVM (`CuratorTool bench-family`).
+//!
+//! `--server-load` runs, instead, the lock family's rows of the server's load (issue 47 item
+//! 3): 1,000 waiters at once on one `InterProcessMutex` in one process (one session, then 8
+//! sessions, waiter i on session i mod 8) and on one `InterProcessSemaphoreV2` of 10 leases
+//! (one session); each waiter acquires once and releases. zkr's waiters are tasks in this
+//! process, Curator's threads in one JVM (`CuratorTool lock-load`). From `mntr`, from after the
+//! sessions connected until the last release (their closes not counted): the most watches the
+//! server held at once (sampled every 20 ms) and the packets it sent and received per waiter.
 
 use std::time::{Duration, Instant};
 
 use anyhow::ensure;
-use zkr_benches::{fmt_rate, fmt_ratio, run_loop, Measurement, Span, Table, Window};
+use zkr_benches::{fmt_rate, fmt_ratio, run_loop, Deployment, Load, Measurement, Span, Table, Window};
 use zkr_connection::ZkClient;
 use zkr_recipes::locks::{
-    InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LockError, MaxLeases,
+    InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
+    LockError, MaxLeases,
 };
 use zkr_testing::peers::CuratorTool;
 
@@ -80,11 +89,139 @@ async fn zkr(zk: &ZkClient, path: &str, kind: &str, seconds: f64) -> anyhow::Res
     Ok(latencies.measurement(seconds))
 }
 
+/// One row of the server's load: `waiters` at once on one lock of `kind` (`mutex`, or a
+/// `semaphore` of `leases`), spread over `sessions`.
+#[derive(Debug, Clone, Copy)]
+struct LoadRow {
+    kind: &'static str,
+    waiters: usize,
+    sessions: usize,
+    leases: usize,
+}
+
+const LOAD_ROWS: [LoadRow; 3] = [
+    LoadRow { kind: "mutex", waiters: 1000, sessions: 1, leases: 1 },
+    LoadRow { kind: "mutex", waiters: 1000, sessions: 8, leases: 1 },
+    LoadRow { kind: "semaphore", waiters: 1000, sessions: 1, leases: 10 },
+];
+
+/// A zkr lock of either kind.
+#[derive(Clone)]
+enum ZkrLock {
+    Mutex(InterProcessMutex),
+    Semaphore(InterProcessSemaphoreV2),
+}
+
+impl ZkrLock {
+    fn new(zk: &ZkClient, path: &str, row: LoadRow) -> Result<Self, LockError> {
+        Ok(match row.kind {
+            "mutex" => ZkrLock::Mutex(InterProcessMutex::new(zk, path)?),
+            _ => ZkrLock::Semaphore(InterProcessSemaphoreV2::new(zk, path, MaxLeases::Fixed(row.leases))?),
+        })
+    }
+
+    /// Acquires once and releases.
+    async fn turn(self) -> Result<(), LockError> {
+        match self {
+            ZkrLock::Mutex(mutex) => mutex.acquire().await?.release().await,
+            ZkrLock::Semaphore(semaphore) => semaphore.acquire().await?.release().await,
+        }
+    }
+}
+
+async fn zkr_load(server: &Deployment, path: &str, row: LoadRow) -> anyhow::Result<Load> {
+    let mut sessions = Vec::new();
+    for _ in 0..row.sessions {
+        sessions.push(ZkClient::connect(&server.connect_string()).await?);
+    }
+    let locks = sessions.iter().map(|zk| ZkrLock::new(zk, path, row)).collect::<Result<Vec<_>, _>>()?;
+    // Each waiter a task of its own: futures joined in one task share its ownership of a lock.
+    let load = server
+        .load(async {
+            let mut waiters = tokio::task::JoinSet::new();
+            for i in 0..row.waiters {
+                waiters.spawn(locks[i % row.sessions].clone().turn());
+            }
+            while let Some(waiter) = waiters.join_next().await {
+                waiter??;
+            }
+            Ok(())
+        })
+        .await?;
+    for zk in sessions {
+        zk.close().await;
+    }
+    Ok(load)
+}
+
+async fn curator_load(
+    server: &Deployment,
+    tool: &CuratorTool,
+    path: &str,
+    row: LoadRow,
+) -> anyhow::Result<Load> {
+    let (waiters, sessions, leases) =
+        (row.waiters.to_string(), row.sessions.to_string(), row.leases.to_string());
+    let cs = server.connect_string();
+    server.peer_load(tool.spawn(&["lock-load", row.kind, &cs, path, &waiters, &sessions, &leases])?).await
+}
+
+/// `--server-load`: every row of [`LOAD_ROWS`], zkr then Curator, each on a server that holds no
+/// watch.
+async fn server_load(server: &Deployment, tool: &CuratorTool) -> anyhow::Result<()> {
+    let curator = zkr_benches::wide::curator_name(tool);
+    let mut table = Table::new(&[
+        "waiters at once",
+        "library",
+        "watches the server held at most",
+        "packets sent / waiter",
+        "packets received / waiter",
+        "all done in",
+    ]);
+    for (r, row) in LOAD_ROWS.iter().enumerate() {
+        let what = match row.kind {
+            "mutex" => format!("{} on a mutex over {} session(s)", row.waiters, row.sessions),
+            _ => format!(
+                "{} on a semaphore of {} leases, {} session(s)",
+                row.waiters, row.leases, row.sessions
+            ),
+        };
+        for (i, library) in ["zkr", curator.as_str()].into_iter().enumerate() {
+            server.quiet().await?;
+            eprintln!("[lock_family bench] server load: {what}, {library}");
+            let path = format!("/bench-family/load-{r}-{i}");
+            let load = match i {
+                0 => zkr_load(server, &path, *row).await?,
+                _ => curator_load(server, tool, &path, *row).await?,
+            };
+            let (sent, received) = load.per_operation(row.waiters);
+            table.row(vec![
+                what.clone(),
+                library.to_owned(),
+                load.peak_watches.to_string(),
+                sent,
+                received,
+                load.took_ms(),
+            ]);
+        }
+    }
+    zkr_benches::print_report(
+        &format!("The server's load: many waiters at once, on {}", server.describe()),
+        &table,
+    );
+    Ok(())
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
-    let seconds = zkr_benches::window_seconds(std::env::args().skip(1))?;
+    let (load, args): (Vec<String>, Vec<String>) =
+        std::env::args().skip(1).partition(|a| a == "--server-load");
+    let seconds = zkr_benches::window_seconds(args)?;
     let zkr_benches::Setup { server, connect_string: cs, curator: tool, zk } =
         zkr_benches::Setup::start().await?;
+    if !load.is_empty() {
+        return server_load(&server, &tool).await;
+    }
     eprintln!("[lock_family bench] warming up the server");
     zkr(&zk, "/bench-family/warmup", "write", 3.0).await?;
 

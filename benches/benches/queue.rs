@@ -16,13 +16,22 @@
 //!   per item over the next 200). Curator runs with the Java client's default `jute.maxbuffer`
 //!   (1 MiB) first, bounded by `--bound S` (default 60 s); past about 52,000 items its listing
 //!   is over that limit and it loses its connection again and again (CURATOR-690), so it runs
-//!   again with `-Djute.maxbuffer` at 8 MiB for the figures, and the report says which.
+//!   again with `-Djute.maxbuffer` at 8 MiB for the figures, and the report says which;
+//! - the server's load (issue 47 item 3; `--load-only` runs it alone): a queue of 10,000 items
+//!   (filled beforehand, uncounted) drained by 8 consumers, each on a session of its own (zkr: 8
+//!   `ZkClient`s in this process, each a `DistributedQueue` taking and acking until all are
+//!   taken; Curator: `CuratorTool queue-load`, 8 `CuratorFramework`s in one JVM, each a
+//!   `DistributedQueue` with a consumer). From `mntr`: the most watches the server held at once
+//!   (sampled every 20 ms) and the packets it sent and received per item, from after the
+//!   sessions connected until the last item was taken (their closes not counted).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context};
 use zkr_benches::wide::{curator_default_then_raised, fill, first_then_mean, CURATOR_ITEM};
-use zkr_benches::{fmt_rate, fmt_ratio, Table};
+use zkr_benches::{fmt_rate, fmt_ratio, Deployment, Load, Table};
 use zkr_connection::ZkClient;
 use zkr_recipes::queues::{DistributedQueue, Utf8};
 use zkr_testing::peers::{parse_result, CuratorTool};
@@ -30,21 +39,30 @@ use zookeeper_client::{Acls, Client, CreateMode};
 
 const ROUNDS: usize = 2;
 const TAKES_AT_DEPTH: usize = 200;
+/// The server's load: items in the queue, and the consumers (each its own session).
+const LOAD_ITEMS: usize = 10_000;
+const LOAD_CONSUMERS: usize = 8;
 
 struct Options {
     items: usize,
     depths: Vec<usize>,
     bound: Duration,
+    load_only: bool,
 }
 
 fn options() -> anyhow::Result<Options> {
-    let mut options =
-        Options { items: 2000, depths: vec![1000, 10_000, 50_000, 100_000], bound: Duration::from_secs(60) };
+    let mut options = Options {
+        items: 2000,
+        depths: vec![1000, 10_000, 50_000, 100_000],
+        bound: Duration::from_secs(60),
+        load_only: false,
+    };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--bench" => {}
             "--quick" => (options.items, options.depths) = (500, vec![1000, 5000]),
+            "--load-only" => options.load_only = true,
             "--bound" => options.bound = Duration::from_secs(args.next().context("--bound S")?.parse()?),
             "--items" => options.items = args.next().context("--items N")?.parse()?,
             "--depths" => {
@@ -124,6 +142,93 @@ async fn curator_at_depth(
     Ok((runs[0].outcome(), figures))
 }
 
+/// A queue of [`LOAD_ITEMS`] at `path`, filled (uncounted).
+async fn filled(server: &Deployment, path: &str) -> anyhow::Result<()> {
+    let client = Client::connect(&server.connect_string()).await?;
+    client.mkdir(path, &CreateMode::Persistent.with_acls(Acls::anyone_all())).await?;
+    fill(&client, path, "queue-", CURATOR_ITEM, LOAD_ITEMS).await
+}
+
+/// zkr's consumers: until all [`LOAD_ITEMS`] are taken and acked.
+async fn zkr_load(server: &Deployment, path: &str) -> anyhow::Result<Load> {
+    let mut sessions = Vec::new();
+    for _ in 0..LOAD_CONSUMERS {
+        sessions.push(ZkClient::connect(&server.connect_string()).await?);
+    }
+    let queues = sessions
+        .iter()
+        .map(|zk| DistributedQueue::builder(zk, path, Utf8).build())
+        .collect::<Result<Vec<_>, _>>()?;
+    let taken = Arc::new(AtomicUsize::new(0));
+    let (all_taken, _) = tokio::sync::watch::channel(false);
+    // Each consumer a task of its own, as separate consumers are.
+    let consume = |queue: DistributedQueue<String>| {
+        let (taken, all_taken, mut over) = (taken.clone(), all_taken.clone(), all_taken.subscribe());
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = async { drop(over.wait_for(|over| *over).await) } => return anyhow::Ok(()),
+                    item = queue.take() => {
+                        item?.ack().await?;
+                        if taken.fetch_add(1, Ordering::SeqCst) + 1 == LOAD_ITEMS {
+                            all_taken.send_replace(true);
+                        }
+                    }
+                }
+            }
+        })
+    };
+    let load = server
+        .load(async {
+            for consumer in queues.into_iter().map(consume).collect::<Vec<_>>() {
+                consumer.await??;
+            }
+            Ok(())
+        })
+        .await?;
+    for zk in sessions {
+        zk.close().await;
+    }
+    Ok(load)
+}
+
+/// Curator's consumers (`CuratorTool queue-load`).
+async fn curator_load(server: &Deployment, tool: &CuratorTool, path: &str) -> anyhow::Result<Load> {
+    let (consumers, items) = (LOAD_CONSUMERS.to_string(), LOAD_ITEMS.to_string());
+    server.peer_load(tool.spawn(&["queue-load", &server.connect_string(), path, &consumers, &items])?).await
+}
+
+/// The server's load of a drain by several consumers, zkr then Curator.
+async fn server_load(server: &Deployment, tool: &CuratorTool, curator: &str) -> anyhow::Result<()> {
+    let mut table = Table::new(&[
+        "library",
+        "watches the server held at most",
+        "packets sent / item",
+        "packets received / item",
+        "drain",
+    ]);
+    for (i, library) in ["zkr", curator].into_iter().enumerate() {
+        server.quiet().await?;
+        let path = format!("/bench-queue/load-{i}");
+        filled(server, &path).await?;
+        eprintln!("[queue bench] server load: {LOAD_ITEMS} items, {LOAD_CONSUMERS} consumers, {library}");
+        let load = match i {
+            0 => zkr_load(server, &path).await?,
+            _ => curator_load(server, tool, &path).await?,
+        };
+        let (sent, received) = load.per_operation(LOAD_ITEMS);
+        table.row(vec![library.into(), load.peak_watches.to_string(), sent, received, load.took_ms()]);
+    }
+    zkr_benches::print_report(
+        &format!(
+            "The server's load: a queue of {LOAD_ITEMS} items drained by {LOAD_CONSUMERS} consumers, each its own session, on {}",
+            server.describe()
+        ),
+        &table,
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let options = options()?;
@@ -132,6 +237,9 @@ async fn main() -> anyhow::Result<()> {
     let release = setup.server.release().await?;
     let curator = zkr_benches::wide::curator_name(&setup.curator);
     println!("Server: {} ({release}); {curator}\n", setup.server.describe());
+    if options.load_only {
+        return server_load(&setup.server, &setup.curator, &curator).await;
+    }
     let (mut zkr_best, mut curator_best) = ((0f64, 0f64), (0f64, 0f64));
     for round in 0..ROUNDS {
         let z = zkr_round(&zk, &format!("/bench-queue/zkr-{round}"), options.items).await?;
@@ -188,6 +296,7 @@ async fn main() -> anyhow::Result<()> {
         ]);
     }
     println!("### Take at depth\n\n{}", depths.render());
+    server_load(&setup.server, &setup.curator, &curator).await?;
     println!("Load average at the end (1, 5, 15 min): {}", zkr_benches::wide::load_average());
     Ok(())
 }

@@ -150,6 +150,26 @@ impl Deployment {
         })
     }
 
+    /// Runs `work` while sampling the servers' watch count every 20 ms: its output, and the
+    /// most watches seen (at its end too).
+    ///
+    /// # Errors
+    /// A server did not answer `mntr`.
+    pub async fn peak_watches_during<F: std::future::Future>(
+        &self,
+        work: F,
+    ) -> anyhow::Result<(F::Output, u64)> {
+        let mut peak = 0;
+        let mut every = tokio::time::interval(Duration::from_millis(20));
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                out = &mut work => return Ok((out, peak.max(self.mntr_sum("zk_watch_count").await?))),
+                _ = every.tick() => peak = peak.max(self.mntr_sum("zk_watch_count").await?),
+            }
+        }
+    }
+
     /// Waits until the servers hold no watch: the sessions of the run before are gone.
     ///
     /// # Errors

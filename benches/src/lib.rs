@@ -13,9 +13,11 @@
 //!   Java client's `jute.maxbuffer` at its default or raised.
 
 mod deploy;
+mod load;
 pub mod wide;
 
 pub use deploy::{Deployment, ServerCounters};
+pub use load::Load;
 
 use std::fmt::Write as _;
 use std::future::Future;

@@ -39,7 +39,8 @@
 //
 // More commands, one file per family (compiled together; helpers shared in Peer.java):
 // CacheCommands.java (CuratorCache: config-subscribers, cache-load, cache-memory,
-// cache-propagation), DiscoveryCommands.java (curator-x-discovery: discovery-register,
+// cache-propagation), LockLoadCommands.java (lock-load: many waiters on a mutex or a semaphore,
+// for the server's load), DiscoveryCommands.java (curator-x-discovery: discovery-register,
 // discovery-list, discovery-provider, discovery-watch), BarrierCommands.java (barrier-wait,
 // double-barrier, revocable-hold, revoke), CounterCommands.java (DistributedAtomicLong and
 // SharedCount: atomic-long-add, shared-count-watch, shared-count-set) and QueueCommands.java
@@ -126,7 +127,7 @@ public final class CuratorTool {
                 + " | latch-leader CONNECT PATH"
                 + " | atomic-ids CONNECT PATH N" + CacheCommands.USAGE + DiscoveryCommands.USAGE
                 + BarrierCommands.USAGE + CounterCommands.USAGE + QueueCommands.USAGE + WideCommands.USAGE
-                + CheckerCommands.USAGE
+                + CheckerCommands.USAGE + LockLoadCommands.USAGE
                 + " | modeled-set, modeled-read, modeled-update, modeled-cached (Maven releases: ModeledCommands.java)";
     }
 
@@ -212,7 +213,8 @@ public final class CuratorTool {
                 // CheckerCommands.java.
                 if (CacheCommands.run(args) || DiscoveryCommands.run(args) || BarrierCommands.run(args)
                         || CounterCommands.run(args) || QueueCommands.run(args) || WideCommands.run(args)
-                        || CheckerCommands.run(args) || optional("ModeledCommands", args)) {
+                        || CheckerCommands.run(args) || LockLoadCommands.run(args)
+                        || optional("ModeledCommands", args)) {
                     return 0;
                 }
                 throw new Peer.UsageException("unknown command `" + command + "`");

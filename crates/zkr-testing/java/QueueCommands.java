@@ -24,6 +24,11 @@
 //                                              RESULT start_ms=<until its first item> take_ms=<mean
 //                                              time per item over the next TAKES>; STATE <state> <t_us>
 //                                              on every connection state change (see WideCommands.java)
+//   queue-load CONNECT PATH CONSUMERS N        CONSUMERS DistributedQueue consumers, each on a session of
+//                                              its own, on a queue of N items filled beforehand:
+//                                              CONNECTED once every session is up; a stdin line `go`
+//                                              starts the consumers: DRAINED consumed=N millis=<from the
+//                                              go to the N-th item>; closes all at stdin EOF
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -50,7 +55,7 @@ final class QueueCommands {
             + " | queue-consume-locked CONNECT PATH LOCKPATH N | priority-consume CONNECT PATH N"
             + " | simple-offer CONNECT PATH PREFIX N | simple-take CONNECT PATH N | queue-bench CONNECT PATH N"
             + " | queue-bench-depth CONNECT PATH TAKES | delay-put CONNECT PATH PREFIX N DELAY_MS"
-            + " | id-put CONNECT PATH PREFIX N";
+            + " | id-put CONNECT PATH PREFIX N | queue-load CONNECT PATH CONSUMERS N";
 
     private QueueCommands() {}
 
@@ -106,6 +111,10 @@ final class QueueCommands {
             case "queue-bench-depth":
                 Peer.arity(args, 4);
                 benchDepth(args[1], args[2], Peer.positiveInt(args[3], "TAKES"));
+                return true;
+            case "queue-load":
+                Peer.arity(args, 5);
+                load(args[1], args[2], Peer.positiveInt(args[3], "CONSUMERS"), Peer.positiveInt(args[4], "N"));
                 return true;
             default:
                 return false;
@@ -258,6 +267,45 @@ final class QueueCommands {
         consumer.close();
         Peer.out(String.format(Locale.ROOT, "RESULT start_ms=%.1f take_ms=%.3f",
                 (firstAt[0] - start) / 1e6, (end - firstAt[0]) / 1e6 / takes));
+    }
+
+    /** `queue-load`: see the header. */
+    private static void load(String connect, String path, int consumers, int n) throws Exception {
+        CountDownLatch drained = new CountDownLatch(n);
+        QueueConsumer<String> counting = new QueueConsumer<String>() {
+            @Override
+            public void consumeMessage(String message) {
+                drained.countDown();
+            }
+
+            @Override
+            public void stateChanged(CuratorFramework c, ConnectionState s) {}
+        };
+        List<CuratorFramework> clients = new ArrayList<>();
+        for (int i = 0; i < consumers; i++) {
+            clients.add(Peer.connect(connect));
+        }
+        Peer.out("CONNECTED");
+        String go = Peer.STDIN.readLine();
+        if (!"go".equals(go)) {
+            throw new IllegalStateException("expected `go` on stdin, got " + go);
+        }
+        long start = System.nanoTime();
+        List<DistributedQueue<String>> queues = new ArrayList<>();
+        for (CuratorFramework client : clients) {
+            DistributedQueue<String> queue = builder(client, counting, path).buildQueue();
+            queue.start();
+            queues.add(queue);
+        }
+        if (!drained.await(600, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("items not consumed in time: " + drained.getCount() + " left");
+        }
+        long end = System.nanoTime();
+        Peer.out(String.format(Locale.ROOT, "DRAINED consumed=%d millis=%.1f", n, (end - start) / 1e6));
+        Peer.waitForEof();
+        for (DistributedQueue<String> queue : queues) {
+            queue.close();
+        }
     }
 
     private static void delayPut(String connect, String path, String prefix, int n, int delayMs) throws Exception {

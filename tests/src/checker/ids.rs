@@ -366,6 +366,8 @@ pub async fn barrier_under_faults(cluster: &TestingCluster) -> Summary {
     let faults_by_round =
         ["none", "leader kill", "follower kill", "session expiry", "server cut off", "overlapping", "none"];
     for (round, fault) in faults_by_round.iter().enumerate() {
+        let (started, generations) =
+            (tokio::time::Instant::now(), clients.each_ref().map(|c| c.generation()));
         let mut members: Vec<_> =
             (0..4).map(|i| DistributedDoubleBarrier::new(&clients[i % 2], &path, 4).unwrap()).collect();
         let last = members.pop().expect("four members");
@@ -413,8 +415,34 @@ pub async fn barrier_under_faults(cluster: &TestingCluster) -> Summary {
         }
         let all_in = passages.iter().map(|p| p.entering).max().unwrap();
         let all_leaving = passages.iter().map(|p| p.leaving).max().unwrap();
-        assert!(passages.iter().all(|p| p.passed >= all_in), "round {round} ({fault}): passed early");
-        assert!(passages.iter().all(|p| p.left >= all_leaving), "round {round} ({fault}): left early");
+        // What a failure shows: each member's times, and whether a client's session was
+        // replaced during the round (a member between sessions looks like one that left).
+        let said = || {
+            let ms = |at: tokio::time::Instant| (at - started).as_millis();
+            let times: Vec<_> = passages
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let (e, pa, l, le) = (ms(p.entering), ms(p.passed), ms(p.leaving), ms(p.left));
+                    format!(
+                        "member {i} (client {}): entering {e}, passed {pa}, leaving {l}, left {le} ms",
+                        i % 2
+                    )
+                })
+                .collect();
+            let sessions = clients.each_ref().map(|c| c.generation());
+            format!("{times:#?}; the clients' session generations {generations:?} at the start, {sessions:?} at the end")
+        };
+        assert!(
+            passages.iter().all(|p| p.passed >= all_in),
+            "round {round} ({fault}): passed early: {}",
+            said()
+        );
+        assert!(
+            passages.iter().all(|p| p.left >= all_leaving),
+            "round {round} ({fault}): left early: {}",
+            said()
+        );
     }
     let rounds = faults_by_round.len();
     let line = format!(
