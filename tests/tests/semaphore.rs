@@ -256,3 +256,31 @@ async fn try_acquire_takes_a_free_lease_and_leaves_nothing_when_none_is() {
     c.release().await.unwrap();
     assert_eq!(leases(&observer, &root).await, 0);
 }
+
+/// Acquires joined in one task share the task, not the acquirers' mutex: each takes its turn,
+/// so no more lease nodes are made than can be granted, and every acquire returns. (With the
+/// mutex reentrant per task, the 12 joined acquires below all made a lease and waited for
+/// room that never came.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquires_joined_in_one_task_each_take_their_turn() {
+    let server = shared_server().await.unwrap();
+    let root = unique_root("semaphore");
+    let zk = connect(&server.connect_string()).await;
+    let semaphore = InterProcessSemaphoreV2::new(&zk, &root, MaxLeases::Fixed(3)).unwrap();
+    let observer = raw(&server.connect_string()).await;
+    let (inside, most, most_nodes) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
+    let one = || async {
+        let lease = semaphore.acquire().await.unwrap();
+        most.fetch_max(inside.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+        most_nodes.fetch_max(leases(&observer, &root).await, Ordering::SeqCst);
+        inside.fetch_sub(1, Ordering::SeqCst);
+        lease.release().await.unwrap();
+    };
+    let all = futures::future::join_all((0..12).map(|_| one()));
+    tokio::time::timeout(timing().wait(), all).await.expect("every joined acquire returned");
+    let (most, most_nodes) = (most.into_inner(), most_nodes.into_inner());
+    assert!(most <= 3, "{most} holders at once");
+    // A holder's listing sees the holders and at most one more: the acquirer holding the mutex.
+    assert!(most_nodes <= 4, "{most_nodes} lease nodes at once");
+    assert_eq!(leases(&observer, &root).await, 0);
+}

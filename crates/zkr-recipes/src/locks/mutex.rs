@@ -11,7 +11,7 @@ use zookeeper_client::{CreateMode, MultiWriteResult, Stat};
 use super::driver::{LockInternalsDriver, StandardLockInternalsDriver};
 use super::error::LockError;
 use super::internals::{LockInternals, LockNode, Wait};
-use super::owner::LockOwner;
+use super::owner::Holder;
 use crate::fence::LostReason;
 
 mod debug;
@@ -46,13 +46,13 @@ impl OwnerSlot {
 #[derive(Debug)]
 struct Inner<D> {
     internals: LockInternals<D>,
-    holders: DashMap<LockOwner, Arc<OwnerSlot>>,
+    holders: DashMap<Holder, Arc<OwnerSlot>>,
 }
 
 impl<D> Inner<D> {
     /// Removes `owner`'s entry if it is still `slot` and holds nothing (task ids are reused once
     /// a task is gone, so empty entries must not linger).
-    fn retire(&self, owner: LockOwner, slot: &Arc<OwnerSlot>) {
+    fn retire(&self, owner: Holder, slot: &Arc<OwnerSlot>) {
         self.holders.remove_if(&owner, |_, s| {
             let hold = s.hold();
             Arc::ptr_eq(s, slot) && hold.node.is_none() && hold.acquiring == 0
@@ -68,7 +68,7 @@ impl<D> Inner<D> {
 ///   ZooKeeper call (a new guard, a higher count); the node is deleted when that task's last
 ///   guard is released. Two tasks sharing one `InterProcessMutex` exclude each other. Code
 ///   outside any task (directly in `block_on`, such as `#[tokio::main]`) is owned by its
-///   thread. Futures joined inside one task share its ownership; see [`LockOwner`].
+///   thread. Futures joined inside one task share its ownership; see [`LockOwner`](super::LockOwner).
 /// - **Fair and herd-free**: contenders queue by sequence; each waits on the node ahead of it
 ///   only, in every process and inside one (a release wakes exactly one waiter).
 /// - **Lost signal and fencing**: the guard tells when the lock is lost
@@ -219,8 +219,24 @@ impl<D: LockInternalsDriver> InterProcessMutex<D> {
         self.acquire_inner(Wait::NoWait).await
     }
 
+    /// As [`acquire_until`](Self::acquire_until), for this call alone: not reentrant, even
+    /// for futures joined in the caller's task.
+    pub(crate) async fn acquire_alone(
+        &self,
+        wait: Wait,
+    ) -> Result<Option<InterProcessMutexGuard<D>>, LockError> {
+        self.acquire_as(Holder::call(), wait).await
+    }
+
     async fn acquire_inner(&self, wait: Wait) -> Result<Option<InterProcessMutexGuard<D>>, LockError> {
-        let owner = LockOwner::current();
+        self.acquire_as(Holder::current(), wait).await
+    }
+
+    async fn acquire_as(
+        &self,
+        owner: Holder,
+        wait: Wait,
+    ) -> Result<Option<InterProcessMutexGuard<D>>, LockError> {
         loop {
             let slot = self.inner.holders.entry(owner).or_default().clone();
             // Retires the entry if we leave (error, timeout, cancellation) without a hold.
@@ -277,13 +293,13 @@ impl<D: LockInternalsDriver> InterProcessMutex<D> {
     pub fn owned_node_name(&self) -> Option<String> {
         self.inner
             .holders
-            .get(&LockOwner::current())
+            .get(&Holder::current())
             .and_then(|s| s.hold().node.as_ref().map(|n| n.name().to_owned()))
     }
 
     /// Does the current task (or thread, outside tasks) hold the lock?
     pub fn is_owned_by_current_task(&self) -> bool {
-        self.inner.holders.get(&LockOwner::current()).is_some_and(|s| s.hold().node.is_some())
+        self.inner.holders.get(&Holder::current()).is_some_and(|s| s.hold().node.is_some())
     }
 
     /// Every contender's full path in queue order, the holder first.
@@ -312,7 +328,7 @@ impl<D: LockInternalsDriver> InterProcessMutex<D> {
 /// retires it if it holds nothing then.
 struct RetireOnExit<'a, D> {
     inner: &'a Inner<D>,
-    owner: LockOwner,
+    owner: Holder,
     slot: &'a Arc<OwnerSlot>,
     acquiring: bool,
 }
@@ -342,14 +358,14 @@ impl<D> Drop for RetireOnExit<'_, D> {
 #[must_use = "if unused the lock is released immediately"]
 pub struct InterProcessMutexGuard<D: LockInternalsDriver = StandardLockInternalsDriver> {
     inner: Arc<Inner<D>>,
-    owner: LockOwner,
+    owner: Holder,
     slot: Arc<OwnerSlot>,
     node: Arc<LockNode>,
     released: bool,
 }
 
 impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
-    fn new(inner: Arc<Inner<D>>, owner: LockOwner, slot: Arc<OwnerSlot>, node: Arc<LockNode>) -> Self {
+    fn new(inner: Arc<Inner<D>>, owner: Holder, slot: Arc<OwnerSlot>, node: Arc<LockNode>) -> Self {
         InterProcessMutexGuard { inner, owner, slot, node, released: false }
     }
 
@@ -616,7 +632,7 @@ mod tests {
     async fn a_release_elsewhere_does_not_retire_a_slot_an_acquire_is_using() {
         let zk = ZkClient::builder("127.0.0.1:1").start().await.unwrap();
         let mutex = InterProcessMutex::new(&zk, "/t-slot").unwrap();
-        let owner = LockOwner::current();
+        let owner = Holder::current();
         let slot = mutex.inner.holders.entry(owner).or_default().clone();
         // The owner's acquire has checked the slot and marked it (as acquire_inner does under
         // the map's lock); the released guard's retire runs now.

@@ -42,3 +42,35 @@ impl LockOwner {
         }
     }
 }
+
+/// Whom a hold of an [`InterProcessMutex`](super::InterProcessMutex) belongs to, inside the
+/// mutex: an owner, whose acquires are reentrant, or one acquire call alone, which nothing
+/// else shares (the semaphore's acquirers' mutex: acquires joined in one task must each take
+/// their turn, or all of them would make a lease and wait for room that never comes).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Holder {
+    Owner(LockOwner),
+    Call(u64),
+}
+
+impl Holder {
+    /// The owner running here and now.
+    pub(crate) fn current() -> Self {
+        Holder::Owner(LockOwner::current())
+    }
+
+    /// A holder for one call, unlike every other.
+    pub(crate) fn call() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        Holder::Call(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+impl std::fmt::Debug for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Holder::Owner(owner) => owner.fmt(f),
+            Holder::Call(n) => write!(f, "Call({n})"),
+        }
+    }
+}

@@ -8,7 +8,7 @@ use zkr_connection::protected::ProtectedCreate;
 use zkr_connection::{path, within, Deadline, RetryOptions, Session, ZkClient};
 use zookeeper_client::CreateMode;
 
-use super::internals::TIMEOUT_CLEANUP_GRACE;
+use super::internals::{Wait, TIMEOUT_CLEANUP_GRACE};
 pub use super::lease::Lease;
 use super::{
     wait_for_children, InterProcessMutex, LockError, LockInternalsDriver, StandardLockInternalsDriver,
@@ -39,7 +39,10 @@ pub enum MaxLeases {
 /// on the same path share the semaphore.
 ///
 /// Leases are not bound to a task: a [`Lease`] can be moved anywhere and returned from
-/// anywhere. Dropping one returns it in the background.
+/// anywhere. Dropping one returns it in the background. Nor are acquires: each call queues
+/// for the acquirers' mutex on its own, so acquires joined in one task (`join!`,
+/// `FuturesUnordered`) take their turns as spawned ones do (the mutex is not reentrant here,
+/// where Curator's is per thread).
 ///
 /// # Examples
 ///
@@ -178,7 +181,7 @@ impl InterProcessSemaphoreV2 {
     /// # Ok(()) }
     /// ```
     pub async fn try_acquire(&self) -> Result<Option<Lease>, LockError> {
-        let Some(guard) = self.mutex.try_acquire().await? else { return Ok(None) };
+        let Some(guard) = self.mutex.acquire_alone(Wait::NoWait).await? else { return Ok(None) };
         let lease = self.lease_under_mutex_as(guard.session(), None, Look::Once).await;
         let _ = guard.release().await;
         // The mutex went with its session before the lease was made: not taken.
@@ -328,7 +331,7 @@ impl InterProcessSemaphoreV2 {
         Fut: std::future::Future<Output = Result<Option<T>, LockError>>,
     {
         loop {
-            let Some(guard) = self.mutex.acquire_until(deadline).await? else { return Ok(None) };
+            let Some(guard) = self.mutex.acquire_alone(Wait::until(deadline)).await? else { return Ok(None) };
             let taken = leases(guard.session().clone()).await;
             let _ = guard.release().await;
             match taken {
