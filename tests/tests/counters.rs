@@ -285,6 +285,27 @@ async fn promoted_to_lock_without_optimistic_retries_still_counts_exactly() {
     assert!(children(&observer, &lock_path).await.is_empty(), "every lock node released");
 }
 
+/// Increments joined in one task, each promoted to the lock, hold it one after the other: the
+/// promotion lock is held per call, not per task, so one try under it always succeeds. (Held
+/// per task, the joined calls shared it and lost each other's tries under it.)
+#[tokio::test]
+async fn increments_joined_in_one_task_hold_the_promotion_lock_in_turn() {
+    const N: usize = 8;
+    let server = shared_server().await.unwrap();
+    let zk = connect(&server.connect_string()).await;
+    let root = unique_root("atomic-joined");
+    let (path, lock_path) = (format!("{root}/counter"), format!("{root}/lock"));
+    let once = || RetryNTimes::new(0, Duration::ZERO);
+    let promotion = PromotedToLock::new(&lock_path).timeout(timing().wait()).retry_policy(once());
+    let counter =
+        DistributedAtomicLong::new(&zk, &path, once()).unwrap().promoted_to_lock(promotion).unwrap();
+    let results = futures::future::join_all((0..N).map(|_| counter.increment())).await;
+    let results: Vec<_> = results.into_iter().map(Result::unwrap).collect();
+    assert!(results.iter().any(|r| r.stats.promoted_tries > 0), "some increments were promoted");
+    assert!(results.iter().all(|r| r.succeeded), "{results:#?}");
+    assert_eq!(counter.get().await.unwrap().post_value, N as i64);
+}
+
 #[tokio::test]
 async fn segment_ranges_and_atomic_adds_on_one_counter_never_overlap() {
     let server = shared_server().await.unwrap();

@@ -9,7 +9,7 @@ use zkr_connection::{path, RetryOptions, ZkClient};
 use zookeeper_client::{Acls, CreateMode, Stat};
 
 use super::{AtomicStats, AtomicValue, CounterError, PromotedToLock};
-use crate::locks::InterProcessMutex;
+use crate::locks::{InterProcessMutex, Wait};
 
 /// What a try writes, computed from the value it read (empty for a missing node).
 pub(crate) type MakeValue<'a> = dyn Fn(&[u8]) -> Result<Vec<u8>, CounterError> + Send + Sync + 'a;
@@ -314,10 +314,9 @@ impl DistributedAtomicValue {
         make: &MakeValue<'_>,
     ) -> Result<(), CounterError> {
         let lock_error = |source| CounterError::Lock { lock_path: promotion.spec.lock_path.clone(), source };
-        let guard = match promotion.spec.timeout {
-            Some(timeout) => promotion.mutex.acquire_timeout(timeout).await,
-            None => promotion.mutex.acquire().await.map(Some),
-        };
+        // Held by this call alone: two calls joined in one task take turns too.
+        let wait = promotion.spec.timeout.map_or(Wait::Forever, Wait::timeout);
+        let guard = promotion.mutex.acquire_alone(wait).await;
         let Some(guard) = guard.map_err(lock_error)? else {
             tracing::debug!(lock = %promotion.spec.lock_path, "promotion lock not acquired in time");
             return Ok(());
