@@ -1,4 +1,5 @@
-//! The ID, counter, queue and barrier checkers ([`zkr_integration_tests::checker::ids`]) with
+//! The ID, counter, queue and barrier checkers ([`zkr_integration_tests::checker::ids`],
+//! [`queue`](zkr_integration_tests::checker::queue), [`barrier`](zkr_integration_tests::checker::barrier)) with
 //! the seed of `ZKR_CHECKER_SEED` (46 by default; a failure names the seed, and
 //! `ZKR_CHECKER_SEED=S cargo test -p zkr-integration-tests --test checker_ids` replays its
 //! faults), and two investigations run by hand. The per-kind summary goes to stderr.
@@ -6,7 +7,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use zkr_integration_tests::checker::ids::{barrier_under_faults, kind_under_faults, queue_under_faults};
+use zkr_integration_tests::checker::barrier::barrier_under_faults;
+use zkr_integration_tests::checker::ids::kind_under_faults;
+use zkr_integration_tests::checker::queue::queue_under_faults;
 use zkr_integration_tests::checker::Peer;
 use zkr_integration_tests::faults;
 use zkr_integration_tests::id_worker::{check_runs, progress, IdWorker};
@@ -34,17 +37,18 @@ async fn no_id_is_handed_out_twice_under_faults() {
 }
 
 /// Issue 19's checkers: several processes (zkr's and a Curator process) increment one
-/// `DistributedAtomicLong`, then lock-safe queue consumers work a queue, then a double barrier
+/// `DistributedAtomicLong`, then lock-safe queue consumers (zkr's and a Curator process's) work
+/// a queue, then a double barrier
 /// goes round, through the same kinds of faults.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_increment_or_queue_item_is_counted_twice_or_lost_under_faults() {
     zkr_integration_tests::trace_from_env();
     let cluster = faults::partitionable_cluster().await;
-    // A mixed fleet: a Curator process increments beside the three zkr workers.
+    // A mixed fleet: a Curator process increments, then consumes, beside the zkr workers.
     let curator = Some((Peer::Curator, 1));
     eprintln!("[checker ids] {}", kind_under_faults(&cluster, "counter", faults::seed(), curator).await.line);
-    eprintln!("[checker ids] {}", queue_under_faults(&cluster).await.line);
-    eprintln!("[checker ids] {}", barrier_under_faults(&cluster).await.line);
+    eprintln!("[checker ids] {}", queue_under_faults(&cluster, faults::seed(), curator).await.line);
+    eprintln!("[checker ids] {}", barrier_under_faults(&cluster, faults::seed()).await.line);
 }
 
 /// Investigation of issue 43 item 4 (not part of the suite): the two faults that once made a
@@ -152,6 +156,6 @@ async fn barrier_hang_repro() {
     let rounds: usize = std::env::var("REPRO_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(10);
     for round in 0..rounds {
         eprintln!("[repro] barrier run {round}");
-        barrier_under_faults(&cluster).await;
+        barrier_under_faults(&cluster, faults::seed()).await;
     }
 }

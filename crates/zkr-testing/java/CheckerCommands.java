@@ -5,7 +5,8 @@
 //
 //   checker-worker mutex|leader CONNECT LOCK_PATH COUNTER_PATH ACQUIRE_MS SEED
 //
-// (`checker-worker counter CONNECT PATH`, the counter checker's worker, is CheckerCounter.java.)
+// (`checker-worker counter CONNECT PATH`, the counter checker's worker, is CheckerCounter.java;
+// `checker-worker queue ...`, the queue checker's, CheckerQueue.java.)
 //
 // Until stdin closes, each turn takes Curator's InterProcessMutex at LOCK_PATH (or joins a
 // LeaderLatch election there and waits to lead) for at most ACQUIRE_MS, then does the unsafe
@@ -44,7 +45,8 @@ import org.apache.zookeeper.ZooKeeper;
 
 final class CheckerCommands {
     static final String USAGE = " | checker-worker mutex|leader CONNECT LOCK_PATH COUNTER_PATH ACQUIRE_MS SEED"
-            + " | checker-worker counter CONNECT PATH";
+            + " | checker-worker counter CONNECT PATH"
+            + " | checker-worker queue CONNECT QUEUE LOCKS DONE WORK_MS CONSUMERS";
 
     /** How much longer than its timeout an acquire may take before it counts as hung. */
     private static final long HANG_MARGIN_NANOS = 3_000_000_000L;
@@ -59,6 +61,12 @@ final class CheckerCommands {
         if (args.length > 1 && args[1].equals("counter")) {
             Peer.arity(args, 4);
             CheckerCounter.run(args[2], args[3]);
+            return true;
+        }
+        if (args.length > 1 && args[1].equals("queue")) {
+            Peer.arity(args, 8);
+            CheckerQueue.run(args[2], args[3], args[4], args[5], Peer.positiveInt(args[6], "WORK_MS"),
+                    Peer.positiveInt(args[7], "CONSUMERS"));
             return true;
         }
         Peer.arity(args, 7);

@@ -96,7 +96,8 @@ final class CheckerCounter {
         }
     }
 
-    private static void announceSessions(CuratorFramework client) throws Exception {
+    /** `session <id>` now and on every (re)connection (the checker workers' line). */
+    static void announceSessions(CuratorFramework client) throws Exception {
         Peer.out("session " + client.getZookeeperClient().getZooKeeper().getSessionId());
         client.getConnectionStateListenable().addListener((c, state) -> {
             if (state == ConnectionState.RECONNECTED || state == ConnectionState.CONNECTED) {

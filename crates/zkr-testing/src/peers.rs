@@ -92,6 +92,7 @@ const CURATOR_SOURCES: &[(&str, &str)] = &[
     ("WideCommands.java", include_str!("../java/WideCommands.java")),
     ("CheckerCommands.java", include_str!("../java/CheckerCommands.java")),
     ("CheckerCounter.java", include_str!("../java/CheckerCounter.java")),
+    ("CheckerQueue.java", include_str!("../java/CheckerQueue.java")),
     ("LockLoadCommands.java", include_str!("../java/LockLoadCommands.java")),
 ];
 /// Sources compiled only against a Curator release from Maven Central: Debian packages no

@@ -24,7 +24,7 @@
 //! fault's injection to the next committed critical section of any worker.
 //!
 //! Start with [`run_schedule`]; [`Schedule::ci`] and [`Schedule::soak`] are the two lengths.
-//! The other checkers are in [`ids`] (IDs, the counter, the queue, the barrier) and [`config`];
+//! The other checkers are in [`ids`] (IDs, the counter), [`queue`], [`barrier`] and [`config`];
 //! `zkr-soak` runs them all with random seeds.
 
 use std::fmt::Write as _;
@@ -40,9 +40,11 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use zkr_testing::{FaultProxy, TestingCluster};
 
+pub mod barrier;
 pub mod config;
 pub mod ids;
 mod peers;
+pub mod queue;
 mod report;
 mod schedule;
 

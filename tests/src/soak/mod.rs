@@ -22,7 +22,7 @@ use crate::checker::{self, CheckOptions, Peer, Schedule, Summary};
 use crate::faults::ClientFault;
 
 /// Every check the soak runs, by name.
-pub const CHECKS: [&str; 14] = [
+pub const CHECKS: [&str; 15] = [
     "mutex",
     "leader",
     "curator-mutex",
@@ -35,6 +35,7 @@ pub const CHECKS: [&str; 14] = [
     "curator-counter",
     "kazoo-counter",
     "queue",
+    "curator-queue",
     "barrier",
     "config",
 ];
@@ -42,8 +43,7 @@ pub const CHECKS: [&str; 14] = [
 /// The longest a check may take before it counts as hung.
 pub const CHECK_BOUND: Duration = Duration::from_secs(15 * 60);
 
-/// Runs check `name` on `cluster` with its faults drawn from `seed` (the queue and barrier
-/// checks have fixed faults and ignore it). A panic of the check, a failed mutex schedule and
+/// Runs check `name` on `cluster` with its faults drawn from `seed`. A panic of the check, a failed mutex schedule and
 /// a check that does not end within [`CHECK_BOUND`] are `Err`, with what it said.
 ///
 /// # Errors
@@ -59,8 +59,12 @@ pub async fn run_check(cluster: &Arc<TestingCluster>, name: &str, seed: u64) -> 
             "curator-mutex" => mutex(cluster, seed, false, Some((Peer::Curator, 1))).await,
             "curator-leader" => mutex(cluster, seed, true, Some((Peer::Curator, 1))).await,
             "kazoo-mutex" => mutex(cluster, seed, false, Some((Peer::Kazoo, 1))).await,
-            "queue" => Ok(checker::ids::queue_under_faults(cluster).await),
-            "barrier" => Ok(checker::ids::barrier_under_faults(cluster).await),
+            "queue" => Ok(checker::queue::queue_under_faults(cluster, seed, None).await),
+            // Curator's consumers beside zkr's on one queue.
+            "curator-queue" => {
+                Ok(checker::queue::queue_under_faults(cluster, seed, Some((Peer::Curator, 1))).await)
+            }
+            "barrier" => Ok(checker::barrier::barrier_under_faults(cluster, seed).await),
             "config" => Ok(checker::config::config_under_faults(cluster, seed).await),
             kind @ ("sequential" | "segment" | "snowflake" | "counter") => {
                 Ok(checker::ids::kind_under_faults(cluster, kind, seed, None).await)
