@@ -400,6 +400,37 @@ async fn a_circuit_breaking_state_stream_passes_one_suspension_of_a_flapping_con
     zk.close().await;
 }
 
+/// A call that rides out a session's end (`across_sessions`) waits for the next session; a
+/// close while it waits ends it at once with `Closed`, and the manager with it. (It waited to
+/// its deadline, holding the closed manager and its tasks: found by the soak's resident, two
+/// tasks left after its close.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waiting_for_the_next_session_ends_at_the_close() {
+    use zkr_connection::ConnectionState::{Lost, Suspended};
+    use zkr_connection::{Deadline, RetryOptions};
+    let server = TestingServer::start().await.unwrap();
+    let zk = zkr_integration_tests::connect_with_session(server.connect_string(), 4).await;
+    let path = unique_root("carry-over");
+    let mut states = zk.state_changes();
+    server.stop().unwrap();
+    zkr_integration_tests::wait_for_state(&mut states, Suspended).await;
+    let options = RetryOptions::default()
+        .across_sessions(true)
+        .deadline(Some(Deadline::after(Duration::from_secs(120))));
+    let waiting = {
+        let (zk, path) = (zk.clone(), path.clone());
+        let read = move |s: zkr_connection::Session| {
+            let path = path.clone();
+            async move { s.client().check_stat(&path).await }
+        };
+        tokio::spawn(async move { zk.retry_with(options, read).await })
+    };
+    zkr_integration_tests::wait_for_state(&mut states, Lost).await;
+    returns_at_once("close", zk.close()).await;
+    let ended = returns_at_once("the waiting call", waiting).await.unwrap();
+    assert!(matches!(ended, Err(zkr_connection::Error::Closed)), "{ended:?}");
+}
+
 /// An operation sent while the server is down waits on the session's handle; should the
 /// manager give that session up and build a new one, the operation moves on at once. The old
 /// handle may never learn of its expiry by itself: a server restarted without its data refuses

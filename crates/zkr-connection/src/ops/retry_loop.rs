@@ -262,7 +262,11 @@ impl ZkClient {
                 .record("zk.retries", budget.retries())
                 .record("zk.retry_wait_ms", waited.as_millis() as u64);
             last_error = Some(error);
-            tokio::time::sleep(sleep).await;
+            // Closed meanwhile: no try comes after the sleep.
+            tokio::select! {
+                () = tokio::time::sleep(sleep) => {}
+                () = self.shared.cancel.cancelled() => return Err(Error::Closed),
+            }
         }
     }
 
@@ -330,7 +334,13 @@ impl ZkClient {
             .deadline()
             .map(|d| d.instant())
             .unwrap_or_else(|| Instant::now() + self.session_timeout() + self.connection_timeout());
-        let replaced = tokio::time::timeout_at(bound, replaced).await.map(|r| r.is_ok());
+        // A closed manager publishes no session again: stop at once (waiting to the bound kept
+        // the call, and the manager it holds, alive after the close).
+        let replaced = tokio::select! {
+            biased;
+            () = self.shared.cancel.cancelled() => return Err(Error::Closed),
+            replaced = tokio::time::timeout_at(bound, replaced) => replaced.map(|r| r.is_ok()),
+        };
         match replaced {
             Ok(true) => Ok(()),
             Ok(false) => Err(Error::Closed),
