@@ -1,8 +1,10 @@
 //! The config checker: three subscribers (`ConfigWatcher`s, each on its own session) follow one
 //! value while a writer raises it every few milliseconds and faults drawn from a seed
 //! ([`faults::draw`]) run on a 3-server ensemble, each aimed at a subscriber or the writer and
-//! started once the writer has written 20 values since the last one. No subscriber ever sees
-//! the value go back, and once the faults stop every subscriber converges to the last write.
+//! started once the writer has written 20 values since the last one. Every write and every
+//! value a subscriber is given goes to a history checked as a register
+//! ([`crate::history::register`]: no subscriber sees a value before its write was invoked, or the
+//! value go back), and once the faults stop every subscriber converges to the last write.
 //! The `checker_config` test binary runs it with the seed of `ZKR_CHECKER_SEED`, `zkr-soak`
 //! with random seeds.
 
@@ -15,7 +17,12 @@ use zkr_recipes::config::{ConfigPublisher, ConfigWatcher, Json};
 use zkr_testing::TestingCluster;
 
 use super::Summary;
+use crate::history::now;
+use crate::history::register::{self, Register, RegisterOperation};
 use crate::{faults, timing, unique_root};
+
+/// How many subscribers follow the value.
+const SUBSCRIBERS: usize = 3;
 
 /// Every client's session timeout.
 const SESSION: Duration = Duration::from_secs(3);
@@ -27,10 +34,10 @@ async fn client(cs: &str) -> ZkClient {
 /// The config checker (see the module) on `cluster`, its faults drawn from `seed`.
 ///
 /// # Panics
-/// On a violation (a value that went back, a subscriber that did not converge, a writer that
-/// made no progress after a fault), with the timeline of faults and slow or failed writes and
-/// the command that replays the seed; for a value that went back, the servers' data is copied
-/// to the temporary directory first.
+/// On a violation (a history that is not a register's, a subscriber that did not converge, a
+/// writer that made no progress after a fault), with the timeline of faults and slow or failed
+/// writes and the command that replays the seed; for the history, the servers' data is copied to
+/// the temporary directory first.
 pub async fn config_under_faults(cluster: &TestingCluster, seed: u64) -> Summary {
     let cs = cluster.connect_string();
     let path = format!("{}/value", unique_root("checker-config"));
@@ -38,34 +45,22 @@ pub async fn config_under_faults(cluster: &TestingCluster, seed: u64) -> Summary
     let publisher = ConfigPublisher::<u64>::new(&writer_zk, Json);
     publisher.set(&path, &0).await.unwrap();
 
+    // Every write and every value a subscriber is given, for the history check.
+    let history = Arc::new(std::sync::Mutex::new(Vec::<RegisterOperation>::new()));
     let mut subscribers = Vec::new();
-    let mut went_back = Vec::new();
-    for _ in 0..3 {
+    for i in 0..SUBSCRIBERS {
         let zk = client(&cs).await;
         let watcher = ConfigWatcher::<u64>::builder(&zk, &path, Json).start().await.unwrap();
-        // Every published snapshot: the value never goes back. What it saw is kept for the
-        // failure message: (value, mzxid, stale) of the latest snapshots, None for no value.
         let mut snapshots = watcher.snapshots();
-        let back = Arc::new(std::sync::Mutex::new(None::<String>));
-        let flag = back.clone();
+        let history = history.clone();
         tokio::spawn(async move {
-            let (mut last, mut seen) = (0, std::collections::VecDeque::new());
             while snapshots.changed().await.is_ok() {
-                let snapshot = snapshots.borrow_and_update().clone();
-                let held = snapshot.get("").map(|v| (*v.value, v.mzxid));
-                seen.push_back((held, snapshot.is_stale()));
-                if seen.len() > 12 {
-                    seen.pop_front();
-                }
-                if let Some((value, _)) = held {
-                    if value < last {
-                        flag.lock().unwrap().get_or_insert_with(|| format!("{value} after {last}: {seen:?}"));
-                    }
-                    last = value;
+                let value = snapshots.borrow_and_update().get("").map(|v| *v.value);
+                if let Some(value) = value {
+                    history.lock().unwrap().push(register::read(i, value, now()));
                 }
             }
         });
-        went_back.push(back);
         subscribers.push((zk, watcher));
     }
 
@@ -78,14 +73,17 @@ pub async fn config_under_faults(cluster: &TestingCluster, seed: u64) -> Summary
     let attempts = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let (written_tx, mut written) = tokio::sync::watch::channel(0u64);
     let writer = {
-        let (stop, path, attempts) = (stop.clone(), path.clone(), attempts.clone());
+        let (stop, path, attempts, history) = (stop.clone(), path.clone(), attempts.clone(), history.clone());
         let writer_zk = writer_zk.clone();
         tokio::spawn(async move {
             let mut next = 1u64;
             while !stop.load(Ordering::SeqCst) {
                 let session = writer_zk.try_session().map(|s| format!("{:#x}", s.id()));
                 let sent = started.elapsed().as_millis();
+                let invoked = now();
                 let result = publisher.set(&path, &next).await;
+                let returned = result.is_ok().then(now);
+                history.lock().unwrap().push(register::write(SUBSCRIBERS, next, invoked, returned));
                 let answered = started.elapsed().as_millis();
                 let answer =
                     result.as_ref().map(|stat| format!("mzxid {:#x}", stat.mzxid)).map_err(|e| e.to_string());
@@ -121,11 +119,13 @@ pub async fn config_under_faults(cluster: &TestingCluster, seed: u64) -> Summary
     attempts.lock().unwrap().push(format!("{} ms: faults over", started.elapsed().as_millis()));
 
     stop.store(true, Ordering::SeqCst);
-    let (publisher, next) = writer.await.unwrap();
-    let last = next + 1000;
+    let (publisher, last) = writer.await.unwrap();
+    // The value the writer was at (its last try may have had no answer), written for good.
+    let invoked = now();
     publisher.set(&path, &last).await.unwrap();
+    history.lock().unwrap().push(register::write(SUBSCRIBERS, last, invoked, Some(now())));
     let converged = std::time::Instant::now();
-    for (i, (_, watcher)) in subscribers.iter().enumerate() {
+    for (i, (zk, watcher)) in subscribers.iter().enumerate() {
         let mut snapshots = watcher.snapshots();
         let reached = tokio::time::timeout(
             timing().wait(),
@@ -136,39 +136,39 @@ pub async fn config_under_faults(cluster: &TestingCluster, seed: u64) -> Summary
             reached.is_ok(),
             "subscriber {i} holds {:?}, not the last write {last}; its manager: {:?}, session {:?}",
             watcher.get().map(|v| *v.value),
-            subscribers[i].0.state(),
-            subscribers[i].0.try_session().map(|s| (s.generation(), format!("{:#x}", s.id()))),
+            zk.state(),
+            zk.try_session().map(|s| (s.generation(), format!("{:#x}", s.id()))),
         );
     }
-    for (i, back) in went_back.iter().enumerate() {
-        let back = back.lock().unwrap().clone();
-        let Some(back) = back else { continue };
-        // The writer's attempts at the value that came back, and the last ones.
-        let stale = back.split_whitespace().next().unwrap_or_default().to_owned();
+    let converged = converged.elapsed().as_millis();
+    let operations = history.lock().unwrap().clone();
+    let reads = operations.len() - operations.iter().filter(|o| o.process == SUBSCRIBERS).count();
+    let initial = Register { highest: 0, seen: vec![0; SUBSCRIBERS] };
+    let violation = tokio::task::spawn_blocking(move || register::check(initial, operations)).await.unwrap();
+    if let Some(violation) = violation {
         let attempts = attempts.lock().unwrap();
-        let of_stale: Vec<_> = attempts.iter().filter(|a| a.starts_with(&format!("{stale} on"))).collect();
         let timeline = timeline(&attempts);
         // The servers' data (transaction logs: every transaction's session, cxid, zxid and
         // time) kept for `java org.apache.zookeeper.server.persistence.TxnLogToolkit`.
         let kept = std::env::temp_dir().join(format!("zkr-checker-config-{}", std::process::id()));
         let copied = std::process::Command::new("cp").arg("-r").arg(cluster.root_dir()).arg(&kept).status();
         panic!(
-            "subscriber {i} saw the value go back: {back}\nthe writer's attempts at {stale}: {of_stale:#?}\n\
-             the faults and the failed or slow (over 1 s) attempts: {timeline:#?}\nthe servers' data copied to {} ({copied:?})\n\
-             replay: {}",
+            "the value's history is not a register's (subscribers 0..{SUBSCRIBERS}, the writer is worker \
+             {SUBSCRIBERS}): {violation}\nthe faults and the failed or slow (over 1 s) attempts: {timeline:#?}\n\
+             the servers' data copied to {} ({copied:?})\nreplay: {}",
             kept.display(),
             replay(seed)
         );
     }
     let attempts = attempts.lock().unwrap();
     let timeline = timeline(&attempts);
-    let writes = usize::try_from(last - 1000).unwrap_or(usize::MAX);
+    let writes = usize::try_from(last).unwrap_or(usize::MAX);
     let line = format!(
-        "config, seed {seed}: 3 subscribers, 6 faults, {writes} writes, all converged within {} ms of the last \
-         write; the faults and the failed or slow (over 1 s) attempts: {timeline:#?}",
-        converged.elapsed().as_millis()
+        "config, seed {seed}: {SUBSCRIBERS} subscribers, 6 faults, {writes} writes and {reads} reads, a register's \
+         history, all converged within {converged} ms of the last write; the faults and the failed or slow (over \
+         1 s) attempts: {timeline:#?}"
     );
-    Summary { operations: writes, faults: 6, line }
+    Summary { operations: writes + reads, faults: 6, line }
 }
 
 /// The command that runs the faults of `seed` again.

@@ -18,6 +18,7 @@
 
 pub mod counter;
 pub mod lock;
+pub mod register;
 
 use std::fmt::{self, Debug, Display};
 
