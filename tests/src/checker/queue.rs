@@ -23,10 +23,12 @@ enum By {
     Curator { same_session: bool },
 }
 
-/// The completion records under `done`: zkr's `<value>-<uuid>` and Curator's
-/// `<value>-curator-<same|replaced>-<uuid>` (values have no `-`). The observer's read rides out
-/// its own session's loss under the faults (it holds nothing): a lost observer session is no
-/// finding about the queue.
+/// The completions recorded under `done`: zkr's `<value>-<uuid>` and Curator's
+/// `<value>-curator-<same|replaced>-<uuid>` (values have no `-`). One Curator completion may
+/// have two records with one uuid, `same` and then `replaced` (its worker found that the item
+/// was deleted after the session it was taken on was replaced): it counts once, as `replaced`.
+/// The observer's read rides out its own session's loss under the faults (it holds nothing): a
+/// lost observer session is no finding about the queue.
 async fn completed(zk: &zkr_connection::ZkClient, done: &str) -> Vec<(String, By)> {
     let options = zkr_connection::RetryOptions::default().across_sessions(true);
     let listed = zk.retry_with(options, |s| async move { s.client().list_children(done).await });
@@ -39,18 +41,38 @@ async fn completed(zk: &zkr_connection::ZkClient, done: &str) -> Vec<(String, By
         };
         (value.to_owned(), by)
     };
-    names.iter().map(|n| record(n)).collect()
+    let mut by_uuid = BTreeMap::<&str, (String, By)>::new();
+    for name in &names {
+        let uuid = name.rsplit_once('-').map_or(name.as_str(), |(_, uuid)| uuid);
+        let (value, by) = record(name);
+        let merged = match by_uuid.get(uuid) {
+            Some((_, By::Curator { same_session: false })) => By::Curator { same_session: false },
+            _ => by,
+        };
+        by_uuid.insert(uuid, (value, merged));
+    }
+    by_uuid.into_values().collect()
 }
 
-/// Waits until `at_least` items are completed, naming `stage` when they are not in time.
-async fn completes(zk: &zkr_connection::ZkClient, done: &str, at_least: usize, stage: &str) {
+/// Waits until `at_least` items are completed, naming `stage` and showing the consumers'
+/// stderr when they are not in time.
+async fn completes(
+    zk: &zkr_connection::ZkClient,
+    done: &str,
+    at_least: usize,
+    stage: &str,
+    workers: &[Worker],
+) {
     let deadline = tokio::time::Instant::now() + crate::timing().wait() * 2;
     loop {
         let count = completed(zk, done).await.len();
         if count >= at_least {
             return;
         }
-        assert!(tokio::time::Instant::now() < deadline, "{stage}: {count} of {at_least} items completed");
+        if tokio::time::Instant::now() >= deadline {
+            let stderr: Vec<String> = workers.iter().map(|w| w.process.stderr_tail()).collect();
+            panic!("{stage}: {count} of {at_least} items completed; the consumers' stderr: {stderr:#?}");
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -154,7 +176,7 @@ pub async fn queue_under_faults(
     drop(victim); // SIGKILL, mid-item: its lock goes with its session
     workers.insert(killed, consumer(None, args));
     let so_far = completed(&zk, &done).await.len();
-    completes(&zk, &done, so_far + 10, &stage("after a consumer SIGKILL")).await;
+    completes(&zk, &done, so_far + 10, &stage("after a consumer SIGKILL"), &workers).await;
 
     for (fault, target) in faults::draw(seed, workers.len()) {
         let worker = &mut workers[target];
@@ -167,12 +189,19 @@ pub async fn queue_under_faults(
         // Work after the fault: the queue may have run dry meanwhile.
         top_up(&zk, &queue, &mut want).await;
         let so_far = completed(&zk, &done).await.len();
-        completes(&zk, &done, so_far + 10, &stage(&format!("after {fault:?} at consumer {target}"))).await;
+        completes(
+            &zk,
+            &done,
+            so_far + 10,
+            &stage(&format!("after {fault:?} at consumer {target}")),
+            &workers,
+        )
+        .await;
     }
     // Every item is gone from the queue once its completion is recorded (zkr's in the ack's
     // transaction, Curator's before its delete).
     let drained = stage("after the faults: the queue drained");
-    completes(&zk, &done, want.sure.len(), &drained).await;
+    completes(&zk, &done, want.sure.len(), &drained, &workers).await;
     let queue_path = path.as_str();
     let items = || zk.retry(|s| async move { s.client().list_children(queue_path).await });
     let deadline = tokio::time::Instant::now() + crate::timing().wait();
@@ -183,7 +212,10 @@ pub async fn queue_under_faults(
     // Let a Curator consumer still finishing an item it lost finish it, before counting.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let seen = completed(&zk, &done).await;
-    let curator_605 = check_completions(&want, &seen, seed);
+    let curator_605 = check_completions(&want, &seen).unwrap_or_else(|violation| {
+        let peers: Vec<String> = workers[3..].iter().map(|w| w.process.stderr_tail()).collect();
+        panic!("seed {seed}: {violation}; the peers' stderr: {peers:#?}")
+    });
     assert!(
         seen.iter().any(|(value, _)| *value == taken),
         "seed {seed}: the item the killed consumer had taken was completed by another"
@@ -264,19 +296,23 @@ async fn top_up(
 
 /// Every item of `want` completed (those put for sure; the maybes at most once), none twice but
 /// for Curator's replaced-session completions (see [`queue_under_faults`]); how many items
-/// those completed twice.
-fn check_completions(want: &Put, seen: &[(String, By)], seed: u64) -> usize {
+/// those completed twice, or what was wrong.
+fn check_completions(want: &Put, seen: &[(String, By)]) -> Result<usize, String> {
     let mut by_item = BTreeMap::<&str, Vec<By>>::new();
     for (value, by) in seen {
         by_item.entry(value).or_default().push(*by);
     }
     let lost: Vec<_> = want.sure.iter().filter(|w| !by_item.contains_key(w.as_str())).collect();
-    assert!(lost.is_empty(), "seed {seed}: items lost: {lost:?}");
+    if !lost.is_empty() {
+        return Err(format!("items lost: {lost:?}"));
+    }
     let mut curator_605 = 0;
     for (value, by) in &by_item {
         let fenced = by.iter().filter(|b| **b != By::Curator { same_session: false }).count();
-        assert!(fenced <= 1 && !by.is_empty(), "seed {seed}: {value} completed more than once: {by:?}");
+        if fenced > 1 {
+            return Err(format!("{value} completed more than once: {by:?}"));
+        }
         curator_605 += usize::from(by.len() > 1);
     }
-    curator_605
+    Ok(curator_605)
 }
