@@ -11,21 +11,12 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use zkr_integration_tests::soak::resident::Resident;
-use zkr_integration_tests::soak::sample::Sample;
+use zkr_integration_tests::soak::sample::{self, Sample};
 
 /// Counts the bytes allocated and freed: the live heap, which a leak grows and the allocator's
 /// fragmentation does not.
 #[global_allocator]
 static GLOBAL: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
-
-/// The live heap now, KiB. `stats_alloc` counts a reallocation's growth in `bytes_allocated`
-/// and its shrinking in `bytes_deallocated` already (`bytes_reallocated` is their net, again):
-/// added once more, every vector that grew and was freed would count forever.
-fn heap_kib() -> u64 {
-    let s = GLOBAL.stats();
-    let live = s.bytes_allocated as i128 - s.bytes_deallocated as i128;
-    u64::try_from(live / 1024).unwrap_or(0)
-}
 
 fn say(line: &str) {
     let mut out = std::io::stdout().lock();
@@ -71,7 +62,7 @@ async fn main() {
             loop {
                 every.tick().await;
                 let sample = Sample {
-                    heap_kib: Some(heap_kib()),
+                    heap_kib: sample::heap_kib(),
                     ..Sample::of_this_process(started.elapsed().as_secs())
                 };
                 say(&format!("{} ops {}", sample.to_line(), resident.operations()));

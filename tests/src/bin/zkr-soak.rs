@@ -65,6 +65,11 @@ struct Row {
     tree: Option<(u64, u64)>,
 }
 
+/// Counts the bytes allocated and freed, for the soak's own live heap beside its RSS
+/// ([`zkr_integration_tests::soak::sample::heap_kib`]).
+#[global_allocator]
+static GLOBAL: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -315,7 +320,9 @@ fn summary(report: &[String], rows: &[Row]) -> String {
     let mut out = String::new();
     let warm = warm_up(rows);
     let soak_rss = ("soak RSS", rows.iter().map(|r| (r.soak.at, r.soak.rss_kib)).collect());
-    for (what, series) in resident_memory(rows).into_iter().chain([soak_rss]) {
+    let soak_heap =
+        ("soak live heap", rows.iter().filter_map(|r| Some((r.soak.at, r.soak.heap_kib?))).collect());
+    for (what, series) in resident_memory(rows).into_iter().chain([soak_rss, soak_heap]) {
         let Some(g) = growth(&series, warm) else { continue };
         let most = series.iter().map(|p| p.1).max().unwrap_or(0);
         let _ = writeln!(

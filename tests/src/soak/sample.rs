@@ -27,7 +27,7 @@ impl Sample {
     pub fn of_this_process(at: u64) -> Sample {
         let (fds, sockets) = open_files("self");
         let tasks = tokio::runtime::Handle::try_current().ok().map(|h| h.metrics().num_alive_tasks() as u64);
-        Sample { at, rss_kib: rss_kib("self"), fds, sockets, tasks, heap_kib: None }
+        Sample { at, rss_kib: rss_kib("self"), fds, sockets, tasks, heap_kib: heap_kib() }
     }
 
     /// The line a resident prints (`sample <at> <rss> <fds> <sockets> <tasks> <heap>`, `-`
@@ -46,6 +46,23 @@ impl Sample {
         let (tasks, heap_kib) = (next(), next());
         Some(Sample { at, rss_kib, fds, sockets, tasks, heap_kib })
     }
+}
+
+/// This process's live heap now, KiB: bytes allocated and not freed, as
+/// `stats_alloc::INSTRUMENTED_SYSTEM` counts them; `None` when the process does not allocate
+/// through it (its binary must make it the global allocator:
+/// `#[global_allocator] static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;`). A leak
+/// grows it; the allocator keeping freed memory (RSS) does not. `stats_alloc` counts a
+/// reallocation's growth in `bytes_allocated` and its shrinking in `bytes_deallocated` already
+/// (`bytes_reallocated` is their net, again): added once more, every vector that grew and was
+/// freed would count forever.
+pub fn heap_kib() -> Option<u64> {
+    let s = stats_alloc::INSTRUMENTED_SYSTEM.stats();
+    if s.bytes_allocated == 0 {
+        return None;
+    }
+    let live = s.bytes_allocated as i128 - s.bytes_deallocated as i128;
+    Some(u64::try_from(live / 1024).unwrap_or(0))
 }
 
 /// `VmRSS` of `/proc/<pid>/status` (`pid` may be `self`), KiB; 0 when unreadable.
