@@ -11,6 +11,12 @@ use zookeeper_client::{Acls, CreateMode, MultiWriteError, MultiWriteResult};
 
 use super::{IdError, IdGenerator};
 
+mod epoch;
+mod high_water;
+
+use epoch::epoch_name;
+use high_water::{HighWater, Verdict};
+
 /// How many creates go in one multi-op (well under ZooKeeper's 1 MB request limit).
 const OPS_PER_MULTI: usize = 1000;
 /// The largest `next_batch`.
@@ -20,7 +26,6 @@ pub const SEQUENCE_BITS: u32 = 31;
 /// The default number of sequences used per epoch node: ZooKeeper's 31-bit counter minus a
 /// margin of 2^24 for creates still in flight when the first generator sees the limit.
 pub const DEFAULT_EPOCH_CAPACITY: u32 = (1 << 31) - (1 << 24);
-use crate::layouts::EPOCH_PREFIX;
 /// The high-water record's name under the generator's path.
 pub const HIGH_WATER_NODE: &str = "high-water";
 /// How long ID nodes whose sequences were read wait for the next batch's multi-op to delete
@@ -56,15 +61,6 @@ pub fn compose(epoch: u32, sequence: u32) -> u64 {
 /// ```
 pub fn decompose(id: u64) -> (u32, u32) {
     ((id >> SEQUENCE_BITS) as u32, (id & ((1 << SEQUENCE_BITS) - 1)) as u32)
-}
-
-/// The epoch node's name: `epoch-` and ten digits, so names sort like numbers.
-fn epoch_name(epoch: u32) -> String {
-    format!("{EPOCH_PREFIX}{epoch:010}")
-}
-
-fn parse_epoch(name: &str) -> Option<u32> {
-    name.strip_prefix(EPOCH_PREFIX).filter(|d| d.len() == 10).and_then(|d| d.parse().ok())
 }
 
 /// A sequence usable as an ID: in `0..capacity`. ZooKeeper's counter is a signed 32-bit
@@ -141,47 +137,6 @@ struct Inner {
 /// server's reply does not carry it: ZOOKEEPER-4026).
 #[derive(Debug)]
 struct Drawn(Vec<(i64, Option<i64>)>);
-
-/// What the high-water record said about a batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
-    /// The batch is above every recorded ID and is recorded now: it may be handed out.
-    Recorded,
-    /// A batch applied after this one was recorded first: draw again.
-    Overtaken,
-    /// The counter went back: the batch was applied after the record's batch, yet is not above
-    /// it. The epoch is left for one above `mark`.
-    WentBack { mark: u64 },
-}
-
-/// `PATH/high-water`: the largest ID any generator on the path has handed out (or is about
-/// to), and the zxid of the batch it came from. 16 bytes: the zxid, then the ID, both
-/// big-endian. Every batch is recorded here (compare-and-set on the node's version) before its
-/// IDs are handed out, and only when all of them are above the record, so no ID at or below
-/// one handed out before is ever handed out, whatever the epoch's counter does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct HighWater {
-    zxid: i64,
-    id: u64,
-}
-
-impl HighWater {
-    fn parse(data: &[u8]) -> Option<Self> {
-        let data: &[u8; 16] = data.try_into().ok()?;
-        let (zxid, id) = data.split_at(8);
-        Some(HighWater {
-            zxid: i64::from_be_bytes(zxid.try_into().ok()?),
-            id: u64::from_be_bytes(id.try_into().ok()?),
-        })
-    }
-
-    fn bytes(self) -> [u8; 16] {
-        let mut out = [0u8; 16];
-        out[..8].copy_from_slice(&self.zxid.to_be_bytes());
-        out[8..].copy_from_slice(&self.id.to_be_bytes());
-        out
-    }
-}
 
 /// ID nodes created on `session` under `parent` with `prefix`, to delete.
 #[derive(Debug)]
@@ -428,137 +383,6 @@ impl Inner {
         Ok(ids)
     }
 
-    /// Records `batch` (IDs in the order drawn, with the zxids they were created at) in the
-    /// high-water record, if every ID of it is above the record; what was found. Once this
-    /// returns [`Verdict::Recorded`], no generator can record (and so hand out) an ID at or
-    /// below the batch's largest. `doubtful`: a batch drawn just before was refused.
-    async fn record(&self, batch: &[u64], zxids: &[Option<i64>], doubtful: bool) -> Result<Verdict, IdError> {
-        let (lo, hi) = (batch[0], batch[batch.len() - 1]);
-        let known: Vec<i64> = zxids.iter().flatten().copied().collect();
-        let (z_min, z_max) = (known.iter().min().copied(), known.iter().max().copied());
-        if batch.windows(2).any(|w| w[0] >= w[1]) {
-            // The counter went back within the batch (between two of its multi-ops).
-            let mark = self.high_water().await?.map_or(hi, |(hw, _)| hw.id.max(hi));
-            return Ok(Verdict::WentBack { mark });
-        }
-        let node = path::join(&self.path, HIGH_WATER_NODE);
-        let cached = *self.high_water.lock();
-        let verdict = self
-            .zk
-            .retry(|s| {
-                let node = &node;
-                async move {
-                    let client = s.client();
-                    let mut current = cached;
-                    let mut wrote = false;
-                    loop {
-                        let (mark, version) = match current {
-                            Some((mark, version)) => (Some(mark), version),
-                            None => match client.get_data(node).await {
-                                Ok((data, stat)) => match HighWater::parse(&data) {
-                                    Some(mark) => (Some(mark), stat.version),
-                                    None => return Ok(Err(data.len())),
-                                },
-                                Err(zookeeper_client::Error::NoNode) => (None, -1),
-                                Err(e) => return Err(e),
-                            },
-                        };
-                        let fresh_read = current.is_none();
-                        let next = match mark {
-                            Some(m) if m.id == hi && (z_max.is_some_and(|z| z == m.zxid) || wrote) => {
-                                return Ok(Ok((Verdict::Recorded, Some((m, version)))));
-                            }
-                            Some(m) if lo <= m.id => {
-                                if !fresh_read {
-                                    current = None; // judged on a cached record: read it
-                                    continue;
-                                }
-                                let overtaken = match z_min {
-                                    Some(z) => m.zxid >= z,
-                                    None => !doubtful,
-                                };
-                                let verdict = if overtaken {
-                                    Verdict::Overtaken
-                                } else {
-                                    Verdict::WentBack { mark: m.id }
-                                };
-                                return Ok(Ok((verdict, Some((m, version)))));
-                            }
-                            Some(m) => HighWater { zxid: m.zxid.max(z_max.unwrap_or(m.zxid)), id: hi },
-                            None => HighWater { zxid: z_max.unwrap_or(0), id: hi },
-                        };
-                        wrote = true;
-                        let written = if version < 0 {
-                            let acls = self.zk.acl_for_path(node);
-                            let options = CreateMode::Persistent.with_acls(Acls::new(&acls));
-                            client.create(node, &next.bytes(), &options).await.map(|(stat, _)| stat)
-                        } else {
-                            client.set_data(node, &next.bytes(), Some(version)).await
-                        };
-                        match written {
-                            Ok(stat) => return Ok(Ok((Verdict::Recorded, Some((next, stat.version))))),
-                            Err(
-                                zookeeper_client::Error::BadVersion | zookeeper_client::Error::NodeExists,
-                            ) => {
-                                current = None;
-                            }
-                            Err(zookeeper_client::Error::NoNode) => {
-                                current = Some((mark.unwrap_or(next), -1))
-                            }
-                            Err(e) => return Err(e),
-                        }
-                    }
-                }
-            })
-            .await?;
-        match verdict {
-            Ok((verdict, seen)) => {
-                *self.high_water.lock() = seen;
-                Ok(verdict)
-            }
-            Err(length) => Err(IdError::CorruptState {
-                path: node,
-                reason: format!("a high-water record is 16 bytes, not {length}"),
-            }),
-        }
-    }
-
-    /// The high-water record and its version, read from ZooKeeper.
-    async fn high_water(&self) -> Result<Option<(HighWater, i32)>, IdError> {
-        let node = path::join(&self.path, HIGH_WATER_NODE);
-        let node = &node;
-        let read = crate::errors::read_node(&self.zk, node).await?.map(|(data, stat)| (data, stat.version));
-        match read {
-            None => Ok(None),
-            Some((data, version)) => match HighWater::parse(&data) {
-                Some(mark) => Ok(Some((mark, version))),
-                None => Err(IdError::CorruptState {
-                    path: node.clone(),
-                    reason: format!("a high-water record is 16 bytes, not {}", data.len()),
-                }),
-            },
-        }
-    }
-
-    /// Leaves `epoch`, whose counter handed out `batch` at or below the high-water `mark` (a
-    /// counter that went back, or an epoch node deleted and created again), for an epoch whose
-    /// every ID is above the mark.
-    async fn leave_epoch(&self, epoch: u32, batch: &[u64], mark: u64) -> Result<(), IdError> {
-        let (mark_epoch, mark_sequence) = decompose(mark);
-        let (drawn_epoch, drawn_sequence) = decompose(batch[0]);
-        tracing::warn!(
-            path = %self.path,
-            epoch,
-            drawn_sequence,
-            drawn_epoch,
-            mark_epoch,
-            mark_sequence,
-            "the epoch's sequence counter went back below the high-water record; moving to a new epoch"
-        );
-        let past = epoch.max(mark_epoch);
-        self.next_epoch(past).await
-    }
-
     /// One multi-op per [`OPS_PER_MULTI`] creates, all pipelined, the first also deleting the
     /// spent ID nodes of this session that fit in it; the new nodes are spent once this returns
     /// (see [`DELETE_LINGER`]). Returns the sequences in order.
@@ -690,68 +514,6 @@ impl Inner {
             }
         });
     }
-
-    /// The epoch to draw from: cached, or the newest epoch node (created if there is none).
-    async fn current_epoch(&self) -> Result<u32, IdError> {
-        if let Some(epoch) = *self.epoch.lock() {
-            return Ok(epoch);
-        }
-        let newest = self.newest_epoch().await?;
-        let epoch = match newest {
-            Some(e) => e,
-            None => {
-                self.create_epoch(0).await?;
-                0
-            }
-        };
-        self.set_epoch(epoch);
-        Ok(epoch)
-    }
-
-    /// Moves on from a full epoch: to the newest epoch if someone already started a later one,
-    /// else to `full + 1`, which every generator that saw `full` fill up creates under the same
-    /// name, so they all agree on it.
-    async fn next_epoch(&self, full: u32) -> Result<(), IdError> {
-        let next = full.checked_add(1).ok_or_else(|| IdError::Exhausted { path: self.path.clone() })?;
-        let newest = self.newest_epoch().await?.unwrap_or(0);
-        let epoch = if newest > full {
-            newest
-        } else {
-            self.create_epoch(next).await?;
-            next
-        };
-        tracing::info!(path = %self.path, epoch, "sequential ID generator moved to a new epoch");
-        self.set_epoch(epoch);
-        Ok(())
-    }
-
-    fn set_epoch(&self, epoch: u32) {
-        let mut current = self.epoch.lock();
-        *current = Some(current.map_or(epoch, |c| c.max(epoch)));
-    }
-
-    async fn newest_epoch(&self) -> Result<Option<u32>, IdError> {
-        let path = &self.path;
-        let listed = self
-            .zk
-            .retry(|s| async move { crate::errors::present(s.client().get_children(path).await) })
-            .await?;
-        let Some((children, stat)) = listed else { return Ok(None) };
-        let newest = children.iter().filter_map(|c| parse_epoch(c)).max();
-        if newest.is_none() {
-            if let Some(reason) = foreign_layout(&stat, &children) {
-                return Err(IdError::CorruptState { path: self.path.clone(), reason: reason.into() });
-            }
-        }
-        Ok(newest)
-    }
-
-    async fn create_epoch(&self, epoch: u32) -> Result<(), IdError> {
-        // Persistent, never a container: a recreated epoch node would restart the counter.
-        let node = path::join(&self.path, &epoch_name(epoch));
-        self.zk.create_if_absent(&node, &[], CreateMode::Persistent).await?;
-        Ok(())
-    }
 }
 
 /// Why a node with no epochs under it is laid out for another generator, if it is: a segment
@@ -769,6 +531,7 @@ fn foreign_layout(stat: &zookeeper_client::Stat, children: &[String]) -> Option<
 
 #[cfg(test)]
 mod tests {
+    use super::epoch::parse_epoch;
     use super::*;
     use proptest::prelude::*;
 
