@@ -1,4 +1,4 @@
-//! Readable traces of a checker's [`Path`]: who sent what, on which session, what the server
+//! Readable traces of a checker's [`Path`](stateright::Path): who sent what, on which session, what the server
 //! did, what each user made of it.
 
 use std::fmt::Write as _;

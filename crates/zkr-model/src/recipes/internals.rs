@@ -3,7 +3,7 @@
 //! reply; a listing on the node's session; the driver's verdict; a data watch on the contender
 //! it names; release pinned to the node's session. The mutex, the read-write lock, the leader
 //! latch, the semaphore's acquirers' mutex and kazoo's lease lock are all made of these; the
-//! drivers differ only in names and in [`Kind::verdict`].
+//! drivers differ only in names and in `Kind::verdict`.
 
 use crate::bugs::{Bug, Bugs};
 use crate::world::{Me, Step};
