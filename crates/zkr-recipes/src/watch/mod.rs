@@ -526,65 +526,6 @@ async fn persistent_watches(zk: ZkClient) -> ZkResult<bool> {
     })
 }
 
-/// A full read replaced the copy of `root` on `session`, with `queued` events on top.
-fn resynced(root: &str, session: &Session, queued: usize) {
-    tracing::debug!(root, generation = session.generation(), queued, "watch resynced");
-    crate::telemetry::watch_resync();
-}
-
-/// Waits for a sync sent before a read; a failed one only costs the guarantee it would give.
-async fn settle(sync: Option<impl Future<Output = ZkResult<()>>>) {
-    if let Some(Err(error)) = futures::future::OptionFuture::from(sync).await {
-        tracing::debug!(%error, "sync before the resync failed; reading anyway");
-    }
-}
-
-/// How many rounds of "apply, then take what came behind" one burst may take before it is
-/// published all the same (a writer that never pauses must not hold the copy back).
-const MAX_BURST_ROUNDS: usize = 8;
-
-/// The node events already delivered behind a burst, up to a session event (left in
-/// `carried`, after which the watcher is not polled).
-fn behind(watcher: &mut PersistentWatcher, carried: &mut Option<WatchedEvent>) -> Vec<WatchedEvent> {
-    let mut nodes = Vec::new();
-    while let Some(event) = watcher.changed().now_or_never() {
-        if event.event_type == EventType::Session {
-            *carried = Some(event);
-            break;
-        }
-        nodes.push(event);
-    }
-    nodes
-}
-
-/// The events already delivered, at least one: a burst. It stops at a terminal session event,
-/// after which the watcher must not be polled.
-async fn burst(watcher: &mut PersistentWatcher) -> Vec<WatchedEvent> {
-    let mut burst = vec![watcher.changed().await];
-    while !burst.last().is_some_and(|e| e.session_state.is_terminated()) {
-        match watcher.changed().now_or_never() {
-            Some(event) => burst.push(event),
-            None => break,
-        }
-    }
-    burst
-}
-
-/// The manager's current session if its connection is newer than `after`, else the next one;
-/// `None` once the manager is closed.
-async fn next_session(zk: &ZkClient, after: Option<u64>) -> Option<Session> {
-    let mut sessions = zk.session_watch();
-    loop {
-        let current = sessions.borrow_and_update().clone();
-        if let Some(s) = current.filter(|s| after.is_none_or(|c| s.connection() > c)) {
-            return Some(s);
-        }
-        if zk.is_closed() || sessions.changed().await.is_err() {
-            return None;
-        }
-    }
-}
-
 /// Keeps a recipe's engine running: the engine stops once every clone of the recipe's handle,
 /// each holding one of these, is dropped.
 pub(crate) type Alive = std::sync::Arc<tokio::sync::watch::Sender<()>>;
@@ -623,9 +564,11 @@ pub(crate) fn event_stream<E: Clone + Send + 'static>(
     })
 }
 
+mod events;
 pub(crate) mod names;
 mod tree;
 
+use events::{behind, burst, next_session, resynced, settle, MAX_BURST_ROUNDS};
 pub(crate) use tree::{multi_read, read_tree};
 
 #[cfg(test)]
