@@ -11,6 +11,10 @@ use zkr_testing::FaultProxy;
 use super::{Fault, Run, RECOVERY_BOUND};
 use crate::faults;
 
+/// ZooKeeper's opcode of a multi-op, which every worker's fenced write is (zkr's guard, Curator's
+/// and kazoo's workers alike).
+const MULTI_OPCODE: i32 = 14;
+
 impl Run<'_> {
     /// Asks `worker` to pause its next critical section for `hold` and waits until it does:
     /// it then holds the lock and believes it will for that long.
@@ -98,6 +102,18 @@ impl Run<'_> {
             Fault::LeaderKillDuringPause => {
                 injected_at = Instant::now();
                 self.pumping(faults::leader_kill_during_pause(self.cluster)).await?;
+            }
+            Fault::HeldReply => {
+                // A short critical section: its write comes while the hold is armed.
+                let write_after = Duration::from_millis(500);
+                if !self.make_holder(holder, write_after).await {
+                    return Err(format!("worker {holder} never held the lock"));
+                }
+                injected_at = Instant::now();
+                let proxies = &self.workers[holder].proxies;
+                proxies.iter().for_each(|p| p.hold_replies_from_request(MULTI_OPCODE));
+                self.pump_for(write_after + beyond_session).await;
+                self.workers[holder].proxies.iter().for_each(FaultProxy::heal);
             }
             Fault::ExpiryDuringPartition => {
                 if !self.make_holder(holder, beyond_session * 2).await {

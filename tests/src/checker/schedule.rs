@@ -32,11 +32,16 @@ pub enum Fault {
     /// Overlapping faults: blackhole the holder mid critical section and, during that
     /// partition, expire another worker's session from outside.
     ExpiryDuringPartition,
+    /// The holder's next write (a multi-op: the fence's check and the write) reaches the
+    /// server and is applied, and its reply and every reply after it are held for longer than
+    /// the session timeout while requests still flow (`FaultProxy::hold_replies_from_request`):
+    /// the holder cannot learn the outcome, nor that its session lives on at the server.
+    HeldReply,
 }
 
 impl Fault {
     /// Every fault, in the order the combined schedule uses.
-    pub const ALL: [Fault; 9] = [
+    pub const ALL: [Fault; 10] = [
         Fault::LeaderKill,
         Fault::FollowerKill,
         Fault::ServerPause,
@@ -46,6 +51,7 @@ impl Fault {
         Fault::IsolateServer,
         Fault::LeaderKillDuringPause,
         Fault::ExpiryDuringPartition,
+        Fault::HeldReply,
     ];
 
     /// The fault's name in the report.
@@ -60,6 +66,7 @@ impl Fault {
             Fault::IsolateServer => "holder's server cut off from the quorum",
             Fault::LeaderKillDuringPause => "leader kill during a follower's SIGSTOP",
             Fault::ExpiryDuringPartition => "an expiry during the holder's partition",
+            Fault::HeldReply => "holder's write applied, its reply held",
         }
     }
 }
