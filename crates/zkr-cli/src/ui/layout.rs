@@ -1,7 +1,7 @@
 //! The node layouts of Curator's and kazoo's recipes, each as a matcher over one directory's
 //! children: the recipe it makes and the nodes it owns.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use zkr_recipes::cache::CachedNode;
 use zkr_recipes::discovery::ServiceInstance;
@@ -12,7 +12,7 @@ use zkr_recipes::layouts::{
 
 use zkr_connection::path::join;
 
-use super::tree::Tree;
+use super::tree::{split, Tree};
 use super::view::{contender, session_hex, Contender, Instance, Kind, LockedItem, Recipe};
 
 /// What a matcher found: whose layout, the recipe, and the paths it owns.
@@ -26,8 +26,11 @@ pub(crate) struct Names<'a> {
 
 impl<'a> Names<'a> {
     pub(crate) fn new(tree: &Tree<'a>, path: &'a str) -> Self {
-        let children =
-            tree.children(path).iter().filter_map(|&n| Some((n, tree.get(&join(path, n))?))).collect();
+        Names { path, children: tree.child_nodes(path) }
+    }
+
+    /// `children`, read already, of `path`.
+    pub(crate) fn of(path: &'a str, children: Vec<(&'a str, &'a CachedNode)>) -> Self {
         Names { path, children }
     }
 
@@ -164,29 +167,37 @@ pub(crate) fn queue(names: &Names<'_>) -> Option<Match> {
 /// Fills in the items consumers hold locked: an ephemeral node elsewhere named as an item of
 /// the queue (`<lockPath>/<item>`, kazoo's `taken/<item>`). Returns the lock nodes.
 pub(crate) fn queue_locks(tree: &Tree<'_>, recipes: &mut [Recipe], claimed: &HashSet<String>) -> Vec<String> {
-    let mut by_name: HashMap<&str, Vec<(&str, &CachedNode)>> = HashMap::new();
-    for (parent, name, node) in tree.ephemerals() {
-        if !claimed.contains(&join(parent, name)) {
-            by_name.entry(name).or_default().push((parent, node));
-        }
-    }
+    let ephemerals: Vec<String> =
+        tree.ephemerals().into_iter().filter(|p| !claimed.contains(p.as_ref())).map(Into::into).collect();
     let mut owned = Vec::new();
     for recipe in recipes.iter_mut() {
-        let Kind::Queue { locked, .. } = &mut recipe.kind else { continue };
-        for &item in tree.children(&recipe.path) {
-            for &(parent, node) in by_name.get(item).into_iter().flatten() {
-                if parent == recipe.path {
-                    continue;
-                }
-                locked.push(LockedItem {
-                    item: item.to_owned(),
-                    session: session_hex(node.stat().ephemeral_owner),
-                    since_ms: node.stat().ctime,
-                });
-                owned.push(join(parent, item));
-            }
-        }
+        owned.extend(lock_items(tree, recipe, ephemerals.iter().map(String::as_str)));
     }
+    owned
+}
+
+/// Fills in a queue's items locked by `ephemerals` (paths) elsewhere; returns those lock nodes.
+pub(crate) fn lock_items<'p>(
+    tree: &Tree<'_>,
+    recipe: &mut Recipe,
+    ephemerals: impl IntoIterator<Item = &'p str>,
+) -> Vec<String> {
+    let Kind::Queue { locked, .. } = &mut recipe.kind else { return Vec::new() };
+    let mut owned = Vec::new();
+    for path in ephemerals {
+        let Some((parent, item)) = split(path) else { continue };
+        let Some(node) = tree.get(path) else { continue };
+        if parent == recipe.path || tree.get(&join(&recipe.path, item)).is_none() {
+            continue;
+        }
+        locked.push(LockedItem {
+            item: item.to_owned(),
+            session: session_hex(node.stat().ephemeral_owner),
+            since_ms: node.stat().ctime,
+        });
+        owned.push(path.to_owned());
+    }
+    locked.sort_by(|a, b| (&a.item, a.since_ms, &a.session).cmp(&(&b.item, b.since_ms, &b.session)));
     owned
 }
 

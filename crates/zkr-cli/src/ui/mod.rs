@@ -1,12 +1,14 @@
 //! `zkr ui`: a live, read-only page of the recipes under a root: who holds each lock and who
 //! waits, who leads, queue depths, services, counters, config versions, and what each session
-//! holds. One `CuratorCache` over the root drives it; every change is pushed to the page as
-//! server-sent events.
+//! holds. One `CuratorCache` over the root drives it; the page gets the whole view, then each
+//! change as a patch, as server-sent events.
 
 pub(crate) mod at;
 mod layout;
+mod live;
 mod model;
 mod recognize;
+mod roles;
 mod serve;
 mod tree;
 mod view;
@@ -16,11 +18,8 @@ mod tests;
 
 use std::io::Write as _;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
-use tokio::sync::watch;
 use zkr_recipes::cache::{CacheMode, CuratorCache};
 
 use crate::connect::{parse_path, ConnectArgs};
@@ -88,62 +87,21 @@ pub(crate) async fn run(args: UiArgs, connect: &ConnectArgs) -> anyhow::Result<C
             return Err(e).with_context(|| format!("cannot read {}", args.root));
         }
     };
-    let (views, updater) = follow(&zk, &cache, Model::new(&args.root, args.show_values));
+    let (live, updater) = live::follow(&zk, &cache, model::Model::new(&args.root, args.show_values));
     // Best effort: a closed stdout (`zkr ui | head -1`) must not stop the page.
     let _ = announce(address, &args);
-    let app = serve::router(serve::Shared::new(views, args.token.clone()));
+    let app = serve::router(serve::Shared::new(live.clone(), args.token.clone()));
     let shutdown = async move {
         signals.recv().await;
-        // The updater owns the views' sender: when it goes, every event stream ends.
         updater.abort();
+        // Every event stream ends, so that the server's graceful shutdown does not wait on them.
+        live.close();
     };
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     drop(cache);
     zk.close().await;
     served.context("the web server failed")?;
     Ok(Code::Success)
-}
-
-use model::Model;
-
-/// Rebuilds the view on every snapshot and connection state, in a task; the receiver holds
-/// the latest view as JSON.
-fn follow(
-    zk: &zkr_connection::ZkClient,
-    cache: &CuratorCache,
-    mut model: Model,
-) -> (watch::Receiver<Arc<str>>, tokio::task::JoinHandle<()>) {
-    let mut snapshots = cache.snapshots();
-    let mut states = zk.state_watch();
-    let render = move |model: &mut Model, snapshot: &zkr_recipes::cache::CacheSnapshot, state| -> Arc<str> {
-        let view = model.view(snapshot, state, now_ms());
-        serde_json::to_string(&view)
-            .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }).to_string())
-            .into()
-    };
-    let first = render(&mut model, &snapshots.borrow_and_update(), *states.borrow_and_update());
-    let (tx, rx) = watch::channel(first);
-    let task = tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                changed = snapshots.changed() => if changed.is_err() { break },
-                changed = states.changed() => if changed.is_err() { break },
-            }
-            let snapshot = snapshots.borrow_and_update().clone();
-            let state = *states.borrow_and_update();
-            if tx.send(render(&mut model, &snapshot, state)).is_err() {
-                break;
-            }
-        }
-    });
-    (rx, task)
-}
-
-/// Milliseconds since the Unix epoch.
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// The first line on stdout: the URL (a script or a test reads it), then how it is guarded.

@@ -7,6 +7,8 @@ use std::collections::HashSet;
 
 use zkr_connection::path::join;
 
+use zkr_recipes::cache::CachedNode;
+
 use super::layout::{self, Names};
 use super::tree::Tree;
 use super::view::{contender, printable, session_hex, Kind, Recipe, TreeNode};
@@ -23,17 +25,12 @@ pub(crate) fn recognise(tree: &Tree<'_>, show_values: bool) -> Found {
     let mut claimed: HashSet<String> = HashSet::new();
     let mut recipes = Vec::new();
     for path in tree.paths() {
-        if claimed.contains(path) {
+        if claimed.contains(path.as_ref()) {
             continue;
         }
-        let names = tree.children(path);
-        let found = if names.is_empty() {
-            leaf(tree, path, show_values)
-        } else {
-            directory(tree, path, &mut claimed)
-        };
-        if let Some(recipe) = found {
-            claimed.insert(path.to_owned());
+        if let Some((recipe, owned)) = unit(tree, &path, show_values) {
+            claimed.extend(owned);
+            claimed.insert(path.into_owned());
             recipes.push(recipe);
         }
     }
@@ -43,12 +40,27 @@ pub(crate) fn recognise(tree: &Tree<'_>, show_values: bool) -> Found {
     Found { recipes, tree: tree_nodes }
 }
 
-/// The recipe a directory's children make, claiming them (and the directories a layout owns).
-fn directory(tree: &Tree<'_>, path: &str, claimed: &mut HashSet<String>) -> Option<Recipe> {
-    if let Some(recipe) = conflict(tree, path, claimed) {
-        return Some(recipe);
+/// The recipe at `path` alone, with the paths it owns: a leaf's counter or config, or what a
+/// directory's children make (a queue's items locked elsewhere are not looked for here).
+pub(crate) fn unit(tree: &Tree<'_>, path: &str, show_values: bool) -> Option<(Recipe, Vec<String>)> {
+    let children = tree.child_nodes(path);
+    if children.is_empty() {
+        return leaf(tree, path, show_values).map(|recipe| (recipe, Vec::new()));
     }
-    let names = Names::new(tree, path);
+    directory(tree, path, children)
+}
+
+/// The recipe a directory's children make, with the paths it owns (its children, and the
+/// directories a layout owns).
+fn directory<'a>(
+    tree: &Tree<'a>,
+    path: &'a str,
+    children: Vec<(&'a str, &'a CachedNode)>,
+) -> Option<(Recipe, Vec<String>)> {
+    if let Some(found) = conflict(path, &children) {
+        return Some(found);
+    }
+    let names = Names::of(path, children);
     let (layout, kind, owned) = layout::lock(&names)
         .or_else(|| layout::semaphore(tree, &names))
         .or_else(|| layout::kazoo_semaphore(tree, &names))
@@ -57,22 +69,21 @@ fn directory(tree: &Tree<'_>, path: &str, claimed: &mut HashSet<String>) -> Opti
         .or_else(|| layout::service(&names))
         .or_else(|| layout::barrier(&names))
         .or_else(|| layout::group(&names))?;
-    claimed.extend(owned);
-    Some(Recipe { path: path.to_owned(), layout, kind })
+    Some((Recipe { path: path.to_owned(), layout, kind }, owned))
 }
 
 /// Contenders of two or more layouts in `path` (the recipes' own classification,
-/// `LockLayout`), claiming them: no layout's view of it would be true, each may have a holder.
-fn conflict(tree: &Tree<'_>, path: &str, claimed: &mut HashSet<String>) -> Option<Recipe> {
+/// `LockLayout`), owning them: no layout's view of it would be true, each may have a holder.
+fn conflict(path: &str, children: &[(&str, &CachedNode)]) -> Option<(Recipe, Vec<String>)> {
     use zkr_recipes::locks::LockLayout;
     let mut layouts: Vec<LockLayout> = Vec::new();
     let mut contenders = Vec::new();
-    for &name in tree.children(path) {
+    for &(name, node) in children {
         let Some(layout) = LockLayout::of(name) else { continue };
         if !layouts.contains(&layout) {
             layouts.push(layout);
         }
-        if let Some(node) = tree.get(&join(path, name)).filter(|n| n.stat().ephemeral_owner != 0) {
+        if node.stat().ephemeral_owner != 0 {
             contenders.push(contender(name, node));
         }
     }
@@ -81,13 +92,16 @@ fn conflict(tree: &Tree<'_>, path: &str, claimed: &mut HashSet<String>) -> Optio
         return None;
     }
     contenders.sort_by_key(|c| c.fencing_token);
-    claimed.extend(contenders.iter().map(|c| join(path, &c.node)));
+    let owned = contenders.iter().map(|c| join(path, &c.node)).collect();
     let layouts = layouts.into_iter().map(LockLayout::describe).collect();
-    Some(Recipe { path: path.to_owned(), layout: "mixed", kind: Kind::Conflict { layouts, contenders } })
+    Some((
+        Recipe { path: path.to_owned(), layout: "mixed", kind: Kind::Conflict { layouts, contenders } },
+        owned,
+    ))
 }
 
 /// A counter or a config node.
-fn leaf(tree: &Tree<'_>, path: &str, show_values: bool) -> Option<Recipe> {
+pub(crate) fn leaf(tree: &Tree<'_>, path: &str, show_values: bool) -> Option<Recipe> {
     let node = tree.get(path)?;
     if node.stat().ephemeral_owner != 0 || node.data().is_empty() {
         return None;
@@ -121,29 +135,34 @@ fn counter(data: &[u8]) -> Option<(i64, u8)> {
 /// node below claimed or such a directory itself). A descendant's path sorts after its
 /// ancestor's, so walking backwards settles children first.
 fn leftovers(tree: &Tree<'_>, claimed: &HashSet<String>) -> Vec<TreeNode> {
-    let mut explained: HashSet<&str> = HashSet::new();
+    let mut explained: HashSet<String> = HashSet::new();
     let mut out = Vec::new();
-    let paths: Vec<&str> = tree.paths().collect();
-    for &path in paths.iter().rev() {
+    let paths: Vec<_> = tree.paths().collect();
+    for path in paths.iter().rev() {
         let Some(node) = tree.get(path) else { continue };
         let children = tree.children(path);
         let container = node.data().is_empty()
             && !children.is_empty()
             && children.iter().all(|c| {
                 let child = join(path, c);
-                claimed.contains(&child) || explained.contains(child.as_str())
+                claimed.contains(&child) || explained.contains(&child)
             });
-        if claimed.contains(path) || container {
-            explained.insert(path);
+        if claimed.contains(path.as_ref()) || container {
+            explained.insert(path.to_string());
             continue;
         }
-        out.push(TreeNode {
-            path: path.to_owned(),
-            children: children.len(),
-            size: node.data().len(),
-            session: (node.stat().ephemeral_owner != 0).then(|| session_hex(node.stat().ephemeral_owner)),
-        });
+        out.push(tree_node(path, node, children.len()));
     }
     out.reverse();
     out
+}
+
+/// A node no recipe explains, as the page lists it.
+pub(crate) fn tree_node(path: &str, node: &CachedNode, children: usize) -> TreeNode {
+    TreeNode {
+        path: path.to_owned(),
+        children,
+        size: node.data().len(),
+        session: (node.stat().ephemeral_owner != 0).then(|| session_hex(node.stat().ephemeral_owner)),
+    }
 }

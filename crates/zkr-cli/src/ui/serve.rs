@@ -1,5 +1,5 @@
 //! The web side of `zkr ui`: the page and its assets (built into the binary), the current
-//! view as JSON, and the views as server-sent events. GET only: nothing here writes to
+//! view as JSON, and the view then its patches as server-sent events. GET only: nothing here writes to
 //! ZooKeeper. Without a token only loopback host names are answered (so that a web page
 //! elsewhere cannot read it through DNS rebinding); with one, every data request carries it.
 
@@ -13,9 +13,11 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use futures::Stream;
+use futures::{Stream, StreamExt as _};
 use subtle::ConstantTimeEq as _;
-use tokio::sync::watch;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::live::Live;
 
 const PAGE: &str = include_str!("assets/index.html");
 const SCRIPT: &str = include_str!("assets/app.js");
@@ -26,13 +28,13 @@ const ICON: &str = include_str!("assets/icon.svg");
 /// What every request sees.
 #[derive(Debug, Clone)]
 pub(crate) struct Shared {
-    views: watch::Receiver<Arc<str>>,
+    live: Arc<Live>,
     token: Option<Arc<str>>,
 }
 
 impl Shared {
-    pub(crate) fn new(views: watch::Receiver<Arc<str>>, token: Option<String>) -> Self {
-        Shared { views, token: token.map(Into::into) }
+    pub(crate) fn new(live: Arc<Live>, token: Option<String>) -> Self {
+        Shared { live, token: token.map(Into::into) }
     }
 }
 
@@ -56,21 +58,31 @@ async fn asset(body: &'static str, content_type: &'static str) -> Response {
 
 /// The view now, as JSON.
 async fn current(State(shared): State<Shared>) -> Response {
-    let view = shared.views.borrow().clone();
-    ([(header::CONTENT_TYPE, "application/json"), (header::CACHE_CONTROL, "no-store")], view.to_string())
+    (
+        [(header::CONTENT_TYPE, "application/json"), (header::CACHE_CONTROL, "no-store")],
+        shared.live.view_json(),
+    )
         .into_response()
 }
 
-/// Every view from now on (the current one first), until `zkr ui` stops.
+/// The view now, then each change as a patch, until `zkr ui` stops. A page that falls too far
+/// behind the patches gets the whole view again.
 async fn events(State(shared): State<Shared>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let mut views = shared.views.clone();
-    views.mark_changed();
-    let stream = futures::stream::unfold(views, |mut views| async move {
-        views.changed().await.ok()?;
-        let view = views.borrow_and_update().clone();
-        Some((Ok(Event::default().event("view").data(view.as_ref())), views))
+    let (view, receiver) = shared.live.subscribe();
+    let first = Event::default().event("view").data(view);
+    let rest = futures::stream::unfold((receiver, shared.live), |(mut receiver, live)| async move {
+        let event = match receiver.recv().await {
+            Ok(message) => Event::default().event(message.event).data(&message.data),
+            Err(RecvError::Lagged(_)) => {
+                let (view, fresh) = live.subscribe();
+                receiver = fresh;
+                Event::default().event("view").data(view)
+            }
+            Err(RecvError::Closed) => return None,
+        };
+        Some((Ok(event), (receiver, live)))
     });
-    Sse::new(stream).keep_alive(KeepAlive::default())
+    Sse::new(futures::stream::once(async { Ok(first) }).chain(rest)).keep_alive(KeepAlive::default())
 }
 
 /// Refuses foreign host names when there is no token, and data requests without the token

@@ -7,12 +7,14 @@ use super::model::Model;
 use super::tree::Tree;
 use super::view::{Kind, View};
 
+mod changes;
+
 /// A tree under construction: `(path, node)` pairs, czxid in order of adding.
 #[derive(Default)]
-struct Nodes(Vec<(String, CachedNode)>);
+pub(super) struct Nodes(Vec<(String, CachedNode)>);
 
 impl Nodes {
-    fn add(&mut self, path: &str, data: &[u8], session: i64) -> &mut Self {
+    pub(super) fn add(&mut self, path: &str, data: &[u8], session: i64) -> &mut Self {
         let czxid = self.0.len() as i64 + 1;
         let stat = Stat {
             czxid,
@@ -31,7 +33,7 @@ impl Nodes {
         self
     }
 
-    fn dir(&mut self, path: &str) -> &mut Self {
+    pub(super) fn dir(&mut self, path: &str) -> &mut Self {
         self.add(path, b"", 0)
     }
 
@@ -49,8 +51,8 @@ fn kind<'a>(view: &'a View, path: &str) -> &'a Kind {
         .kind
 }
 
-const A: &str = "_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1";
-const B: &str = "_c_0f3c61aa-1b2c-4d5e-8f90-123456789abc";
+pub(super) const A: &str = "_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1";
+pub(super) const B: &str = "_c_0f3c61aa-1b2c-4d5e-8f90-123456789abc";
 
 #[test]
 fn a_lock_holder_is_the_lowest_sequence_and_the_waiters_follow_in_order() {

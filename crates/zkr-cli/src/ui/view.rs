@@ -1,5 +1,5 @@
 //! What `zkr ui` sends the page: the recipes under the root, who holds what by session, and
-//! the nodes no recipe explains, as one JSON document per change.
+//! the nodes no recipe explains, as one JSON document; then a patch per change.
 
 use serde::Serialize;
 use zkr_recipes::cache::CachedNode;
@@ -9,7 +9,38 @@ use zkr_recipes::cache::CachedNode;
 pub(crate) struct View {
     /// The subtree shown.
     pub root: String,
-    /// When this view was made, in milliseconds since the Unix epoch (the page ages from it).
+    /// Are config values shown (`--show-values`)?
+    pub show_values: bool,
+    #[serde(flatten)]
+    pub whole: Whole,
+    /// Every recipe recognised, by path (counters and config nodes: the first [`LEAF_LIMIT`]).
+    pub recipes: Vec<Recipe>,
+    /// What each session holds, busiest first.
+    pub sessions: Vec<SessionView>,
+    /// The nodes no recipe explains, by path (at most [`TREE_LIMIT`]).
+    pub tree: Vec<TreeNode>,
+}
+
+/// What changed since the last view or patch: the recipes added or changed (whole), the paths
+/// of those gone, and the lists that are cheap to send whole.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub(crate) struct Patch {
+    #[serde(flatten)]
+    pub whole: Whole,
+    /// Recipes new or changed, whole.
+    pub upsert: Vec<Recipe>,
+    /// Paths of recipes gone.
+    pub remove: Vec<String>,
+    pub sessions: Vec<SessionView>,
+    /// The plain nodes, when they changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tree: Option<Vec<TreeNode>>,
+}
+
+/// What a view and a patch say of the whole.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub(crate) struct Whole {
+    /// When this was made, in milliseconds since the Unix epoch (the page ages from it).
     pub now_ms: i64,
     /// The connection: "connecting", "connected", "suspended", "lost" or "read-only".
     pub connection: &'static str,
@@ -19,20 +50,17 @@ pub(crate) struct View {
     pub initialized: bool,
     /// How many nodes the cache holds.
     pub nodes: usize,
-    /// Are config values shown (`--show-values`)?
-    pub show_values: bool,
-    /// Every recipe recognised, by path.
-    pub recipes: Vec<Recipe>,
-    /// What each session holds, busiest first.
-    pub sessions: Vec<SessionView>,
-    /// The nodes no recipe explains, by path (at most [`TREE_LIMIT`]).
-    pub tree: Vec<TreeNode>,
-    /// How many more such nodes there are past [`TREE_LIMIT`].
+    /// How many more plain nodes there are past [`TREE_LIMIT`].
     pub tree_more: usize,
+    /// How many more counters and config nodes there are past [`LEAF_LIMIT`].
+    pub leaves_more: usize,
 }
 
 /// The most plain nodes a view lists.
 pub(crate) const TREE_LIMIT: usize = 2000;
+
+/// The most counters and config nodes a view lists (a million of them make no page).
+pub(crate) const LEAF_LIMIT: usize = 2000;
 
 /// One recipe at one path.
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -134,7 +134,7 @@ function render() {
   state.dataset.state = view.stale ? "stale" : "live";
   state.className = "pill " + (view.stale ? (view.connection === "connected" ? "pill-stale" : "pill-down") : "pill-live");
   $("root").textContent = view.root;
-  $("counts").textContent = `${view.nodes} nodes · ${view.recipes.length} recipes · ${view.sessions.length} sessions`;
+  $("counts").textContent = `${view.nodes} nodes · ${view.recipes.length + view.leaves_more} recipes · ${view.sessions.length} sessions`;
   const open = new Set([...document.querySelectorAll("details[open]")].map((d) => d.id));
   let html = "";
   let nav = "";
@@ -142,8 +142,10 @@ function render() {
     const list = view.recipes.filter((r) => r.kind === kind && matches(r, f));
     if (!list.length) continue;
     nav += `<a href="#s-${kind}">${title} <b>${list.length}</b></a>`;
+    const more = kind === "config" && view.leaves_more
+      ? `<p class="muted" data-field="leaves-more">… and ${view.leaves_more} more counters and config nodes (the first 2,000 by path are shown)</p>` : "";
     html += `<section id="s-${kind}"><h2>${title}</h2>${list.map((r) =>
-      `<article class="card" data-kind="${kind}" data-path="${esc(r.path)}">${RENDER[kind](r)}</article>`).join("")}</section>`;
+      `<article class="card" data-kind="${kind}" data-path="${esc(r.path)}">${RENDER[kind](r)}</article>`).join("")}${more}</section>`;
   }
   const sessions = view.sessions.filter((s) => matches(s, f));
   if (sessions.length) {
@@ -178,6 +180,18 @@ function tick() {
   }
 }
 
+// A change: the recipes new or changed replace theirs, those gone go; the rest is sent whole.
+function apply(patch) {
+  const gone = new Set(patch.remove.concat(patch.upsert.map((r) => r.path)));
+  const recipes = view.recipes.filter((r) => !gone.has(r.path)).concat(patch.upsert);
+  recipes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  for (const key of ["now_ms", "connection", "stale", "initialized", "nodes", "sessions", "tree_more", "leaves_more"]) {
+    view[key] = patch[key];
+  }
+  if (patch.tree) view.tree = patch.tree;
+  view.recipes = recipes;
+}
+
 function disconnected() {
   const state = $("state");
   state.textContent = "disconnected from zkr ui";
@@ -191,6 +205,12 @@ function connect() {
   source = new EventSource("/events" + (token ? "?token=" + encodeURIComponent(token) : ""));
   source.addEventListener("view", (e) => {
     view = JSON.parse(e.data);
+    receivedAt = Date.now();
+    render();
+  });
+  source.addEventListener("patch", (e) => {
+    if (!view) return;
+    apply(JSON.parse(e.data));
     receivedAt = Date.now();
     render();
   });
