@@ -499,7 +499,7 @@ impl ZkClient {
             let session = self.session_for(deadline).await?;
             let look_first = std::mem::replace(&mut attempted, true);
             let step = self.create_once(&session, &attempt, look_first);
-            let step = crate::ops::retry_loop::nudged(step, &session, &self.shared);
+            let step = crate::ops::retry_loop::nudged(step, session.generation(), &self.shared);
             let Some(outcome) = crate::deadline::within(deadline, step).await else {
                 let deadline = deadline.map(|d| d.timeout()).unwrap_or_default();
                 return Err(Error::DeadlineExceeded { deadline, last: None });

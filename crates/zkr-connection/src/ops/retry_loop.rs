@@ -209,7 +209,8 @@ impl ZkClient {
         let mut budget = options.budget(self.retry_policy());
         let deadline = budget.deadline();
         let pinned = options.session.is_some();
-        let mut first_session: Option<Session> = options.session.clone();
+        // The first session's generation and id (no clone of its handle: a clone allocates).
+        let mut first_session = options.session.as_ref().map(|s| (s.generation(), s.id()));
         let mut last_error: Option<zookeeper_client::Error> = None;
         let mut waited = Duration::ZERO;
         loop {
@@ -219,13 +220,13 @@ impl ZkClient {
                 Some(session) => session,
                 None => Box::pin(self.session_for(deadline)).await?,
             };
-            match &first_session {
-                Some(first)
-                    if first.generation() != session.generation() && (pinned || !options.across_sessions) =>
+            match first_session {
+                Some((generation, id))
+                    if generation != session.generation() && (pinned || !options.across_sessions) =>
                 {
-                    return Err(Error::SessionExpired { session: first.id() });
+                    return Err(Error::SessionExpired { session: id });
                 }
-                None => first_session = Some(session.clone()),
+                None => first_session = Some((session.generation(), session.id())),
                 _ => {}
             }
             if last_error.as_ref().is_some_and(is_retryable) {
@@ -237,7 +238,7 @@ impl ZkClient {
                 let _ = self.wait_connected(wait).await;
             }
             let (generation, session_id) = (session.generation(), session.id());
-            let attempt = nudged(op(session.clone()), &session, &self.shared);
+            let attempt = nudged(op(session), generation, &self.shared);
             let Some(outcome) = crate::deadline::within(deadline, attempt).await else {
                 let deadline = deadline.map(|d| d.timeout()).unwrap_or_default();
                 return Err(Error::DeadlineExceeded { deadline, last: last_error });
@@ -371,8 +372,8 @@ impl<T> Sent<T> {
 /// attempts wait and no reply comes: [`crate::session::stall`]). Should the manager give the session up
 /// meanwhile, the attempt ends at once with `SessionExpired`: the old handle may never learn
 /// of its expiry by itself.
-pub(crate) fn nudged<'a, F: Future>(attempt: F, session: &'a Session, shared: &'a Shared) -> Nudged<'a, F> {
-    Nudged { attempt, given_up: None, session, shared }
+pub(crate) fn nudged<F: Future>(attempt: F, generation: u64, shared: &Shared) -> Nudged<'_, F> {
+    Nudged { attempt, given_up: None, generation, shared }
 }
 
 pin_project_lite::pin_project! {
@@ -384,7 +385,8 @@ pin_project_lite::pin_project! {
         attempt: F,
         #[pin]
         given_up: Option<tokio::sync::futures::Notified<'a>>,
-        session: &'a Session,
+        // The attempt's session.
+        generation: u64,
         shared: &'a Shared,
     }
 
@@ -413,7 +415,7 @@ where
             // Listening first, then looking: a session given up in between is not missed.
             this.given_up.set(Some(this.shared.ended.notified()));
             this.shared.attempts.started();
-            if this.shared.session_given_up(this.session.generation()) {
+            if this.shared.session_given_up(*this.generation) {
                 return Poll::Ready(Err(zookeeper_client::Error::SessionExpired));
             }
         }

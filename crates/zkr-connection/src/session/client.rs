@@ -199,7 +199,11 @@ impl ZkClient {
 
     /// The current session if there is one, without waiting.
     pub fn try_session(&self) -> Option<Session> {
-        self.sessions().borrow().clone()
+        // Borrowed in place: a subscription per call cost more than the clone.
+        match &self.view {
+            Some(view) => view.sessions.borrow().clone(),
+            None => self.shared.session.borrow().clone(),
+        }
     }
 
     /// The sessions this handle works on: the manager's, re-rooted on a namespace view.
