@@ -33,7 +33,9 @@ fencing token, waiters in order), semaphores, leader elections, queues (depth, o
 items consumers hold), double barriers, groups, services (instances, address, enabled),
 counters and config nodes (version and last change; values only with --show-values), in
 Apache Curator's and kazoo's layouts; nodes no recipe explains as a plain list; and per session
-everything it holds. It is read-only: nothing on it changes ZooKeeper.
+everything it holds. It is read-only: nothing on it changes ZooKeeper. Counters, config nodes
+and the plain list show the first 2,000 by path and count the rest; every other recipe is shown.
+The page gets the whole view once, then each change as a patch (the cache's events, no polling).
 
 It listens on loopback only unless --token (or ZKR_UI_TOKEN) is given: then every request
 must carry the token, which the page asks for. Through a suspended connection or an expired
