@@ -95,7 +95,7 @@ impl<T: Send + Sync + 'static> Consumer for Tracker<T> {
             .filter_map(|e| self.key_of(&e.path).map(|key| (key, e.path)))
             .collect();
         if self.read_keys(client, keys).await? {
-            self.publish(false);
+            self.publish(false, true);
         } else {
             self.flush();
         }
@@ -103,7 +103,7 @@ impl<T: Send + Sync + 'static> Consumer for Tracker<T> {
     }
 
     fn session_ended(&mut self) {
-        self.publish(true);
+        self.publish(true, false);
     }
 }
 
@@ -123,56 +123,44 @@ impl<T: Send + Sync + 'static> Tracker<T> {
     /// Returns whether the entries changed.
     pub(crate) fn apply_read(&mut self, key: &str, found: Option<Read>) -> bool {
         let found = found.filter(|(data, _)| self.scope == Scope::Node || !data.is_empty());
-        match found {
-            None => match self.entries.remove(key) {
-                Some(old) => {
-                    self.seen.remove(key);
-                    self.pending.push(ConfigEvent::Changed {
-                        key: key.to_owned(),
-                        old: Some(old),
-                        new: None,
-                    });
-                    true
-                }
-                None => {
-                    self.seen.remove(key);
-                    false
-                }
-            },
-            Some((data, stat)) => {
-                // Versions never go backwards: an older read than what we hold is ignored.
-                if self.seen.get(key).is_some_and(|m| *m >= stat.mzxid) {
-                    return false;
-                }
-                self.seen.insert(key.to_owned(), stat.mzxid);
-                match self.codec.decode(&data) {
-                    Ok(value) => {
-                        let new = Versioned::new(value, data, &stat);
-                        let old = self.entries.insert(key.to_owned(), new.clone());
-                        self.pending.push(ConfigEvent::Changed { key: key.to_owned(), old, new: Some(new) });
-                        true
-                    }
-                    Err(error) => {
-                        tracing::warn!(node = %self.node_of(key), version = stat.version, %error, "config value does not decode; keeping the last good one");
-                        self.pending.push(ConfigEvent::DecodeFailed {
-                            key: key.to_owned(),
-                            version: stat.version,
-                            mzxid: stat.mzxid,
-                            error,
-                        });
-                        false
-                    }
-                }
+        let Some((data, stat)) = found else {
+            self.seen.remove(key);
+            let Some(old) = self.entries.remove(key) else { return false };
+            self.pending.push(ConfigEvent::Changed { key: key.to_owned(), old: Some(old), new: None });
+            return true;
+        };
+        // Versions never go backwards: an older read than what we hold is ignored.
+        match self.seen.get_mut(key) {
+            Some(seen) if *seen >= stat.mzxid => return false,
+            Some(seen) => *seen = stat.mzxid,
+            None => drop(self.seen.insert(key.to_owned(), stat.mzxid)),
+        }
+        match self.codec.decode(&data) {
+            Ok(value) => {
+                let new = Versioned::new(value, data, &stat);
+                let old = match self.entries.get_mut(key) {
+                    Some(slot) => Some(std::mem::replace(slot, new.clone())),
+                    None => self.entries.insert(key.to_owned(), new.clone()),
+                };
+                self.pending.push(ConfigEvent::Changed { key: key.to_owned(), old, new: Some(new) });
+                true
+            }
+            Err(error) => {
+                tracing::warn!(node = %self.node_of(key), version = stat.version, %error, "config value does not decode; keeping the last good one");
+                let (version, mzxid) = (stat.version, stat.mzxid);
+                self.pending.push(ConfigEvent::DecodeFailed { key: key.to_owned(), version, mzxid, error });
+                false
             }
         }
     }
 
-    /// Publishes the snapshot, then the events of the changes it shows.
-    pub(crate) fn publish(&mut self, stale: bool) {
+    /// Publishes the snapshot, then the events of the changes it shows; `changed`: it shows a
+    /// change (`zkr_config_last_update_timestamp_seconds`).
+    pub(crate) fn publish(&mut self, stale: bool, changed: bool) {
         let snapshot = Arc::new(ConfigSnapshot { entries: self.entries.clone(), stale });
         self.snapshot.send_replace(snapshot);
         self.stale.set(stale);
-        if self.pending.iter().any(|e| matches!(e, ConfigEvent::Changed { .. })) {
+        if changed {
             crate::telemetry::config_updated();
         }
         self.flush();
@@ -187,13 +175,14 @@ impl<T: Send + Sync + 'static> Tracker<T> {
     /// Replaces everything with a full read: keys missing from it are removed.
     fn apply_all(&mut self, all: BTreeMap<String, Read>) {
         let gone: Vec<String> = self.entries.keys().filter(|k| !all.contains_key(*k)).cloned().collect();
+        let mut changed = false;
         for key in gone {
-            self.apply_read(&key, None);
+            changed |= self.apply_read(&key, None);
         }
         for (key, read) in all {
-            self.apply_read(&key, Some(read));
+            changed |= self.apply_read(&key, Some(read));
         }
-        self.publish(false);
+        self.publish(false, changed);
     }
 
     /// Reads the node, or the whole tree level by level with every request of a level
@@ -212,17 +201,25 @@ impl<T: Send + Sync + 'static> Tracker<T> {
     /// Reads the nodes of `keys` after their events (pipelined) and applies what they hold
     /// now, which is at least as new as the event. Returns whether anything changed.
     async fn read_keys(&mut self, client: &SessionClient, keys: Vec<(String, String)>) -> ZkResult<bool> {
+        if let [(key, node)] = keys.as_slice() {
+            // One key (a `ConfigWatcher`): no list of replies to build.
+            return Ok(self.apply_read(key, found(client.get_data(node).await)?));
+        }
         let replies: Vec<_> = keys.iter().map(|(_, node)| client.get_data(node)).collect();
         let mut changed = false;
         for ((key, _), reply) in keys.iter().zip(replies) {
-            let found = match reply.await {
-                Ok(read) => Some(read),
-                Err(zookeeper_client::Error::NoNode) => None,
-                Err(e) => return Err(e),
-            };
-            changed |= self.apply_read(key, found);
+            changed |= self.apply_read(key, found(reply.await)?);
         }
         Ok(changed)
+    }
+}
+
+/// A read's reply as what it found: `NoNode` is no node.
+fn found(reply: ZkResult<Read>) -> ZkResult<Option<Read>> {
+    match reply {
+        Ok(read) => Ok(Some(read)),
+        Err(zookeeper_client::Error::NoNode) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 

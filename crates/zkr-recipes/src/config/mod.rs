@@ -374,7 +374,7 @@ impl<T: Send + Sync + 'static, S: WatchScope> ConfigWatcherBuilder<T, S> {
                 let tracker = engine.consumer_mut();
                 tracker.seen = entries.iter().map(|(k, v)| (k.clone(), v.mzxid)).collect();
                 tracker.entries = entries;
-                tracker.publish(true);
+                tracker.publish(true, false);
             }
         }
         if let Some(file) = self.cache_file {

@@ -3,6 +3,7 @@
 
 use std::future::Future;
 
+use futures::stream::FuturesUnordered;
 use futures::FutureExt as _;
 use zkr_connection::{Session, ZkClient};
 use zookeeper_client::{EventType, PersistentWatcher, WatchedEvent};
@@ -69,4 +70,10 @@ pub(super) async fn next_session(zk: &ZkClient, after: Option<u64>) -> Option<Se
             return None;
         }
     }
+}
+
+/// `future` as a stream of its one output, polled only when its own waker fired (a
+/// `FuturesUnordered` of one): a `select!` branch beside a busy one sleeps for free.
+pub(super) fn when_woken<F: Future>(future: F) -> FuturesUnordered<F> {
+    FuturesUnordered::from_iter([future])
 }
