@@ -14,7 +14,9 @@
 //!    which each session creates an ephemeral sequential node, lists the directory once,
 //!    watches its predecessor (`exists`) and holds the lock when that watch fires (no second
 //!    listing: nobody abandons in this run), then deletes its node at once. A hand-over is
-//!    then a delete seen by the next waiter's watch; each acquisition adds its create.
+//!    then a delete seen by the next waiter's watch; each acquisition adds its create. zkr
+//!    runs twice: as by default, and with the prompt hand-over
+//!    (`LockInternals::prompt_hand_over`).
 
 use std::time::{Duration, Instant};
 
@@ -22,7 +24,7 @@ use anyhow::Context;
 use tokio::task::JoinSet;
 use zkr_benches::{ensure_path, fmt_ratio, Deployment, Latencies, Table};
 use zkr_connection::ZkClient;
-use zkr_recipes::locks::InterProcessMutex;
+use zkr_recipes::locks::{InterProcessMutex, LockInternals, StandardLockInternalsDriver};
 use zookeeper_client::{Acls, Client, CreateMode};
 
 const SESSIONS: usize = 8;
@@ -83,8 +85,8 @@ async fn floor_cycles(cs: &str, path: &str, cycles: usize) -> anyhow::Result<Lat
     Ok(latencies)
 }
 
-/// Acquisitions by 8 sessions of zkr in `seconds`.
-async fn zkr_hand_overs(cs: &str, path: &str, seconds: f64) -> anyhow::Result<u64> {
+/// Acquisitions by 8 sessions of zkr in `seconds`, with the prompt hand-over or without.
+async fn zkr_hand_overs(cs: &str, path: &str, seconds: f64, prompt: bool) -> anyhow::Result<u64> {
     let mut sessions = Vec::new();
     for _ in 0..SESSIONS {
         sessions.push(ZkClient::connect(cs).await?);
@@ -92,7 +94,9 @@ async fn zkr_hand_overs(cs: &str, path: &str, seconds: f64) -> anyhow::Result<u6
     let end = Instant::now() + Duration::from_secs_f64(seconds);
     let mut tasks = JoinSet::new();
     for zk in &sessions {
-        let mutex = InterProcessMutex::new(zk, path)?;
+        let internals = LockInternals::new(zk, path, "lock-", StandardLockInternalsDriver, 1)?;
+        let mutex =
+            InterProcessMutex::from_internals(if prompt { internals.prompt_hand_over() } else { internals })?;
         tasks.spawn(async move {
             let mut n = 0u64;
             while Instant::now() < end {
@@ -195,23 +199,25 @@ async fn main() -> anyhow::Result<()> {
             format!("{ratio:.2}x"),
         ]);
     }
-    let mut counts = [0u64; 2];
+    let mut counts = [0u64; 3];
     let per_round = options.seconds / ROUNDS as f64;
     for round in 0..ROUNDS {
-        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        let order = if round % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
         for i in order {
             let path = format!("/bench/networked/contended-{round}-{i}");
-            eprintln!("[networked] hand-over, round {} of {ROUNDS}: {}", round + 1, ["zkr", "floor"][i]);
-            counts[i] += if i == 0 {
-                zkr_hand_overs(&cs, &path, per_round).await?
-            } else {
-                floor_hand_overs(&cs, &path, per_round).await?
+            let name = ["zkr", "floor", "zkr, prompt hand-over"][i];
+            eprintln!("[networked] hand-over, round {} of {ROUNDS}: {name}", round + 1);
+            counts[i] += match i {
+                0 => zkr_hand_overs(&cs, &path, per_round, false).await?,
+                1 => floor_hand_overs(&cs, &path, per_round).await?,
+                _ => zkr_hand_overs(&cs, &path, per_round, true).await?,
             };
         }
     }
     let rate = |n: u64| n as f64 / options.seconds;
     let mut hand_overs = Table::new(&["8 sessions on one lock", "acquisitions/s"]);
     hand_overs.row(vec!["zkr InterProcessMutex".into(), format!("{:.1}", rate(counts[0]))]);
+    hand_overs.row(vec!["zkr InterProcessMutex, prompt hand-over".into(), format!("{:.1}", rate(counts[2]))]);
     hand_overs.row(vec![
         "floor: create, one listing, exists watch on the predecessor, delete".into(),
         format!("{:.1}", rate(counts[1])),
@@ -227,5 +233,6 @@ async fn main() -> anyhow::Result<()> {
         hand_overs.render()
     );
     println!("RATIOS zkr/floor hand-over rate: {}", fmt_ratio(rate(counts[0]), rate(counts[1])));
+    println!("RATIOS zkr prompt/floor hand-over rate: {}", fmt_ratio(rate(counts[2]), rate(counts[1])));
     Ok(())
 }

@@ -10,7 +10,10 @@ use zkr_integration_tests::{children, connect_with_session, eventually, timing, 
 use zkr_recipes::barriers::DistributedDoubleBarrier;
 use zkr_recipes::discovery::{ServiceDiscovery, ServiceInstance};
 use zkr_recipes::leader::LeaderLatch;
-use zkr_recipes::locks::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, MaxLeases};
+use zkr_recipes::locks::{
+    InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, LockInternals, MaxLeases,
+    StandardLockInternalsDriver,
+};
 use zkr_recipes::nodes::{GroupMember, PersistentNode};
 use zkr_recipes::queues::{DistributedQueue, Utf8};
 use zkr_testing::{cancel_at_every_await, shared_server};
@@ -53,6 +56,44 @@ async fn mutex_acquire_and_release() {
     done.unwrap();
     assert!(drops > 0);
     assert!(children(&observer, &path).await.is_empty());
+}
+
+/// The prompt hand-over's wait (a second watch, a listing when it fires): ours queues behind a
+/// holder and a waiter of two other sessions, so it watches both.
+#[tokio::test]
+async fn prompt_mutex_acquire_behind_two_others_and_release() {
+    let (zk, observer) = clients().await;
+    let path = unique_root("cancel-prompt");
+    let cs = shared_server().await.unwrap().connect_string();
+    let (holder_zk, waiter_zk) = (connect_with_session(&cs, 30).await, connect_with_session(&cs, 30).await);
+    let holder = InterProcessMutex::new(&holder_zk, &path).unwrap();
+    let waiter = InterProcessMutex::new(&waiter_zk, &path).unwrap();
+    let internals = LockInternals::new(&zk, &path, "lock-", StandardLockInternalsDriver, 1).unwrap();
+    let ours = InterProcessMutex::from_internals(internals.prompt_hand_over()).unwrap();
+    let queued = |n: usize| {
+        let (observer, path) = (&observer, &path);
+        eventually(
+            "the contenders to queue",
+            move || async move { children(observer, path).await.len() == n },
+        )
+    };
+    let cycle = || async {
+        let held = holder.acquire().await?;
+        let waiter = waiter.clone();
+        // Not the cycle's: it goes on after a drop, and takes and frees the lock in turn.
+        tokio::spawn(async move { waiter.acquire().await?.release().await });
+        queued(2).await;
+        let (guard, released) = tokio::join!(ours.acquire(), async {
+            queued(3).await;
+            held.release().await
+        });
+        released?;
+        guard?.release().await
+    };
+    let (done, drops) = cancel_at_every_await(cycle, |k| cleaned(&observer, &path, none, k)).await;
+    println!("dropped at {drops} awaits");
+    done.unwrap();
+    assert!(drops > 0);
 }
 
 #[tokio::test]

@@ -13,7 +13,7 @@ use zkr_integration_tests::{
     builder, children, connect, connect_with_session, eventually, mntr_counter, raw, timing, unique_root,
 };
 use zkr_recipes::locks::{
-    ContenderSpec, InterProcessMutex, InterProcessMutexGuard, KazooLockDriver, LockError,
+    ContenderSpec, InterProcessMutex, InterProcessMutexGuard, KazooLockDriver, LockError, LockInternals,
     LockInternalsDriver, LostReason, StandardLockInternalsDriver,
 };
 use zkr_testing::{expire_session, shared_server, FaultProxy, TestingCluster, TestingServer};
@@ -950,4 +950,80 @@ async fn a_long_local_queue_drains_without_listing_at_each_hand_over() {
     assert!(received <= 41 * 3 / 2, "{received} packets for 41 hand-overs");
     no_nodes_left(&observer, "/local").await;
     zk.close().await;
+}
+
+/// A mutex at `path` on `zk` with the prompt hand-over.
+fn prompt_mutex(zk: &ZkClient, path: &str) -> InterProcessMutex {
+    let internals = LockInternals::new(zk, path, "lock-", StandardLockInternalsDriver, 1).unwrap();
+    InterProcessMutex::from_internals(internals.prompt_hand_over()).unwrap()
+}
+
+#[tokio::test]
+async fn a_prompt_hand_over_excludes_across_sessions_and_tasks() {
+    // Five sessions, two tasks on each: waiters queue up to nine deep, most watching two nodes.
+    let server = shared_server().await.unwrap();
+    let path = unique_root("prompt");
+    let mut mutexes = Vec::new();
+    let mut clients = Vec::new();
+    for _ in 0..5 {
+        let zk = connect(&server.connect_string()).await;
+        let mutex = prompt_mutex(&zk, &path);
+        mutexes.extend([mutex.clone(), mutex]);
+        clients.push(zk);
+    }
+    assert_eq!(hammer(mutexes, 6).await, 60);
+    no_nodes_left(&raw(&server.connect_string()).await, &path).await;
+}
+
+#[tokio::test]
+async fn a_prompt_waiter_whose_nodes_ahead_go_without_holding_waits_its_turn() {
+    // Holder, then waiters one, two and three on sessions of their own: three watches two and
+    // one. One's session expires: three lists and finds two still behind the holder. Then two
+    // gives up: three must not take the lock while the holder holds. The lock then goes to
+    // three, and to one (queued again on its new session) last.
+    let server = shared_server().await.unwrap();
+    let path = unique_root("prompt-expiry");
+    let observer = raw(&server.connect_string()).await;
+    let mut clients = Vec::new();
+    let mut mutexes = Vec::new();
+    for _ in 0..4 {
+        let zk = connect(&server.connect_string()).await;
+        mutexes.push(prompt_mutex(&zk, &path));
+        clients.push(zk);
+    }
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let holder = mutexes[0].acquire().await.unwrap();
+    let mut waiting = Vec::new();
+    for (i, mutex) in mutexes.iter().enumerate().skip(1) {
+        let (mutex, order) = (mutex.clone(), order.clone());
+        waiting.push(tokio::spawn(async move {
+            let guard = mutex.acquire().await.unwrap();
+            order.lock().unwrap().push(i);
+            tokio::task::yield_now().await;
+            guard.release().await.unwrap();
+        }));
+        eventually("the waiter to queue", || async { children(&observer, &path).await.len() == i + 1 }).await;
+    }
+    let one = clients[1].session().await.unwrap();
+    expire_session(one.client(), &server.connect_string()).await.unwrap();
+    eventually("one to queue again on its new session", || async {
+        clients[1].generation() > one.generation() && children(&observer, &path).await.len() == 4
+    })
+    .await;
+    // Two gives up: its node goes (in the background) while the holder holds.
+    waiting.remove(1).abort();
+    eventually("two's node to go", || async { children(&observer, &path).await.len() <= 3 }).await;
+    // No event says that something did not happen: three is given time to act on two's going.
+    tokio::time::sleep(timing().multiple(Duration::from_millis(500))).await;
+    assert!(
+        order.lock().unwrap().is_empty(),
+        "{:?} took the lock while the holder held it",
+        order.lock().unwrap()
+    );
+    holder.release().await.unwrap();
+    for task in waiting {
+        tokio::time::timeout(timing().wait(), task).await.unwrap().unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), vec![3, 1]);
+    no_nodes_left(&observer, &path).await;
 }

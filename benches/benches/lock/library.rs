@@ -14,7 +14,9 @@ use std::time::Instant;
 use tokio::task::JoinSet;
 use zkr_benches::{ensure_path, run_loop, Latencies, Measurement, Span, Window};
 use zkr_connection::ZkClient;
-use zkr_recipes::locks::{InterProcessMutex, InterProcessMutexGuard};
+use zkr_recipes::locks::{
+    InterProcessMutex, InterProcessMutexGuard, LockInternals, StandardLockInternalsDriver,
+};
 use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, LockClient, LockOptions, LockPrefix};
 
 use crate::scenarios::{limit_for, measure, Job};
@@ -26,6 +28,8 @@ pub enum Library {
     Zkr,
     /// zkr's mutex released by dropping the guard: the delete goes on in the background.
     ZkrDrop,
+    /// zkr's mutex with the prompt hand-over (`LockInternals::prompt_hand_over`).
+    ZkrPrompt,
     Curator,
     ZookeeperClient,
     /// Not a lock: an ephemeral sequential create and its delete.
@@ -54,6 +58,7 @@ impl Library {
         match self {
             Library::Zkr => ("zkr InterProcessMutex", "zkr", "zkr"),
             Library::ZkrDrop => ("zkr InterProcessMutex, released by drop", "zkr-drop", "zkr-drop"),
+            Library::ZkrPrompt => ("zkr InterProcessMutex, prompt hand-over", "zkr-prompt", "zkr-prompt"),
             Library::Curator => ("Curator InterProcessMutex", "curator", "curator"),
             Library::ZookeeperClient => {
                 ("zookeeper-client 0.11.2 Client::lock", "zkclient", "zookeeper-client")
@@ -121,17 +126,22 @@ pub trait RustLock: Clone + Send + Sync + 'static {
 /// zkr's `InterProcessMutex`; with `DROP`, released by dropping the guard (the delete goes on
 /// in the background, sent before the next acquire's create).
 #[derive(Debug, Clone)]
-pub struct ZkrMutex<const DROP: bool = false>(InterProcessMutex);
+pub struct ZkrMutex<const DROP: bool = false, const PROMPT: bool = false>(InterProcessMutex);
 
 /// [`ZkrMutex`] released by dropping the guard.
 pub type ZkrMutexDrop = ZkrMutex<true>;
 
-impl<const DROP: bool> RustLock for ZkrMutex<DROP> {
+/// [`ZkrMutex`] with the prompt hand-over.
+pub type ZkrMutexPrompt = ZkrMutex<false, true>;
+
+impl<const DROP: bool, const PROMPT: bool> RustLock for ZkrMutex<DROP, PROMPT> {
     type Session = ZkClient;
     type Held<'a> = InterProcessMutexGuard;
 
     async fn open(zk: &ZkClient, path: &str) -> anyhow::Result<Self> {
-        Ok(ZkrMutex(InterProcessMutex::new(zk, path)?))
+        let internals = LockInternals::new(zk, path, "lock-", StandardLockInternalsDriver, 1)?;
+        let internals = if PROMPT { internals.prompt_hand_over() } else { internals };
+        Ok(ZkrMutex(InterProcessMutex::from_internals(internals)?))
     }
 
     async fn acquire(&self) -> anyhow::Result<InterProcessMutexGuard> {

@@ -14,6 +14,7 @@ use zookeeper_client::Client;
 
 use crate::library::{
     rust_job, ClientLock, Connection, Floor, FloorPipelined, Library, Load, RustLock, ZkrMutex, ZkrMutexDrop,
+    ZkrMutexPrompt,
 };
 use crate::report::library_table;
 use crate::{
@@ -58,8 +59,11 @@ const UNCONTENDED: Timed = Timed {
         Library::FloorPipelined,
     ],
 };
-const CONTENDED: Timed =
-    Timed { name: "contended", load: Load::Sessions(CONTENDED_SESSIONS), libraries: &LOCKS };
+const CONTENDED: Timed = Timed {
+    name: "contended",
+    load: Load::Sessions(CONTENDED_SESSIONS),
+    libraries: &[Library::Zkr, Library::ZkrPrompt, Library::Curator, Library::ZookeeperClient],
+};
 const INPROCESS: Timed = Timed { name: "inprocess", load: Load::Tasks(INPROCESS_TASKS), libraries: &LOCKS };
 
 impl Timed {
@@ -142,6 +146,7 @@ impl Bench {
         match library {
             Library::Zkr => rust_job::<ZkrMutex>(cs, path, load),
             Library::ZkrDrop => rust_job::<ZkrMutexDrop>(cs, path, load),
+            Library::ZkrPrompt => rust_job::<ZkrMutexPrompt>(cs, path, load),
             Library::ZookeeperClient => rust_job::<ClientLock>(cs, path, load),
             Library::Floor => rust_job::<Floor>(cs, path, load),
             Library::FloorPipelined => rust_job::<FloorPipelined>(cs, path, load),
@@ -407,7 +412,7 @@ impl Bench {
             Library::Zkr => self.rust_packets::<ZkrMutex>(&path).await?,
             Library::ZookeeperClient => self.rust_packets::<ClientLock>(&path).await?,
             Library::Curator => self.curator_packets(&path).await?,
-            Library::Floor | Library::FloorPipelined | Library::ZkrDrop => {
+            Library::Floor | Library::FloorPipelined | Library::ZkrDrop | Library::ZkrPrompt => {
                 bail!("unknown library {}", library.name())
             }
         };

@@ -329,10 +329,13 @@ pub fn contender(
     map: &Map,
 ) -> crate::recipes::internals::Contender {
     use crate::recipes::internals::{Ahead, Phase};
-    let ahead = |a: Ahead| Ahead { path: map.path(a.path), head: a.head };
+    let ahead =
+        |a: Ahead| Ahead { path: map.path(a.path), head: a.head, second: a.second.map(|p| map.path(p)) };
     let phase = match c.phase {
         Phase::Watch(a) => Phase::Watch(ahead(a)),
+        Phase::WatchSecond(a, p1) => Phase::WatchSecond(ahead(a), p1),
         Phase::Await(a) => Phase::Await(ahead(a)),
+        Phase::Relist(a, p1) => Phase::Relist(ahead(a), p1),
         other => other,
     };
     crate::recipes::internals::Contender { phase, node: c.node.map(|(p, s)| (map.path(p), map.sid(s))), ..*c }

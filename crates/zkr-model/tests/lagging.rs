@@ -42,7 +42,8 @@ fn deep_ids_two_generators_one_id_each_an_epoch_reset_and_a_fault() {
 
 #[test]
 fn mutex_two_clients_two_rounds_one_fault() {
-    let model = Mutex { users: vec![0, 1], rounds: 2, faults: Faults::all(1).lagging(1), bug: None };
+    let model =
+        Mutex { users: vec![0, 1], rounds: 2, faults: Faults::all(1).lagging(1), bug: None, prompt: false };
     check(model, "mutex, 2 clients x 2 rounds, 1 fault, 1 state behind");
 }
 
@@ -51,7 +52,7 @@ fn mutex_two_clients_two_rounds_one_fault() {
 #[ignore = "deep: make model-check"]
 fn deep_mutex_three_clients_one_round_one_expiry() {
     let faults = Faults { max: 1, drop: false, expire: true, restart: false, lag: 1 };
-    let model = Mutex { users: vec![0, 1, 2], rounds: 1, faults, bug: None };
+    let model = Mutex { users: vec![0, 1, 2], rounds: 1, faults, bug: None, prompt: false };
     check(model, "mutex, 3 clients x 1 round, 1 expiry, 1 state behind");
 }
 
@@ -111,7 +112,8 @@ fn deep_counter_two_clients_two_increments_two_faults_two_behind() {
 #[test]
 #[ignore = "deep: make model-check"]
 fn deep_mutex_two_clients_two_rounds_one_fault_two_behind() {
-    let model = Mutex { users: vec![0, 1], rounds: 2, faults: Faults::all(1).lagging(2), bug: None };
+    let model =
+        Mutex { users: vec![0, 1], rounds: 2, faults: Faults::all(1).lagging(2), bug: None, prompt: false };
     check(model, "mutex, 2 clients x 2 rounds, 1 fault, 2 states behind");
 }
 
@@ -121,7 +123,7 @@ fn deep_mutex_two_clients_two_rounds_one_fault_two_behind() {
 #[test]
 fn a_lost_create_looked_for_without_a_sync_waits_on_its_own_orphan() {
     let faults = Faults { max: 1, drop: true, expire: false, restart: false, lag: 1 };
-    let clean = Mutex { users: vec![0], rounds: 1, faults, bug: None };
+    let clean = Mutex { users: vec![0], rounds: 1, faults, bug: None, prompt: false };
     let model = Mutex { bug: Some(Bug::MutexFindWithoutSync), ..clean.clone() };
     let trace = contrast(model, clean, "hangs").expect("a contender behind its own orphan");
     println!("{trace}");

@@ -49,6 +49,7 @@ fn the_known_defects_are_still_found() {
         rounds: 1,
         faults: EXPIRE_ONLY,
         bug: Some(Bug::MutexAnyDeletionGrants),
+        prompt: false,
     };
     still_found(mutex, "mutual exclusion");
     let counter = Counter {
@@ -88,7 +89,7 @@ fn the_known_defects_are_still_found() {
 #[test]
 #[ignore = "deep: make model-check"]
 fn deep_mutex_three_clients_one_round_two_faults_symmetric() {
-    let model = Mutex { users: vec![0, 1, 2], rounds: 1, faults: Faults::all(2), bug: None };
+    let model = Mutex { users: vec![0, 1, 2], rounds: 1, faults: Faults::all(2), bug: None, prompt: false };
     let outcome = run_symmetric(model.clone());
     println!("mutex, 3 clients x 1 round, 2 faults, symmetric: {}", outcome.summary());
     assert!(outcome.failed.is_empty(), "{}", outcome.report(&Checked(model)));

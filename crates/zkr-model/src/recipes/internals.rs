@@ -99,6 +99,9 @@ pub struct Lock {
     /// Reads may lag: a lost create's node is looked for after a `sync` (protected.rs,
     /// `sync_and_find`); with every read current the sync changes nothing and is left out.
     pub sync: bool,
+    /// The prompt hand-over (`LockInternals::prompt_hand_over`): a waiter not second in line
+    /// watches the contender ahead of the one it waits on too, and lists when that one goes.
+    pub prompt: bool,
 }
 
 /// Where a contender is in its acquire and release.
@@ -118,8 +121,14 @@ pub enum Phase {
     List,
     /// Set a data watch on the contender named (`turn.rs`, `turn_by_predecessor`).
     Watch(Ahead),
-    /// Waiting for the watched node to go.
+    /// The prompt hand-over's second data watch (`turn.rs`, `watch_second`), with what the
+    /// watched node's event was if it came meanwhile (`true`: deleted).
+    WatchSecond(Ahead, Option<bool>),
+    /// Waiting for the watched node (or the second) to go.
     Await(Ahead),
+    /// The second went: list to learn whether the watched node leads (`turn.rs`, `relist`);
+    /// with what the watched node's event was if it came meanwhile (`true`: deleted).
+    Relist(Ahead, Option<bool>),
     /// Proved: the recipe's turn.
     Held,
     /// Delete the node (`LockInternals::release_lock`).
@@ -133,6 +142,8 @@ pub struct Ahead {
     pub path: Path,
     /// Its deletion grants the lock (`OnDelete::Ours`).
     pub head: bool,
+    /// The prompt hand-over's second: the contender ahead of it.
+    pub second: Option<Path>,
 }
 
 /// One contender's state.
@@ -217,9 +228,29 @@ impl Lock {
             Some(i) => match kind.verdict(&sorted, i, self.bug) {
                 Verdict::Holds => c.proved(),
                 Verdict::Watch(name, head) => {
-                    c.phase = Phase::Watch(Ahead { path: self.dir.child(name), head })
+                    let prompt = self.prompt && !head && matches!(kind, Kind::Standard | Kind::Kazoo);
+                    let second = prompt.then(|| self.dir.child(sorted[i - 2]));
+                    c.phase = Phase::Watch(Ahead { path: self.dir.child(name), head, second })
                 }
             },
+        }
+    }
+
+    /// turn.rs, `relist`: the listing after the second went. `p1`: the watched node's event,
+    /// if it came meanwhile (its deletion grants only if the listing showed it leading; the
+    /// code's loop finds the queued event after a new second watch, which is left out here).
+    fn on_relist(&self, c: &mut Contender, ahead: Ahead, p1: Option<bool>, listing: &[(Name, Stat)]) {
+        let sorted = contenders(listing);
+        let Some((node, _)) = c.node else { return };
+        let position = |name: Name| sorted.iter().position(|n| *n == name);
+        match (position(ahead.path.name), position(node.name), p1) {
+            (Some(0), Some(1), Some(true)) => self.on_gone(c, true),
+            (Some(0), Some(1), None) => c.phase = Phase::Await(Ahead { head: true, second: None, ..ahead }),
+            (Some(at), Some(ours), None) if at > 0 && at + 1 == ours => {
+                let second = Some(self.dir.child(sorted[at - 1]));
+                c.phase = Phase::WatchSecond(Ahead { second, ..ahead }, None);
+            }
+            _ => c.phase = Phase::List,
         }
     }
 
@@ -264,7 +295,12 @@ impl Lock {
                 c.clean = true;
                 Step::Send(Request::GetData { path: ahead.path, watch: true }, pinned)
             }
-            Phase::Await(_) | Phase::Held | Phase::Idle => Step::Blocked,
+            // The second watch and the listing after it keep `watched_at` (the first watch's).
+            Phase::WatchSecond(Ahead { second: Some(second), .. }, _) => {
+                Step::Send(Request::GetData { path: second, watch: true }, pinned)
+            }
+            Phase::Relist(..) => Step::Send(Request::Children { path: self.dir, watch: false }, pinned),
+            Phase::WatchSecond(..) | Phase::Await(_) | Phase::Held | Phase::Idle => Step::Blocked,
             // internals/mod.rs, `send_release`: nothing once the session is not current, else
             // the delete on the node's session (in the background after a loss).
             Phase::Release => match c.node {
@@ -307,7 +343,23 @@ impl Lock {
             // wait.rs, `on_wait_error`: a session error or NoNode starts over; else retry.
             (Phase::List, Reply::Err(ZkError::ConnectionLoss)) => {}
             (Phase::List, Reply::Err(_)) => c.start_over(),
+            (Phase::Watch(ahead), Reply::Data(..)) if ahead.second.is_some() => {
+                c.phase = Phase::WatchSecond(ahead, None)
+            }
             (Phase::Watch(ahead), Reply::Data(..)) => c.phase = Phase::Await(ahead),
+            (Phase::WatchSecond(ahead, None), Reply::Data(..)) => c.phase = Phase::Await(ahead),
+            // The watched node's event came first: the loop takes it (that node was not the
+            // head, so its deletion lists again).
+            (Phase::WatchSecond(_, Some(_)), Reply::Data(..)) => c.phase = Phase::List,
+            // The second is gone: the loop lists before it looks at any event.
+            (Phase::WatchSecond(ahead, p1), Reply::Err(ZkError::NoNode)) => {
+                c.phase = Phase::Relist(ahead, p1)
+            }
+            (Phase::Relist(ahead, p1), Reply::Children(listing)) => self.on_relist(c, ahead, p1, &listing),
+            (Phase::WatchSecond(..) | Phase::Relist(..), Reply::Err(ZkError::ConnectionLoss)) => {
+                c.phase = Phase::List
+            }
+            (Phase::WatchSecond(..) | Phase::Relist(..), Reply::Err(_)) => c.start_over(),
             (Phase::Watch(ahead), Reply::Err(ZkError::NoNode)) => self.on_gone(c, ahead.head),
             (Phase::Watch(_), Reply::Err(ZkError::ConnectionLoss)) => c.phase = Phase::List,
             (Phase::Watch(_), Reply::Err(_)) => c.start_over(),
@@ -322,12 +374,27 @@ impl Lock {
     pub fn on_event(&self, c: &mut Contender, event: Option<Event>) {
         match (c.phase, event) {
             // The session ended: a waiter starts over, a holder knows it lost.
-            (Phase::Await(_) | Phase::Watch(_) | Phase::List, None) => c.start_over(),
+            (
+                Phase::Await(_) | Phase::Watch(_) | Phase::WatchSecond(..) | Phase::Relist(..) | Phase::List,
+                None,
+            ) => c.start_over(),
             (_, None) => c.holds = false,
             (Phase::Await(ahead), Some(Event { path, kind, .. })) if path == ahead.path => match kind {
                 EventKind::Deleted => self.on_gone(c, ahead.head),
                 _ => c.phase = Phase::List,
             },
+            // Any event of the second: list (`Second::Gone`).
+            (Phase::Await(ahead), Some(Event { path, .. })) if Some(path) == ahead.second => {
+                c.phase = Phase::Relist(ahead, None)
+            }
+            // The watched node's event while the second's watch or the listing is under way: its
+            // watcher keeps it for the loop.
+            (Phase::WatchSecond(ahead, None), Some(Event { path, kind, .. })) if path == ahead.path => {
+                c.phase = Phase::WatchSecond(ahead, Some(kind == EventKind::Deleted))
+            }
+            (Phase::Relist(ahead, None), Some(Event { path, kind, .. })) if path == ahead.path => {
+                c.phase = Phase::Relist(ahead, Some(kind == EventKind::Deleted))
+            }
             _ => {}
         }
     }

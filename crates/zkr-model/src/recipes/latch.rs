@@ -19,7 +19,7 @@ pub struct Latch(pub Mutex);
 impl Latch {
     /// Participants on these clients, each for `terms` terms.
     pub fn new(users: Vec<u8>, terms: u8, faults: Faults) -> Self {
-        Latch(Mutex { users, rounds: terms, faults, bug: None })
+        Latch(Mutex { users, rounds: terms, faults, bug: None, prompt: false })
     }
 }
 

@@ -119,7 +119,7 @@ pub struct Ghost {
 
 impl Lease {
     fn lock(&self, slot: u8) -> Lock {
-        Lock { dir: dir(slot), container: false, bug: None, sync: self.faults.lag > 0 }
+        Lock { dir: dir(slot), container: false, bug: None, sync: self.faults.lag > 0, prompt: false }
     }
 
     /// User `user`'s clock.

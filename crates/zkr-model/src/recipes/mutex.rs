@@ -27,6 +27,8 @@ pub struct Mutex {
     pub faults: Faults,
     /// A defect to re-introduce.
     pub bug: Bugs,
+    /// The prompt hand-over (`LockInternals::prompt_hand_over`).
+    pub prompt: bool,
 }
 
 /// One user of the mutex.
@@ -67,7 +69,7 @@ pub fn write_out_of_turn(dir: Path, request: &Request, reply: &Reply, before: &S
 
 impl Mutex {
     fn lock(&self) -> Lock {
-        Lock { dir: DIR, container: true, bug: self.bug, sync: self.faults.lag > 0 }
+        Lock { dir: DIR, container: true, bug: self.bug, sync: self.faults.lag > 0, prompt: self.prompt }
     }
 
     /// A release just completed: the next round, or done.

@@ -54,7 +54,7 @@ pub struct Ghost {
 
 impl RwLock {
     fn lock(&self) -> Lock {
-        Lock { dir: DIR, container: true, bug: self.bug, sync: self.faults.lag > 0 }
+        Lock { dir: DIR, container: true, bug: self.bug, sync: self.faults.lag > 0, prompt: false }
     }
 
     fn count(&self, kind: Kind) -> usize {

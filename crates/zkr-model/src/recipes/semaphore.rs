@@ -111,7 +111,7 @@ impl Semaphore {
     }
 
     fn mutex(&self) -> Lock {
-        Lock { dir: LOCKS, container: true, bug: None, sync: self.faults.lag > 0 }
+        Lock { dir: LOCKS, container: true, bug: None, sync: self.faults.lag > 0, prompt: false }
     }
 
     /// The lease node exists: wait for room, having released the mutex first with the bug.

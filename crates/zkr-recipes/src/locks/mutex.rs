@@ -71,7 +71,10 @@ impl<D> Inner<D> {
 ///   outside any task (directly in `block_on`, such as `#[tokio::main]`) is owned by its
 ///   thread. Futures joined inside one task share its ownership; see [`LockOwner`](super::LockOwner).
 /// - **Fair and herd-free**: contenders queue by sequence; each waits on the node ahead of it
-///   only, in every process and inside one (a release wakes exactly one waiter).
+///   only, in every process and inside one (a release wakes exactly one waiter). With
+///   [`LockInternals::prompt_hand_over`] (through [`from_internals`](Self::from_internals)) a
+///   waiter watches the node ahead of that one too, so that a hand-over among busy
+///   processes needs no listing on its path, at one more watch and notification per acquire.
 /// - **Lost signal and fencing**: the guard tells when the lock is lost
 ///   ([`lost`](InterProcessMutexGuard::lost), [`is_lost`](InterProcessMutexGuard::is_lost)),
 ///   carries a [`fencing_token`](InterProcessMutexGuard::fencing_token), and can write to

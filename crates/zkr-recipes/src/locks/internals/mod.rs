@@ -117,6 +117,8 @@ pub struct LockInternals<D> {
     /// Whether a lone attempt may send its first listing with its create (one round trip
     /// less, one request more: see [`listing_after_create`](Self::listing_after_create)).
     list_with_create: bool,
+    /// A waiter also watches the contender ahead of the one it waits on ([`prompt_hand_over`](Self::prompt_hand_over)).
+    prompt: bool,
 }
 
 impl<D: LockInternalsDriver> LockInternals<D> {
@@ -151,6 +153,7 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             view: ChildrenView::new(base_path),
             layout: Arc::default(),
             list_with_create: true,
+            prompt: false,
         })
     }
 
@@ -161,6 +164,35 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     /// 9.2 packets each way per join with the listing sent along, against Curator's 5.5.
     pub(crate) fn listing_after_create(mut self) -> Self {
         self.list_with_create = false;
+        self
+    }
+
+    /// A prompt hand-over: a waiter among other processes' waiters watches the contender
+    /// ahead of the one it waits on as well, and lists the queue when that one goes, so that
+    /// when its own turn comes it already knows, with no listing between the holder's delete
+    /// and the new holder. By default (as in Curator's recipe) it lists after the node ahead
+    /// goes, unless it saw that node lead: one round trip on the hand-over's path when the
+    /// queue is more than two deep.
+    ///
+    /// The price is paid by the server: one more watch per waiter (a request and its reply)
+    /// and one more notification per hand-over (`docs/benchmarks.md`, "The prompt
+    /// hand-over"). It changes nothing while the lock's children view serves the waiters (a
+    /// process that is the lock's only user, or one of three). Locks of one lease whose
+    /// head's release grants the next (the mutex, the leader latch); others ignore it.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f(zk: zkr_connection::ZkClient) -> Result<(), zkr_recipes::locks::LockError> {
+    /// use zkr_recipes::locks::{InterProcessMutex, LockInternals, StandardLockInternalsDriver};
+    ///
+    /// let internals = LockInternals::new(&zk, "/locks/orders", "lock-", StandardLockInternalsDriver, 1)?;
+    /// let mutex = InterProcessMutex::from_internals(internals.prompt_hand_over())?;
+    /// mutex.acquire().await?.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn prompt_hand_over(mut self) -> Self {
+        self.prompt = true;
         self
     }
 

@@ -26,8 +26,30 @@ pub(super) enum TurnSource {
     /// The children view (`locks/view.rs`): ours when it shows nobody ahead, with no listing
     /// when a node ahead goes without having been the head.
     View,
-    /// A data watch on the contender `max_leases` places ahead of us.
-    Predecessor { ahead: String, on_delete: OnDelete },
+    /// A data watch on the contender `max_leases` places ahead of us; with `second` (a prompt
+    /// hand-over, see [`LockInternals::prompt_hand_over`]), one on the contender ahead of that
+    /// too, whose going is followed by a listing that tells whether `ahead` now leads.
+    Predecessor { ahead: String, on_delete: OnDelete, second: Option<String> },
+}
+
+/// The prompt hand-over's second watch.
+enum Second {
+    /// None kept: `ahead` led when we listed, or the hand-over is not prompt.
+    None,
+    /// The contender ahead of `ahead` is watched.
+    Watching(std::pin::Pin<Box<dyn std::future::Future<Output = zookeeper_client::WatchedEvent> + Send>>),
+    /// It went (or changed): list to learn whether `ahead` leads now.
+    Gone,
+}
+
+/// What a listing taken when the contender ahead of `ahead` went tells.
+enum Relisted {
+    /// `ahead` is first, we are second: its deletion makes the lock ours.
+    Leads,
+    /// `name` is still ahead of `ahead`: watch it instead.
+    Behind(String),
+    /// `ahead` or our node is gone: the wait lists afresh.
+    Changed,
 }
 
 /// What the deletion of the watched predecessor tells without a listing.
@@ -53,7 +75,10 @@ impl<D: LockInternalsDriver> LockInternals<D> {
         } else {
             OnDelete::OursIfReleasedHere
         };
-        TurnSource::Predecessor { ahead, on_delete }
+        let second = (self.prompt && on_delete == OnDelete::OursIfReleasedHere)
+            .then(|| just_ahead_of(sorted, &ahead))
+            .flatten();
+        TurnSource::Predecessor { ahead, on_delete, second }
     }
 
     /// Waits on `source` until our turn may have come.
@@ -65,8 +90,8 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     ) -> Result<Step, zookeeper_client::Error> {
         match source {
             TurnSource::View => Ok(self.turn_by_view(session, our_name).await),
-            TurnSource::Predecessor { ahead, on_delete } => {
-                self.turn_by_predecessor(session, &ahead, on_delete).await
+            TurnSource::Predecessor { ahead, on_delete, second } => {
+                self.turn_by_predecessor(session, our_name, &ahead, on_delete, second).await
             }
         }
     }
@@ -90,8 +115,10 @@ impl<D: LockInternalsDriver> LockInternals<D> {
     async fn turn_by_predecessor(
         &self,
         session: &Session,
+        our_name: &str,
         ahead: &str,
-        on_delete: OnDelete,
+        mut on_delete: OnDelete,
+        second: Option<String>,
     ) -> Result<Step, zookeeper_client::Error> {
         let watched_at = self.zk.error_epoch();
         // Watched here before the watch is set: a release here after it is remembered.
@@ -106,15 +133,40 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             Err(zookeeper_client::Error::NoNode) => return Ok(Step::ListAgain),
             Err(e) => return Err(e),
         };
-        // A session the manager gives up never fires its watches: stop waiting on it.
-        let event = tokio::select! {
-            biased;
-            () = self.zk.session_replaced(session.generation()) => {
-                return Err(zookeeper_client::Error::SessionExpired);
+        let deleted = watcher.changed();
+        tokio::pin!(deleted);
+        let mut second = match second {
+            Some(name) => self.watch_second(session, &name).await?,
+            None => Second::None,
+        };
+        let event = loop {
+            if let Second::Gone = second {
+                second = match self.relist(session, our_name, ahead).await? {
+                    Relisted::Leads => {
+                        on_delete = OnDelete::Ours;
+                        Second::None
+                    }
+                    Relisted::Behind(name) => self.watch_second(session, &name).await?,
+                    Relisted::Changed => return Ok(Step::ListAgain),
+                };
+                continue;
             }
-            // The session re-attached on new hosts: the old handle's watch is gone.
-            () = self.zk.connection_replaced(session.connection()) => return Ok(Step::ListAgain),
-            event = watcher.changed() => event,
+            // A session the manager gives up never fires its watches: stop waiting on it.
+            tokio::select! {
+                biased;
+                () = self.zk.session_replaced(session.generation()) => {
+                    return Err(zookeeper_client::Error::SessionExpired);
+                }
+                // The session re-attached on new hosts: the old handle's watch is gone.
+                () = self.zk.connection_replaced(session.connection()) => return Ok(Step::ListAgain),
+                event = &mut deleted => break event,
+                _ = async {
+                    match &mut second {
+                        Second::Watching(went) => went.await,
+                        _ => std::future::pending().await,
+                    }
+                } => second = Second::Gone,
+            }
         };
         match event.event_type {
             // Ours unless the connection was disrupted meanwhile: then list again to be sure.
@@ -128,6 +180,40 @@ impl<D: LockInternalsDriver> LockInternals<D> {
             _ => Ok(Step::ListAgain),
         }
     }
+
+    /// The prompt hand-over's data watch on `name`, the contender ahead of the one we wait on.
+    async fn watch_second(&self, session: &Session, name: &str) -> Result<Second, zookeeper_client::Error> {
+        match session.client().get_and_watch_data(&path::join(&self.base_path, name)).await {
+            Ok((_, _, watcher)) => Ok(Second::Watching(Box::pin(watcher.changed()))),
+            Err(zookeeper_client::Error::NoNode) => Ok(Second::Gone),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A listing after the contender ahead of `ahead` went: does `ahead` lead now?
+    async fn relist(
+        &self,
+        session: &Session,
+        our_name: &str,
+        ahead: &str,
+    ) -> Result<Relisted, zookeeper_client::Error> {
+        let not_before = self.lister.mark();
+        let sorted = self.lister.list(session, &self.base_path, not_before, self.sorter()).await?;
+        let position = |name: &str| sorted.iter().position(|n| n == name);
+        Ok(match (position(ahead), position(our_name)) {
+            (Some(0), Some(1)) => Relisted::Leads,
+            (Some(at), Some(ours)) if at + 1 == ours => {
+                just_ahead_of(&sorted, ahead).map_or(Relisted::Changed, Relisted::Behind)
+            }
+            _ => Relisted::Changed,
+        })
+    }
+}
+
+/// The contender just ahead of `name` in `sorted`.
+fn just_ahead_of(sorted: &[String], name: &str) -> Option<String> {
+    let at = sorted.iter().position(|n| n == name)?;
+    at.checked_sub(1).map(|before| sorted[before].clone())
 }
 
 fn deletion_grants(on_delete: OnDelete, watching: Option<&Watching<'_>>) -> bool {
