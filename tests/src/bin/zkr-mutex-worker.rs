@@ -12,7 +12,9 @@
 //! must catch).
 //!
 //! With `ZKR_WORKER_KAZOO` in its environment the mutex is `InterProcessMutex::kazoo` (kazoo's
-//! `Lock` layout, for a fleet with kazoo's checker workers).
+//! `Lock` layout, for a fleet with kazoo's checker workers). With `ZKR_WORKER_PROMPT` it waits
+//! with the prompt hand-over (`LockInternals::prompt_hand_over`; the checker gives it to every
+//! other worker, so one fleet mixes both ways of waiting).
 //!
 //! With `ZKR_WORKER_LEADER` in its environment it leads instead of locking: each turn joins a
 //! `LeaderLatch` election at LOCK_PATH, waits to lead (for ACQUIRE_MS; a cancelled wait closes
@@ -52,8 +54,8 @@ use zkr_connection::ZkClient;
 use zkr_integration_tests::history::now;
 use zkr_recipes::leader::{LeaderLatch, Leadership};
 use zkr_recipes::locks::{
-    InterProcessMutex, InterProcessMutexGuard, KazooLockDriver, LockError, LockInternalsDriver,
-    StandardLockInternalsDriver,
+    InterProcessMutex, InterProcessMutexGuard, KazooLockDriver, LockError, LockInternals,
+    LockInternalsDriver, StandardLockInternalsDriver,
 };
 
 /// How much longer than its timeout an acquire may take before it counts as hung.
@@ -256,6 +258,10 @@ async fn main() {
     };
     let mutex = if std::env::var_os("ZKR_WORKER_KAZOO").is_some() {
         InterProcessMutex::kazoo(&zk, lock_path, "zkr-worker").map(Mutex::Kazoo)
+    } else if std::env::var_os("ZKR_WORKER_PROMPT").is_some() {
+        LockInternals::new(&zk, lock_path, "lock-", StandardLockInternalsDriver, 1)
+            .and_then(|internals| InterProcessMutex::from_internals(internals.prompt_hand_over()))
+            .map(Mutex::Curator)
     } else {
         InterProcessMutex::new(&zk, lock_path).map(Mutex::Curator)
     };

@@ -283,6 +283,9 @@ impl Run<'_> {
         let mut command = Command::new(&self.options.worker);
         if matches!(self.options.peers, Some((Peer::Kazoo, _))) {
             command.env("ZKR_WORKER_KAZOO", "1");
+        } else if index % 2 == 1 {
+            // Every other worker waits with the prompt hand-over: one fleet, both ways.
+            command.env("ZKR_WORKER_PROMPT", "1");
         }
         if self.options.unfenced {
             command.env("ZKR_WORKER_UNFENCED", "1");
