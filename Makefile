@@ -28,6 +28,8 @@ test: deps
 	@# The API docs as docs.rs builds them: every intra-doc link resolves, no broken HTML.
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps --all-features -p zkr-connection -p zkr-recipes -p zkr-testing
 	RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p zkr-cli
+	@# The public API against 0.1.0's: a break fails unless the version says so.
+	$(MAKE) --no-print-directory semver BASELINE=$(API_BASELINE)
 	@# Every test binary, the fault checkers beside the rest and the compatibility run beside both.
 	scripts/run-tests.py --also "$(MAKE) --no-print-directory compat"
 	cargo publish --workspace --dry-run --no-verify --allow-dirty
@@ -91,6 +93,8 @@ bench-instructions: deps
 # 0.50.0 reads the rustdoc JSON (format v57) of Rust 1.95, this toolchain; installed when
 # missing, as a debug build (about 8 minutes on 2 cores). scripts/semver.sh builds the JSON.
 SEMVER_CHECKS = 0.50.0
+# zkr 0.1.0 (CHANGELOG, docs/releases.md).
+API_BASELINE = 59ede56c30b118775978db62964c6f495fb9b53d
 semver:
 	@test -n "$(BASELINE)" || { echo "make semver BASELINE=<git revision>"; exit 2; }
 	@cargo semver-checks --version 2>/dev/null | grep -q "$(SEMVER_CHECKS)" || cargo install --locked --quiet --debug cargo-semver-checks@$(SEMVER_CHECKS)
