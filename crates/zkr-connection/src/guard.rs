@@ -1,4 +1,4 @@
-//! [`DropGuard`] and [`spawn_cleanup`]: the one home of "clean up in the background when a
+//! [`DropGuard`], [`detach_on_drop`] and [`spawn_cleanup`]: the one home of "clean up in the background when a
 //! future is dropped or a handle goes".
 
 use std::fmt;
@@ -23,10 +23,11 @@ pub fn spawn_cleanup(what: &'static str, cleanup: impl Future<Output = ()> + Sen
     }
 }
 
-/// Runs `work` in a task of its own and awaits it until `give_up` completes: `Some` with its
-/// output when it finished first, `None` when `give_up` did (a loss is known, so the caller
-/// returns at once). The work goes on in the background then, and also when this future is
-/// dropped: a release or a close built on it is cancel safe without a guard to disarm.
+/// Runs `work` in place until `give_up` completes: `Some` with its output when it finished
+/// first, `None` when `give_up` did (a loss is known, so the caller returns at once). The rest
+/// of the work goes on in the background then, and also when this future is dropped (see
+/// [`detach_on_drop`]): a release or a close built on it is cancel safe without a guard to
+/// disarm.
 ///
 /// # Cancel safety
 /// Cancel safe: dropped, the work goes on in the background.
@@ -45,11 +46,69 @@ pub async fn run_detached<T: Send + 'static>(
     work: impl Future<Output = T> + Send + 'static,
     give_up: impl Future,
 ) -> Option<T> {
-    let task = tokio::spawn(work);
+    let mut work = detach_on_drop(work);
     tokio::select! {
         biased;
-        done = task => done.ok(),
+        done = &mut work => Some(done),
         _ = give_up => None,
+    }
+}
+
+/// `work`, run in place by the returned future, whose drop before `work` finished spawns the
+/// rest of `work` on the current runtime ([`spawn_cleanup`]): the one-task way of a request
+/// that must end whatever its caller does (a lock's release), without a task spawned, woken
+/// and joined for every call.
+///
+/// # Cancel safety
+/// Cancel safe: dropped, the work goes on in the background (outside a runtime it is dropped
+/// with a warning, as [`spawn_cleanup`] does).
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let (tx, rx) = tokio::sync::oneshot::channel();
+/// let work = zkr_connection::detach_on_drop(async move {
+///     tokio::task::yield_now().await;
+///     let _ = tx.send("finished");
+/// });
+/// drop(work); // before it finished: it goes on in a task of its own
+/// assert_eq!(rx.await, Ok("finished"));
+/// # }
+/// ```
+pub fn detach_on_drop<T: Send + 'static>(work: impl Future<Output = T> + Send + 'static) -> Detached<T> {
+    Detached { work: Some(Box::pin(work)) }
+}
+
+/// The future of [`detach_on_drop`]: `work`'s output; dropped before it, the rest of `work`
+/// goes on in the background.
+#[must_use = "dropping it at once runs the whole work in the background"]
+pub struct Detached<T: Send + 'static> {
+    work: Option<Pin<Box<dyn Future<Output = T> + Send>>>,
+}
+
+impl<T: Send + 'static> Future for Detached<T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<T> {
+        let Some(work) = self.work.as_mut() else { return std::task::Poll::Pending };
+        let done = std::task::ready!(work.as_mut().poll(cx));
+        self.work = None;
+        std::task::Poll::Ready(done)
+    }
+}
+
+impl<T: Send + 'static> fmt::Debug for Detached<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Detached").field("finished", &self.work.is_none()).finish()
+    }
+}
+
+impl<T: Send + 'static> Drop for Detached<T> {
+    fn drop(&mut self) {
+        if let Some(work) = self.work.take() {
+            spawn_cleanup("detached work", async move { drop(work.await) });
+        }
     }
 }
 
@@ -159,6 +218,27 @@ mod tests {
         drop(guard);
         tokio::task::yield_now().await;
         assert!(!ran.load(Ordering::SeqCst));
+    }
+
+    #[tokio::test]
+    async fn detached_work_runs_in_place_and_its_rest_goes_on_when_dropped() {
+        let (ran, work) = flagged();
+        detach_on_drop(work).await;
+        assert!(ran.load(Ordering::SeqCst));
+
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let (ran, flag) = flagged();
+        let mut work = detach_on_drop(async move {
+            let _ = rx.await;
+            flag.await;
+        });
+        assert!(futures::poll!(&mut work).is_pending());
+        drop(work);
+        tx.send(()).unwrap();
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(ran.load(Ordering::SeqCst), "the dropped work's rest did not run");
     }
 
     #[test]

@@ -50,7 +50,7 @@ mod session;
 pub use acl::{AclProvider, CreatorAllAclProvider, OpenAclProvider};
 pub use deadline::{within, Deadline, Within};
 pub use error::{Error, OpKind, Result};
-pub use guard::{run_detached, spawn_cleanup, DropGuard};
+pub use guard::{detach_on_drop, run_detached, spawn_cleanup, Detached, DropGuard};
 pub use kind::{is_retryable, is_session_error, Classify, ErrorKind};
 pub use ops::create::{CreateNode, Created};
 pub use ops::nodes::{validate_ttl, GuaranteedDelete, Parents};

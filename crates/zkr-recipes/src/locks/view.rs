@@ -3,7 +3,6 @@
 //! consumer of the watch engine (`crate::watch`); why its "nobody ahead" proves the lock ours,
 //! and how its notifications are kept bounded: docs/architecture.md, "The children view's proof".
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -59,7 +58,10 @@ struct State {
     phase: Phase,
     /// The last consumer started; a consumer whose epoch is no longer current ends.
     epoch: u64,
-    children: HashSet<String>,
+    /// The lock directory's children, in no order: a vector, searched in place, since the view
+    /// lives only while the queue is short (it ends past `MAX_QUEUE` names, or when others
+    /// create), and a few comparisons cost less than hashing each name.
+    children: Vec<String>,
     /// Acquires in a row that saw a short queue and few other users while the view was off.
     quiet: u32,
     /// The sequence of our last contender.
@@ -129,7 +131,7 @@ impl ChildrenView {
         let state = State {
             phase: Phase::Off,
             epoch: 0,
-            children: HashSet::new(),
+            children: Vec::new(),
             quiet: 0,
             last_sequence: None,
             busy: false,
@@ -167,9 +169,9 @@ impl ChildrenView {
                     if generation != session.generation() {
                         return None;
                     }
-                    if state.children.contains(our_name) {
+                    if state.children.iter().any(|c| c == our_name) {
                         state.creates = 0;
-                        return Some(state.children.iter().cloned().collect());
+                        return Some(state.children.clone());
                     }
                 }
                 if applied.changed().await.is_err() {
@@ -200,10 +202,10 @@ impl ChildrenView {
                     Phase::Live { generation: live, .. } if live == generation => {}
                     _ => return Turn::Ended,
                 }
-                if !state.children.contains(our_name) {
+                if !state.children.iter().any(|c| c == our_name) {
                     return Turn::Gone;
                 }
-                state.children.iter().cloned().collect()
+                state.children.clone()
             };
             if is_ours(children) {
                 return Turn::Ours;
@@ -321,7 +323,7 @@ impl Consumer for Copy {
         let mut state = self.inner.state();
         // Still `Building`: nobody reads the children before the queued events are applied.
         if state.is_current(self.epoch) {
-            state.children = children.into_iter().collect();
+            state.children = children;
         }
     }
 
@@ -385,7 +387,9 @@ fn apply(inner: &Inner, epoch: u64, batch: Vec<WatchedEvent>) -> bool {
             let Some(name) = crate::watch::names::child_name(base, &event.path) else { continue };
             match event.event_type {
                 EventType::NodeCreated => {
-                    state.children.insert(name.to_string());
+                    if !state.children.iter().any(|c| c == name) {
+                        state.children.push(name.to_string());
+                    }
                     state.creates += 1;
                     if state.creates > FOREIGN_CREATES + 1 {
                         tracing::debug!(path = %base, "others are using the lock: dropping the children view");
@@ -399,7 +403,9 @@ fn apply(inner: &Inner, epoch: u64, batch: Vec<WatchedEvent>) -> bool {
                     }
                 }
                 EventType::NodeDeleted => {
-                    state.children.remove(name);
+                    if let Some(at) = state.children.iter().position(|c| c == name) {
+                        state.children.swap_remove(at);
+                    }
                 }
                 _ => {}
             }
@@ -433,7 +439,7 @@ mod tests {
     }
 
     fn sorted(inner: &Inner) -> Vec<String> {
-        let mut children: Vec<String> = inner.state().children.iter().cloned().collect();
+        let mut children: Vec<String> = inner.state().children.clone();
         children.sort();
         children
     }

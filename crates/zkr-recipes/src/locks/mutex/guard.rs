@@ -261,14 +261,13 @@ impl<D: LockInternalsDriver> InterProcessMutexGuard<D> {
                 None => Ok(()),
             };
         };
-        // The delete is answered in a task of its own, which goes on (and retries in the
-        // background if it must) when this future is dropped mid-way.
+        // The delete's reply is awaited in place; dropped mid-way, the rest goes on (and
+        // retries if it must) in the background.
         let sent = self.inner.internals.send_release(&node);
         let inner = self.inner.clone();
-        let finishing = tokio::spawn(async move { inner.internals.finish_release(&node, sent).await });
-        let found = finishing
-            .await
-            .map_err(|e| LockError::zk(zookeeper_client::Error::UnexpectedError(e.to_string())))??;
+        let found =
+            zkr_connection::detach_on_drop(async move { inner.internals.finish_release(&node, sent).await })
+                .await?;
         match lost.or(found) {
             Some(reason) => {
                 Err(LockError::Lost { path: self.inner.internals.base_path().to_string(), reason })
