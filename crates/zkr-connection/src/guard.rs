@@ -1,5 +1,5 @@
-//! [`DropGuard`], [`detach_on_drop`] and [`spawn_cleanup`]: the one home of "clean up in the background when a
-//! future is dropped or a handle goes".
+//! [`DropGuard`], [`detach_on_drop`] and [`spawn_cleanup`]: the one home of "clean up in the
+//! background when a future is dropped or a handle goes".
 
 use std::fmt;
 use std::future::Future;
