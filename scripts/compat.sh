@@ -57,6 +57,10 @@ run() {
 }
 export -f run
 export list out
+# Each test's clients log their connection states and sessions (and zookeeper-client why it gave
+# a connection up) into the harness's capture, so a failure prints what its clients saw and a
+# passing test prints nothing (tests/src/lib.rs's `trace_from_env`).
+export RUST_LOG="${RUST_LOG:-zkr_connection=info,zookeeper_client=info}"
 
 jobs=()
 for release in "$@"; do

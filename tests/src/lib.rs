@@ -66,13 +66,18 @@ pub fn timing() -> Timing {
     Timing::from_env()
 }
 
-/// Logs to standard error when `RUST_LOG` is set (say `zkr_connection=debug`), for a test
-/// that fails only now and then: the next failure shows what the client saw.
+/// Logs when `RUST_LOG` is set (say `zkr_connection=debug`), for a test that fails only now
+/// and then: the next failure shows what the client saw. The lines go to the test harness's
+/// capture (the test's own threads and its runtime's, which inherit it), so each is printed
+/// with the failure of the test that logged it, and not at all for a test that passes.
+/// [`builder`] calls this, so every test's clients log (the compatibility run sets
+/// `RUST_LOG=zkr_connection=info,zookeeper_client=info`: each connection state and session, and
+/// why a connection was given up).
 pub fn trace_from_env() {
     if std::env::var_os("RUST_LOG").is_some() {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_writer(std::io::stderr)
+            .with_test_writer()
             .with_ansi(false)
             .try_init();
     }
@@ -85,6 +90,7 @@ pub fn unique_root(name: &str) -> String {
 
 /// A builder for tests: the session timeout from [`Timing::session`], quick connection timeout.
 pub fn builder(connect_string: &str) -> ZkClientBuilder {
+    trace_from_env();
     ZkClient::builder(connect_string).session_timeout(timing().session()).connection_timeout(timing().wait())
 }
 

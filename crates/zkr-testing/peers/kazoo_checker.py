@@ -3,6 +3,7 @@ part in zkr's checkers (zkr_integration_tests::checker) beside zkr's workers, wi
 protocols and times in nanoseconds of CLOCK_MONOTONIC (`time.monotonic_ns()`). Each takes a
 started client and the tool's `out` (one line to stdout, flushed, under a lock)."""
 
+import faulthandler
 import queue
 import random
 import sys
@@ -24,6 +25,18 @@ def announce_sessions(client, out, word):
 
     client.add_listener(lambda state: session_line() if state == KazooState.CONNECTED else None)
     session_line()
+
+
+# An increment that takes longer than this prints every thread's stack to stderr,
+# once, so that a worker without progress says where it waits.
+STALL_SECONDS = 10
+
+
+def say_states_and_stalls(client):
+    """Each of the client's state changes to stderr (with CLOCK_MONOTONIC nanoseconds), beside
+    the checker's own lines: kazoo retries a lost connection and an expired session without a
+    word, and a stalled worker must say what it saw."""
+    client.add_listener(lambda state: sys.stderr.write("%d kazoo state %s\n" % (time.monotonic_ns(), state)))
 
 
 def until_stdin_closes(on_line=lambda line: None):
@@ -150,6 +163,7 @@ def counter_worker(client, out, path):
     can hide one at most)."""
     announce_sessions(client, out, "session")
     stop = until_stdin_closes()
+    say_states_and_stalls(client)
     # Lost races tried again every 5 ms, as zkr's workers do (kazoo's default backs off to a
     # minute, and three zkr workers then leave it no turn); every try of the write that raised
     # (but a lost race) counted: it may have been applied.
@@ -163,8 +177,10 @@ def counter_worker(client, out, path):
             return write(*args, **kwargs)
         except BadVersionError:
             raise
-        except Exception:
+        except Exception as e:
             raised[0] += 1
+            if raised[0] == 1:
+                sys.stderr.write("%d retrying a write after %s: %s\n" % (time.monotonic_ns(), type(e).__name__, e))
             raise
 
     client.set = counted_write
@@ -172,11 +188,14 @@ def counter_worker(client, out, path):
         raised[0] = 0
         invoked = time.monotonic_ns()
         out("+ %d" % invoked)
+        faulthandler.dump_traceback_later(STALL_SECONDS, file=sys.stderr)
         try:
             counter += 1
             line = "%d %d %d" % (counter.post_value, invoked, time.monotonic_ns())
         except Exception as e:
             sys.stderr.write("error: %s: %s\n" % (type(e).__name__, e))
             line = "unknown %d" % invoked
+        finally:
+            faulthandler.cancel_dump_traceback_later()
         out("\n".join([line] + ["maybe %d" % invoked] * raised[0]))
         time.sleep(0.002)
