@@ -51,22 +51,25 @@ impl CachedNode {
 
     /// A node named `name` (its path's last part; the cache's directories are sorted by it).
     pub(crate) fn named(name: &str, data: &[u8], stat: &Stat) -> Self {
-        let fields = compact(stat);
-        let mut bytes = Vec::with_capacity(HEADER + 64 + name.len() + data.len());
-        bytes.extend_from_slice(&[0; HEADER]);
-        for field in fields {
-            let mut buf = [0u8; 10];
-            let n = field.encode_var(&mut buf);
-            bytes.extend_from_slice(&buf[..n]);
+        // The header and the Stat's varints (at most 11 of 10 bytes) on the stack first, so
+        // that the node's length is known.
+        let mut head = [0u8; HEADER + 11 * 10];
+        let mut name_at = HEADER;
+        for field in compact(stat) {
+            name_at += field.encode_var(&mut head[name_at..]);
         }
-        let name_at = bytes.len();
-        bytes.extend_from_slice(name.as_bytes());
-        let data_at = bytes.len();
-        bytes.extend_from_slice(data);
-        // At most 11 varints of 10 bytes after the header: the name starts below 256.
-        bytes[..4].copy_from_slice(&(data_at as u32).to_le_bytes());
-        bytes[4] = name_at as u8;
-        CachedNode(Arc::from(bytes))
+        let data_at = name_at + name.len();
+        head[..4].copy_from_slice(&(data_at as u32).to_le_bytes());
+        // At most 115 bytes before the name: it starts below 256.
+        head[4] = name_at as u8;
+        // One allocation: the shared slice made zeroed, then filled (a new `Arc` is unique).
+        let mut bytes: Arc<[u8]> = std::iter::repeat_n(0, data_at + data.len()).collect();
+        if let Some(room) = Arc::get_mut(&mut bytes) {
+            room[..name_at].copy_from_slice(&head[..name_at]);
+            room[name_at..data_at].copy_from_slice(name.as_bytes());
+            room[data_at..].copy_from_slice(data);
+        }
+        CachedNode(bytes)
     }
 
     /// This node without its data (the `Stat` still says how long the data is): what a cache
@@ -124,7 +127,13 @@ impl CachedNode {
 
     /// The node's name: its path's last part (empty for a node made with [`new`](Self::new)).
     pub(crate) fn name(&self) -> &str {
-        std::str::from_utf8(&self.0[self.name_at()..self.data_at()]).unwrap_or_default()
+        std::str::from_utf8(self.name_bytes()).unwrap_or_default()
+    }
+
+    /// The name's bytes, which the directories compare: UTF-8 sorts as its bytes do, and they
+    /// need no validation on each step of a search.
+    fn name_bytes(&self) -> &[u8] {
+        &self.0[self.name_at()..self.data_at()]
     }
 
     /// The data decoded by `codec` (for example [`Json`](crate::config::Json)).
@@ -225,19 +234,25 @@ const CHUNK: usize = 64;
 
 impl Dir {
     /// The chunk that holds `name` or would: the first whose last name is not below it.
-    fn chunk_of(&self, name: &str) -> usize {
-        let at = self.chunks.partition_point(|c| c.last().is_some_and(|e| e.node.name() < name));
+    fn chunk_of(&self, name: &[u8]) -> usize {
+        let at = self.chunks.partition_point(|c| c.last().is_some_and(|e| e.node.name_bytes() < name));
         at.min(self.chunks.len().saturating_sub(1))
     }
 
+    /// Where `name` is in its chunk, or would be: the chunk's index and the search's answer.
+    fn find(&self, name: &[u8]) -> (usize, Option<Result<usize, usize>>) {
+        let at = self.chunk_of(name);
+        let found = self.chunks.get(at).map(|c| c.binary_search_by(|e| e.node.name_bytes().cmp(name)));
+        (at, found)
+    }
+
     fn get(&self, name: &str) -> Option<&Entry> {
-        let chunk = self.chunks.get(self.chunk_of(name))?;
-        chunk.binary_search_by(|e| e.node.name().cmp(name)).ok().map(|i| &chunk[i])
+        let (at, Some(Ok(i))) = self.find(name.as_bytes()) else { return None };
+        Some(&self.chunks[at][i])
     }
 
     fn get_mut(&mut self, name: &str) -> Option<&mut Entry> {
-        let at = self.chunk_of(name);
-        let i = self.chunks.get(at)?.binary_search_by(|e| e.node.name().cmp(name)).ok()?;
+        let (at, Some(Ok(i))) = self.find(name.as_bytes()) else { return None };
         Some(&mut Arc::make_mut(&mut self.chunks[at])[i])
     }
 
@@ -246,9 +261,9 @@ impl Dir {
         if self.chunks.is_empty() {
             self.chunks.push(Arc::default());
         }
-        let at = self.chunk_of(node.name());
+        let (at, found) = self.find(node.name_bytes());
         let chunk = Arc::make_mut(&mut self.chunks[at]);
-        match chunk.binary_search_by(|e| e.node.name().cmp(node.name())) {
+        match found.unwrap_or(Err(0)) {
             Ok(i) => return Some(std::mem::replace(&mut chunk[i].node, node)),
             Err(i) => chunk.insert(i, Entry { node, children: None }),
         }
@@ -262,8 +277,7 @@ impl Dir {
     }
 
     fn remove(&mut self, name: &str) -> Option<Entry> {
-        let at = self.chunk_of(name);
-        let i = self.chunks.get(at)?.binary_search_by(|e| e.node.name().cmp(name)).ok()?;
+        let (at, Some(Ok(i))) = self.find(name.as_bytes()) else { return None };
         let chunk = Arc::make_mut(&mut self.chunks[at]);
         let entry = chunk.remove(i);
         if chunk.is_empty() {
@@ -298,6 +312,12 @@ impl Tree {
 
     /// The names from the root down to `path`: empty for the root; `None` outside it.
     fn names<'a>(&self, path: &'a str) -> Option<impl Iterator<Item = &'a str>> {
+        Some(names_in(self.below_root(path)?))
+    }
+
+    /// `path` below the root, without the slashes around it: empty for the root; `None`
+    /// outside it.
+    fn below_root<'a>(&self, path: &'a str) -> Option<&'a str> {
         let rest = if path == &*self.root_path {
             ""
         } else if &*self.root_path == "/" {
@@ -305,7 +325,18 @@ impl Tree {
         } else {
             path.strip_prefix(&*self.root_path)?.strip_prefix('/').filter(|r| !r.is_empty())?
         };
-        Some(rest.split('/').filter(|n| !n.is_empty()))
+        Some(rest.trim_end_matches('/'))
+    }
+
+    /// The names of `path`'s parents below the root and its own: `Ok(None)` for the root,
+    /// `Err` outside it.
+    fn parents_and_last<'a>(
+        &self,
+        path: &'a str,
+    ) -> Result<Option<(impl Iterator<Item = &'a str>, &'a str)>, NoParent> {
+        let rest = self.below_root(path).ok_or(NoParent)?;
+        let (parents, last) = rest.rsplit_once('/').unwrap_or(("", rest));
+        Ok((!last.is_empty()).then(|| (names_in(parents), last)))
     }
 
     fn entry(&self, path: &str) -> Option<&Entry> {
@@ -335,8 +366,7 @@ impl Tree {
     /// Puts `node` at `path`; returns what it replaced. Fails when the parent is not in the
     /// copy (a node is put after its parent: the reads are applied in that order).
     pub(super) fn put(&mut self, path: &str, node: &CachedNode) -> Result<Option<CachedNode>, NoParent> {
-        let names: Vec<&str> = self.names(path).ok_or(NoParent)?.collect();
-        let Some((last, parents)) = names.split_last() else {
+        let Some((parents, last)) = self.parents_and_last(path)? else {
             let old = match &mut self.root {
                 Some(root) => Some(std::mem::replace(&mut root.node, node.clone())),
                 None => {
@@ -351,7 +381,8 @@ impl Tree {
         for name in parents {
             entry = Arc::make_mut(entry.children.as_mut().ok_or(NoParent)?).get_mut(name).ok_or(NoParent)?;
         }
-        let node = if node.name() == *last { node.clone() } else { CachedNode::renamed(node, last) };
+        let node =
+            if node.name_bytes() == last.as_bytes() { node.clone() } else { CachedNode::renamed(node, last) };
         let old = Arc::make_mut(entry.children.get_or_insert_with(Arc::default)).put(node);
         self.len += usize::from(old.is_none());
         Ok(old)
@@ -360,11 +391,10 @@ impl Tree {
     /// Takes the node at `path` out of the copy, with everything under it; returns each node
     /// taken with its path, children before their parent.
     pub(super) fn remove(&mut self, path: &str) -> Vec<(String, CachedNode)> {
-        let Some(names) = self.names(path) else { return Vec::new() };
-        let names: Vec<&str> = names.collect();
-        let taken = match names.split_last() {
-            None => self.root.take(),
-            Some((last, parents)) => self.detach(parents, last),
+        let taken = match self.parents_and_last(path) {
+            Err(NoParent) => return Vec::new(),
+            Ok(None) => self.root.take(),
+            Ok(Some((parents, last))) => self.detach(parents, last),
         };
         let mut gone = Vec::new();
         if let Some(entry) = taken {
@@ -374,7 +404,7 @@ impl Tree {
         gone
     }
 
-    fn detach(&mut self, parents: &[&str], last: &str) -> Option<Entry> {
+    fn detach<'a>(&mut self, parents: impl Iterator<Item = &'a str>, last: &str) -> Option<Entry> {
         let mut entry = self.root.as_mut()?;
         for name in parents {
             entry.children.as_ref()?.get(name)?;
@@ -412,6 +442,11 @@ impl CachedNode {
     fn renamed(node: &CachedNode, name: &str) -> Self {
         CachedNode::named(name, node.data(), &node.stat())
     }
+}
+
+/// The names in `rest`, a path below the root without its first slash.
+fn names_in(rest: &str) -> impl Iterator<Item = &str> {
+    rest.split('/').filter(|n| !n.is_empty())
 }
 
 fn join(parent: &str, name: &str) -> String {

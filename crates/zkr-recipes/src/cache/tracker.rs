@@ -82,32 +82,43 @@ impl Consumer for Tracker {
         // What a full read finds changed goes out in the order it was written (by `mzxid`),
         // as the events of a watch would; the deletes it finds carry no zxid and come last,
         // children before their parents. Applied in path order: parents before children.
-        let mut written = Vec::new();
+        let (mut written, mut made) = (Vec::new(), Vec::new());
         for (path, node) in read {
             let mzxid = node.zxids().1;
-            written.extend(self.put(&path, Some(node)).into_iter().map(|e| (mzxid, e)));
+            self.put(path, Some(node), &mut made);
+            written.extend(made.drain(..).map(|e| (mzxid, e)));
         }
         written.sort_by_key(|(mzxid, _)| *mzxid);
         events.extend(written.into_iter().map(|(_, e)| e));
-        events.extend(gone.iter().rev().flat_map(|path| self.put(path, None)));
+        for path in gone.into_iter().rev() {
+            self.put(path, None, &mut events);
+        }
         if !self.initialized {
             self.initialized = true;
             events.push(CacheEvent::Initialized);
         }
-        self.publish(false, events);
+        self.pending = events;
+        self.publish(false);
     }
 
-    async fn apply(&mut self, client: &SessionClient, burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
-        let mut paths: Vec<String> = Vec::new();
-        for event in burst {
+    async fn apply(&mut self, client: &SessionClient, mut burst: Vec<WatchedEvent>) -> ZkResult<Flow> {
+        burst.retain(|event| {
             let relevant = matches!(
                 event.event_type,
                 EventType::NodeCreated | EventType::NodeDataChanged | EventType::NodeDeleted
             );
-            if relevant && self.keeps(&event.path) && !paths.contains(&event.path) {
-                paths.push(event.path);
-            }
+            relevant && self.keeps(&event.path)
+        });
+        // A node's events in a row take one read (one read after a later event of the same
+        // node finds what the first would have, and applies as nothing new).
+        burst.dedup_by(|a, b| a.path == b.path);
+        if let [event] = burst.as_slice() {
+            // The usual burst: one read, and no vector of replies.
+            let reply = client.get_data(&event.path).await;
+            self.settle(burst.into_iter().map(|event| event.path), [reply])?;
+            return Ok(Flow::Continue(()));
         }
+        let paths: Vec<String> = burst.into_iter().map(|event| event.path).collect();
         // Pipelined: every read is sent before the first reply is awaited; each finds the node
         // at least as new as its event.
         let replies: Vec<_> = paths.iter().map(|p| client.get_data(p)).collect();
@@ -115,19 +126,18 @@ impl Consumer for Tracker {
         for reply in replies {
             read.push(reply.await);
         }
-        self.settle(&paths, read)?;
+        self.settle(paths, read)?;
         Ok(Flow::Continue(()))
     }
 
     fn burst_done(&mut self) {
         if !self.pending.is_empty() {
-            let events = std::mem::take(&mut self.pending);
-            self.publish(false, events);
+            self.publish(false);
         }
     }
 
     fn session_ended(&mut self) {
-        self.publish(true, Vec::new());
+        self.publish(true);
     }
 }
 
@@ -189,25 +199,24 @@ impl Tracker {
         true
     }
 
-    /// Applies what a read of `path` found and returns its events; a read no newer than what
-    /// the cache holds (same `mzxid`, same node) changes nothing, so nothing is reported twice.
-    /// A node gone takes what the copy holds below it too (each reported, children first).
-    fn put(&mut self, path: &str, found: Option<CachedNode>) -> Vec<CacheEvent> {
+    /// Applies what a read of `path` found and adds its events to `events`; a read no newer
+    /// than what the cache holds (same `mzxid`, same node) changes nothing, so nothing is
+    /// reported twice. A node gone takes what the copy holds below it too (each reported,
+    /// children first).
+    fn put(&mut self, path: String, found: Option<CachedNode>, events: &mut Vec<CacheEvent>) {
         let Some(new) = found else {
-            let gone = self.nodes.remove(path);
-            return gone.into_iter().map(|(path, old)| CacheEvent::Deleted { path, old }).collect();
+            let gone = self.nodes.remove(&path);
+            events.extend(gone.into_iter().map(|(path, old)| CacheEvent::Deleted { path, old }));
+            return;
         };
-        if self.nodes.get(path).is_some_and(|old| !is_newer(old.zxids(), new.zxids())) {
-            return Vec::new();
+        if self.nodes.get(&path).is_some_and(|old| !is_newer(old.zxids(), new.zxids())) {
+            return;
         }
         let kept = if self.keep.data { new.clone() } else { new.without_data() };
-        match self.nodes.put(path, &kept) {
-            Ok(Some(old)) => vec![CacheEvent::Changed { path: path.to_owned(), old, new }],
-            Ok(None) => vec![CacheEvent::Created { path: path.to_owned(), node: new }],
-            Err(_) => {
-                tracing::warn!(path = ?path, "not cached: its parent is not in the cache");
-                Vec::new()
-            }
+        match self.nodes.put(&path, &kept) {
+            Ok(Some(old)) => events.push(CacheEvent::Changed { path, old, new }),
+            Ok(None) => events.push(CacheEvent::Created { path, node: new }),
+            Err(_) => tracing::warn!(path = ?path, "not cached: its parent is not in the cache"),
         }
     }
 
@@ -215,29 +224,38 @@ impl Tracker {
     /// was and nothing is reported, and the resync after the error reads everything again.
     /// (Applying the reads before the failure would change the copy with no event sent, so the
     /// resync would find those changes already in the copy and never report them.)
-    fn settle(&mut self, paths: &[String], read: Vec<ZkResult<(Vec<u8>, Stat)>>) -> ZkResult<()> {
-        let mut found = Vec::with_capacity(read.len());
-        for (path, reply) in paths.iter().zip(read) {
-            found.push(match reply {
-                Ok((data, stat)) => Some(self.cached(path, data, stat)),
-                Err(zookeeper_client::Error::NoNode) => None,
-                Err(e) => return Err(e),
-            });
+    fn settle<R>(&mut self, paths: impl IntoIterator<Item = String>, read: R) -> ZkResult<()>
+    where
+        R: AsRef<[ZkResult<(Vec<u8>, Stat)>]> + IntoIterator<Item = ZkResult<(Vec<u8>, Stat)>>,
+    {
+        let failed = |reply: &ZkResult<_>| match reply {
+            Err(e) if *e != zookeeper_client::Error::NoNode => Some(e.clone()),
+            _ => None,
+        };
+        if let Some(error) = read.as_ref().iter().find_map(failed) {
+            return Err(error);
         }
-        let events: Vec<_> = paths.iter().zip(found).flat_map(|(path, node)| self.put(path, node)).collect();
         // Published when the whole burst is applied (`burst_done`).
-        self.pending.extend(events);
+        let mut events = std::mem::take(&mut self.pending);
+        for (path, reply) in paths.into_iter().zip(read) {
+            let found = reply.ok().map(|(data, stat)| self.cached(&path, data, stat));
+            self.put(path, found, &mut events);
+        }
+        self.pending = events;
         Ok(())
     }
 
-    /// Publishes the snapshot, then the events that made it: a subscriber that reacts to an
-    /// event finds the snapshot already showing it.
-    fn publish(&self, stale: bool, events: Vec<CacheEvent>) {
+    /// Publishes the snapshot, then (unless it is `stale`: they wait for the resync) the
+    /// pending events that made it: a subscriber that reacts to an event finds the snapshot
+    /// already showing it. The pending vector keeps its room for the next burst.
+    fn publish(&mut self, stale: bool) {
         let snapshot = CacheSnapshot { nodes: self.nodes.clone(), initialized: self.initialized, stale };
         self.snapshot.send_replace(Arc::new(snapshot));
         self.size.set(self.nodes.len());
-        for event in events {
-            let _ = self.events.send(event);
+        if !stale {
+            for event in self.pending.drain(..) {
+                let _ = self.events.send(event);
+            }
         }
     }
 
@@ -367,9 +385,14 @@ mod tests {
     #[test]
     fn an_older_read_is_ignored() {
         let (mut tracker, mut events) = tracker(None);
-        assert_eq!(tracker.put("/r", Some(node(1, 1, ""))).len(), 1);
-        assert_eq!(tracker.put("/r/a", Some(node(2, 7, "new"))).len(), 1);
-        assert!(tracker.put("/r/a", Some(node(2, 5, "old"))).is_empty());
+        let mut put = |path: &str, node| {
+            let mut made = Vec::new();
+            tracker.put(path.to_owned(), Some(node), &mut made);
+            made.len()
+        };
+        assert_eq!(put("/r", node(1, 1, "")), 1);
+        assert_eq!(put("/r/a", node(2, 7, "new")), 1);
+        assert_eq!(put("/r/a", node(2, 5, "old")), 0);
         assert!(kinds(&mut events).is_empty(), "put reports; publish sends");
         assert_eq!(tracker.nodes.get("/r/a").unwrap().data(), b"new");
     }
@@ -387,7 +410,7 @@ mod tests {
         let paths = ["/r/a".to_owned(), "/r/b".to_owned()];
         let read =
             vec![Ok((b"y".to_vec(), node(2, 5, "y").stat())), Err(zookeeper_client::Error::ConnectionLoss)];
-        assert_eq!(tracker.settle(&paths, read), Err(zookeeper_client::Error::ConnectionLoss));
+        assert_eq!(tracker.settle(paths.clone(), read), Err(zookeeper_client::Error::ConnectionLoss));
         assert!(kinds(&mut events).is_empty());
         assert_eq!(tracker.nodes.get("/r/a").unwrap().data(), b"x", "the copy is as it was");
         // The resync after the error finds the change and reports it.
@@ -396,7 +419,7 @@ mod tests {
         assert_eq!(kinds(&mut events), ["changed /r/a"]);
         // A node gone (NoNode) is a read like any other.
         let read = vec![Ok((b"z".to_vec(), node(2, 6, "z").stat())), Err(zookeeper_client::Error::NoNode)];
-        assert_eq!(tracker.settle(&paths, read), Ok(()));
+        assert_eq!(tracker.settle(paths, read), Ok(()));
         assert!(kinds(&mut events).is_empty(), "published when the burst is done");
         tracker.burst_done();
         assert_eq!(kinds(&mut events), ["changed /r/a"]);
@@ -413,18 +436,18 @@ mod tests {
         let round =
             |path: &str, zxid| (vec![path.to_owned()], vec![Ok((Vec::new(), node(zxid, zxid, "").stat()))]);
         let (paths, read) = round("/r/a", 3);
-        tracker.settle(&paths, read).unwrap();
+        tracker.settle(paths, read).unwrap();
         let (paths, read) = round("/r/b", 3);
-        tracker.settle(&paths, read).unwrap();
+        tracker.settle(paths, read).unwrap();
         assert!(!snapshots.has_changed().unwrap(), "nothing published inside the burst");
         tracker.burst_done();
         assert_eq!(snapshots.borrow_and_update().len(), 3);
         assert_eq!(kinds(&mut events), ["created /r/a", "created /r/b"]);
         // One round applied, the next failed: the resync reports both.
         let (paths, read) = round("/r/c", 4);
-        tracker.settle(&paths, read).unwrap();
+        tracker.settle(paths, read).unwrap();
         let failed = vec![Err(zookeeper_client::Error::ConnectionLoss)];
-        assert!(tracker.settle(&["/r/d".to_owned()], failed).is_err());
+        assert!(tracker.settle(["/r/d".to_owned()], failed).is_err());
         let mut resync = tracker.nodes.iter().map(|(p, n)| (p, n.clone())).collect::<BTreeMap<_, _>>();
         resync.insert("/r/d".to_owned(), node(4, 4, ""));
         tracker.reset(resync);
@@ -454,7 +477,7 @@ mod tests {
             .reset(BTreeMap::from([("/r".to_owned(), node(1, 1, "")), ("/r/a".to_owned(), node(2, 2, "x"))]));
         assert_eq!(kinds(&mut events).len(), 3);
         let (paths, read) = (["/r/a".to_owned()], vec![Ok((b"yz".to_vec(), node(2, 5, "yz").stat()))]);
-        tracker.settle(&paths, read).unwrap();
+        tracker.settle(paths, read).unwrap();
         tracker.burst_done();
         match events.try_recv() {
             Ok(CacheEvent::Changed { old, new, .. }) => {
