@@ -41,12 +41,7 @@ pub fn check_path(path: &str) -> Result<(), PathError> {
     if path.ends_with('/') {
         return Err(PathError::TrailingSlash);
     }
-    // Printable ASCII, the common case, is valid: one pass over the bytes.
-    if !path.bytes().all(|b| (0x20..0x7f).contains(&b)) {
-        if let Some((index, ch)) = path.char_indices().find(|&(_, c)| is_invalid_char(c)) {
-            return Err(PathError::InvalidCharacter { ch, index });
-        }
-    }
+    check_chars(path, 0)?;
     let mut offset = 1;
     for segment in path[1..].split('/') {
         match segment {
@@ -56,6 +51,17 @@ pub fn check_path(path: &str) -> Result<(), PathError> {
             _ => {}
         }
         offset += segment.len() + 1;
+    }
+    Ok(())
+}
+
+/// Checks the characters of `text`, which stands at `offset` in its path.
+fn check_chars(text: &str, offset: usize) -> Result<(), PathError> {
+    // Printable ASCII, the common case, is valid: one pass over the bytes.
+    if !text.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        if let Some((index, ch)) = text.char_indices().find(|&(_, c)| is_invalid_char(c)) {
+            return Err(PathError::InvalidCharacter { ch, index: index + offset });
+        }
     }
     Ok(())
 }
@@ -112,7 +118,14 @@ pub fn validate_name(name: &str) -> Result<()> {
     if name.contains('/') {
         return Err(Error::InvalidPath { path: name.to_string(), source: PathError::InvalidName });
     }
-    check_path(&join("/", name)).map_err(|source| Error::InvalidPath { path: name.to_string(), source })
+    // As `check_path` would check `/<name>`, without making that path: its characters, then
+    // its one segment.
+    let segment = match name {
+        "." => Err(PathError::RelativeSegment(".")),
+        ".." => Err(PathError::RelativeSegment("..")),
+        _ => Ok(()),
+    };
+    check_chars(name, 1).and(segment).map_err(|source| Error::InvalidPath { path: name.to_string(), source })
 }
 
 /// Checks that `data` fits in one node.
@@ -210,6 +223,17 @@ mod tests {
         #[test]
         fn check_path_never_panics(s in "\\PC*") {
             let _ = check_path(&s);
+        }
+
+        /// A name is checked as the path `/<name>` would be, without making that path.
+        #[test]
+        fn a_name_is_checked_as_its_path_would_be(name in "[^/]{1,6}|\\.|\\.\\.|a\u{1}b") {
+            let as_path = check_path(&format!("/{name}"));
+            let as_name = validate_name(&name).map_err(|e| match e {
+                Error::InvalidPath { source, .. } => source,
+                other => panic!("{other}"),
+            });
+            prop_assert_eq!(as_name, as_path);
         }
 
         #[test]

@@ -177,13 +177,22 @@ impl LockInternalsDriver for StandardLockInternalsDriver {
     }
 
     fn fix_for_sorting<'a>(&self, name: &'a str, lock_name: &str) -> Option<&'a str> {
-        if lock_name.is_empty() {
-            return None;
-        }
-        let at = name.rfind(lock_name)?;
-        let suffix = &name[at + lock_name.len()..];
+        let suffix = after_last(name, lock_name)?;
         sequence_key(suffix).map(|_| suffix)
     }
+}
+
+/// What follows the last `marker` in `name` (Java's `lastIndexOf`, as Curator's
+/// `fixForSorting` looks), found by comparing bytes from the end: a contender's marker sits
+/// just before its ten digits, so this takes a few comparisons where `str::rfind` would first
+/// build a two-way searcher for the marker. A match of UTF-8 bytes starts and ends on character
+/// boundaries. `None` for an empty marker.
+fn after_last<'a>(name: &'a str, marker: &str) -> Option<&'a str> {
+    if marker.is_empty() {
+        return None;
+    }
+    let at = name.as_bytes().windows(marker.len()).rposition(|w| w == marker.as_bytes())?;
+    name.get(at + marker.len()..)
 }
 
 /// kazoo's `Lock` naming: ephemeral-sequential `<uuid hex>__lock__<seq>` nodes, contenders
@@ -233,8 +242,7 @@ impl LockInternalsDriver for KazooLockDriver {
     fn fix_for_sorting<'a>(&self, name: &'a str, _lock_name: &str) -> Option<&'a str> {
         // kazoo: `(?:__lock__|__rlock__)(-?\d{10})$`.
         Self::CONTENDER_NAMES.iter().find_map(|marker| {
-            let at = name.rfind(marker)?;
-            let suffix = &name[at + marker.len()..];
+            let suffix = after_last(name, marker)?;
             sequence_key(suffix).map(|_| suffix)
         })
     }

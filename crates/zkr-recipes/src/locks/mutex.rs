@@ -47,7 +47,9 @@ impl OwnerSlot {
 #[derive(Debug)]
 struct Inner<D> {
     internals: LockInternals<D>,
-    holders: DashMap<Holder, Arc<OwnerSlot>>,
+    /// Keyed by this process's task and call ids, which no one else picks: hashed with
+    /// rustc's quick hash, not SipHash (an acquire + release hashes its key nine times).
+    holders: DashMap<Holder, Arc<OwnerSlot>, rustc_hash::FxBuildHasher>,
 }
 
 impl<D> Inner<D> {
@@ -168,7 +170,7 @@ impl<D: LockInternalsDriver> InterProcessMutex<D> {
     /// # Errors
     /// None today; the `Result` keeps room for validation.
     pub fn from_internals(internals: LockInternals<D>) -> Result<Self, LockError> {
-        Ok(InterProcessMutex { inner: Arc::new(Inner { internals, holders: DashMap::new() }) })
+        Ok(InterProcessMutex { inner: Arc::new(Inner { internals, holders: DashMap::default() }) })
     }
 
     /// Acquires the lock, waiting as long as it takes.
