@@ -47,6 +47,13 @@ MODELS = os.path.join("crates", "zkr-model")
 # enables it, so this adds no build of its own.
 FEATURES = ["--features", "zkr-cli/kerberos"]
 
+# The JVMs that the tests start (servers and Curator peers, zkr-testing's JVM_OPTIONS_ENV) with
+# the JIT's first tier only: they live seconds, and the test run is bound by the 2 cores, most of
+# whose time goes to JVMs. Measured alone: a server's start took 0.57-0.70 CPU s against
+# 0.71-1.03, the `crud` binary 5.1-5.2 against 5.9-6.4, `lock_interop` (Curator peers)
+# 5.6-6.0 against 7.4-8.9. An explicit ZKR_JVM_OPTIONS (even empty) is kept.
+JVM_OPTIONS = ("ZKR_JVM_OPTIONS", "-XX:TieredStopAtLevel=1")
+
 # Where each binary's output is kept while it runs: cargo's target directory.
 LOGS = os.environ.get("CARGO_TARGET_DIR") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target")
 print_lock = threading.Lock()
@@ -54,7 +61,8 @@ failed = []
 
 
 def build():
-    """Builds every test binary; returns (target name, target kind, package directory, executable) for each."""
+    """Builds every test binary; returns (target name, target kind, package directory, executable)
+    for each, and the same for each example (built by `cargo test`, run by `--example`)."""
     out = subprocess.run(
         ["cargo", "test", "--workspace", *FEATURES, "--no-run", "--message-format=json-render-diagnostics"],
         stdout=subprocess.PIPE,
@@ -62,13 +70,17 @@ def build():
     )
     if out.returncode != 0:
         sys.exit(out.returncode)
-    binaries = []
+    binaries, examples = [], []
     for line in out.stdout.splitlines():
         m = json.loads(line)
-        if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        if m.get("reason") == "compiler-artifact" and m.get("executable"):
             directory = os.path.dirname(m["manifest_path"])
-            binaries.append((m["target"]["name"], m["target"]["kind"][0], directory, m["executable"]))
-    return binaries
+            binary = (m["target"]["name"], m["target"]["kind"][0], directory, m["executable"])
+            if m["profile"]["test"]:
+                binaries.append(binary)
+            elif binary[1] == "example":
+                examples.append(binary)
+    return binaries, examples
 
 
 def run(label, command, cwd, env=None):
@@ -127,8 +139,15 @@ def main():
                         help="a shell command to run in a lane of its own once the build is done (repeatable)")
     parser.add_argument("--list", action="store_true",
                         help="build, then print each test binary as: name, kind, package directory, executable (tab-separated)")
+    parser.add_argument("--example", action="append", default=[], metavar="NAME",
+                        help="run this example of the build too, as `cargo run --example NAME` would "
+                             "(repeatable; `cargo run` with one package's features would build it again)")
     args = parser.parse_args()
-    binaries = build()
+    os.environ.setdefault(*JVM_OPTIONS)
+    binaries, examples = build()
+    unknown = set(args.example) - {e[0] for e in examples}
+    if unknown:
+        sys.exit(f"no such example: {', '.join(sorted(unknown))}")
     if args.list:
         for binary in binaries:
             print("\t".join(binary))
@@ -140,6 +159,9 @@ def main():
     for binary in binaries:
         if binary not in checkers + models + ensembles:
             pool.put(binary)
+    for example in examples:
+        if example[0] in args.example:
+            pool.put(example)
     doc_tests = lambda: run("doc tests (cargo test --workspace --doc)", ["cargo", "test", "--workspace", *FEATURES, "--doc"], None)
     os.makedirs(LOGS, exist_ok=True)
     lanes = [threading.Thread(target=guarded, args=("checkers", lane, checkers, pool)),
@@ -153,7 +175,8 @@ def main():
     if failed:
         print("\nfailed: " + ", ".join(failed), file=sys.stderr)
         sys.exit(1)
-    print(f"\nall {len(binaries)} test binaries, the doc tests and {len(args.also)} other commands passed")
+    print(f"\nall {len(binaries)} test binaries, {len(args.example)} examples, the doc tests and "
+          f"{len(args.also)} other commands passed")
 
 
 if __name__ == "__main__":

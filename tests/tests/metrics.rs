@@ -310,7 +310,9 @@ async fn figures_follow_locks_sessions_and_caches() {
     zk.close().await;
 
     // The stall nudge: a read that waits for a paused server gets nudges with it on (after
-    // 100 ms; the default, after 500 ms), none with it off.
+    // 100 ms; the default, after 500 ms), none with it off. The server stays paused until the
+    // nudge is seen: a fixed pause of 900 ms left the default's nudge (500-750 ms after the
+    // read was sent) 150 ms to spare, and a busy CI machine took more (fresh run of b4f321c).
     let paused = zkr_testing::TestingServer::start().await.unwrap();
     let ms = std::time::Duration::from_millis;
     for (nudge, on) in [(Some(Some(ms(100))), true), (Some(None), false), (None, true)] {
@@ -326,11 +328,19 @@ async fn figures_follow_locks_sessions_and_caches() {
             let zk = zk.clone();
             async move { zk.retry(|s| async move { s.client().check_stat("/").await }).await }
         });
-        tokio::time::sleep(ms(900)).await;
+        let nudges = "zkr_stall_nudges_total";
+        if on {
+            scrapes.until(&format!("a nudge with {nudge:?}"), |f| f.counter_total(nudges) > 0).await;
+        } else {
+            // Twice the default's latest nudge: had it been on, it would have come.
+            tokio::time::sleep(ms(1_500)).await;
+        }
         paused.resume().unwrap();
         read.await.unwrap().expect("the read completes once the server resumes");
-        let nudges = scrapes.take().counter_total("zkr_stall_nudges_total");
-        assert_eq!(nudges > 0, on, "{nudges} nudges with {nudge:?}");
+        if !on {
+            let seen = scrapes.take().counter_total(nudges);
+            assert_eq!(seen, 0, "{seen} nudges with {nudge:?}");
+        }
         zk.close().await;
     }
 }

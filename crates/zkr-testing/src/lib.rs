@@ -50,7 +50,7 @@ pub use error::{Error, Result};
 pub use four_letter::{four_letter_word, parse_mntr};
 pub use install::Installation;
 pub use kerberos::{KerberosRealm, SERVICE_HOST as KERBEROS_SERVICE_HOST};
-pub use options::ServerOptions;
+pub use options::{ServerOptions, JVM_OPTIONS_ENV};
 pub use proc_status::proc_status_kib;
 pub use proxy::{FaultProxy, Latency, ProxyMode};
 pub use release::{Release, DEFAULT_RELEASE, RELEASES, RELEASE_ENV};

@@ -4,6 +4,25 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+/// The environment variable whose options (separated by white space) are given to every JVM
+/// that zkr-testing starts: servers, ensembles' members and Curator peers.
+///
+/// `make test` sets `-XX:TieredStopAtLevel=1` (scripts/run-tests.py): its JVMs live seconds,
+/// and the optimizing compiler's work would not pay for itself in them. Benchmarks leave it
+/// unset, so that their servers run as in production.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(zkr_testing::JVM_OPTIONS_ENV, "ZKR_JVM_OPTIONS");
+/// ```
+pub const JVM_OPTIONS_ENV: &str = "ZKR_JVM_OPTIONS";
+
+/// The options of [`JVM_OPTIONS_ENV`], in order.
+pub(crate) fn jvm_options_from_env() -> Vec<String> {
+    std::env::var(JVM_OPTIONS_ENV).unwrap_or_default().split_whitespace().map(str::to_owned).collect()
+}
+
 /// Settings for test servers. The defaults are realistic (fsync on, default limits) except where
 /// a test harness needs otherwise; each such change is listed here.
 ///
@@ -18,6 +37,7 @@ use std::time::Duration;
 /// | `clientPortAddress` | `127.0.0.1` | loopback only |
 /// | `zookeeper.extendedTypesEnabled` | `true` | TTL nodes can be created |
 /// | JVM | `-Xmx512m -XX:+UseSerialGC` | a 2-core machine runs several servers and the tests |
+/// | JVM options | those of [`JVM_OPTIONS_ENV`] (none unless set) | `make test` runs its servers and Curator peers with the JIT's first tier only |
 ///
 /// # Examples
 ///
@@ -367,6 +387,7 @@ impl ServerOptions {
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn".to_string(),
             "-Dorg.slf4j.simpleLogger.showDateTime=true".to_string(),
         ];
+        args.extend(jvm_options_from_env());
         if let Some(interval) = self.container_check_interval {
             args.push(format!("-Dznode.container.checkIntervalMs={}", interval.as_millis().max(1)));
         }

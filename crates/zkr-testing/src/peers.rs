@@ -256,7 +256,11 @@ impl CuratorTool {
     /// [`spawn`](Self::spawn) to talk to it.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(&self.java);
-        cmd.arg("-cp").arg(&self.classpath).arg("CuratorTool").args(args);
+        cmd.args(crate::options::jvm_options_from_env())
+            .arg("-cp")
+            .arg(&self.classpath)
+            .arg("CuratorTool")
+            .args(args);
         cmd
     }
 
