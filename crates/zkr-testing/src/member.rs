@@ -194,7 +194,10 @@ impl Member {
         let deadline = Instant::now() + timeout;
         let address = self.address();
         loop {
-            if let Some(status) = self.process().as_mut().and_then(ServerProcess::exited) {
+            // The lock is let go before the match: an `if let` on the guard would hold it
+            // through its block, where the process is cleared (a hang, not `Exited`).
+            let exited = self.process().as_mut().and_then(ServerProcess::exited);
+            if let Some(status) = exited {
                 *self.process() = None;
                 return Err(Error::Exited { server: self.id, status, log: log_tail(&self.paths.log, 30) });
             }

@@ -3,7 +3,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use zkr_testing::{expire_session, probe_session, FaultProxy, TestingCluster, TestingServer, Timing};
+use zkr_testing::{
+    expire_session, probe_session, FaultProxy, ServerOptions, TestingCluster, TestingServer, Timing,
+};
 use zookeeper_client::{Acls, Client, CreateMode, SessionState, StateWatcher};
 
 fn timing() -> Timing {
@@ -43,6 +45,23 @@ async fn connect(connect_string: &str) -> Client {
         .connect(connect_string)
         .await
         .expect("connect")
+}
+
+/// A server whose JVM cannot start is reported as exited, with its log, at once (it hung: the
+/// start held its process lock while it cleared the process). The start runs on a thread of its
+/// own, so that a hang fails the test instead of blocking it.
+#[test]
+fn a_server_that_cannot_start_is_reported_as_exited() {
+    let (done, started) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let options = ServerOptions::default().jvm_option("-XX:NoSuchOption");
+        let _ = done.send(runtime.block_on(TestingServer::with_options(options)).map(|s| s.connect_string()));
+    });
+    match started.recv_timeout(timing().wait()).expect("the start returns instead of hanging") {
+        Err(zkr_testing::Error::Exited { log, .. }) => assert!(log.contains("NoSuchOption"), "{log}"),
+        other => panic!("expected Exited, got {other:?}"),
+    }
 }
 
 #[tokio::test]
